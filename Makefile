@@ -1,0 +1,53 @@
+# Two commands on a fresh machine: `make run` and `make test`.
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+SYSSTAMP:= $(VENV)/.system-packages
+SCENARIO?= examples/scenarios/diurnal-shop.yaml
+APT_PACKAGES := haproxy prometheus
+
+.PHONY: install system-packages run test lint typecheck pytest bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+# Debian packages the tests start for real (HAProxy, Prometheus), installed when missing.
+system-packages: $(SYSSTAMP)
+
+$(SYSSTAMP): | $(STAMP)
+	@missing=""; \
+	command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || missing="$$missing haproxy"; \
+	command -v prometheus >/dev/null 2>&1 || [ -x /usr/bin/prometheus ] || missing="$$missing prometheus"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages:$$missing"; \
+		SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+	touch $(SYSSTAMP)
+
+run: install
+	$(BIN)/intent-planner run --scenario $(SCENARIO)
+
+lint: install
+	$(BIN)/ruff check planner actuators knowledge simulator tests bench
+
+typecheck: install
+	$(BIN)/mypy
+
+pytest: install system-packages
+	$(BIN)/python -m pytest -q
+
+test: lint typecheck pytest
+
+bench: install system-packages
+	$(BIN)/python bench/dispatch.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis build *.egg-info

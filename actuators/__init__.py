@@ -1,0 +1,1 @@
+"""Actuators: each proposes, bounds and applies one kind of change to a workload."""

@@ -1,0 +1,70 @@
+"""Horizontal scaling within the admin's bounds: range, step per cycle, anti-flapping."""
+
+from __future__ import annotations
+
+from actuators.base import Actuator
+from actuators.registry import register_actuator
+from planner.admin import AdminConfig
+from planner.backend import ClusterBackend
+from planner.plan import Action
+from planner.state import WorkloadConfig, WorkloadState
+
+
+@register_actuator("replicas")
+class ReplicasActuator(Actuator):
+    """Sets the replica count.
+
+    Bounds from ``admin.replicas``: ``min``/``max``, at most ``max_step`` replicas per cycle,
+    and no scale-down within ``cooldown_s`` of a scale-up (scale-up is never held back: the
+    SLO comes first).
+    """
+
+    knobs = ("replicas",)
+
+    def __init__(self, admin: AdminConfig) -> None:
+        super().__init__(admin)
+        self._last_up: dict[str, float] = {}
+
+    def clip(self, config: WorkloadConfig) -> WorkloadConfig:
+        b = self.admin.replicas
+        return config.with_(replicas=min(b.max, max(b.min, config.replicas)))
+
+    def candidates(self, workload: WorkloadState, current: WorkloadConfig,
+                   limit: int = 10) -> list[WorkloadConfig]:
+        b = self.admin.replicas
+        deltas = sorted({1, 2, max(1, b.max_step // 2), b.max_step})
+        out: list[WorkloadConfig] = []
+        for d in deltas:
+            for r in (current.replicas + d, current.replicas - d):
+                if b.min <= r <= b.max and r != current.replicas:
+                    cfg = current.with_(replicas=r)
+                    if cfg not in out:
+                        out.append(cfg)
+        return out[:limit]
+
+    def steps(self, workload: str, current: WorkloadConfig, target: WorkloadConfig,
+              now: float) -> list[Action]:
+        self.held.pop(workload, None)
+        b = self.admin.replicas
+        want = min(b.max, max(b.min, target.replicas))
+        if want == current.replicas:
+            return []
+        if want < current.replicas:
+            last_up = self._last_up.get(workload)
+            if last_up is not None and now - last_up < b.cooldown_s:
+                self.held[workload] = (f"scale-down to {want} held: {now - last_up:.0f}s since "
+                                       f"the last scale-up < cooldown {b.cooldown_s:.0f}s")
+                return []
+        step = max(-b.max_step, min(b.max_step, want - current.replicas))
+        new = current.replicas + step
+        verb = "scale out" if step > 0 else "scale in"
+        clipped = "" if new == want else f" (towards {want}, max step {b.max_step})"
+        return [Action("replicas", workload, {"replicas": new, "from": current.replicas},
+                       f"{verb} {current.replicas} -> {new}{clipped}")]
+
+    def apply(self, action: Action, backend: ClusterBackend) -> None:
+        backend.scale(action.workload, int(action.params["replicas"]))
+
+    def applied(self, action: Action, now: float) -> None:
+        if int(action.params["replicas"]) > int(action.params.get("from", 0)):
+            self._last_up[action.workload] = now

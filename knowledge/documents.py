@@ -1,0 +1,198 @@
+"""Turning caller documents into plain, storable ones.
+
+Every knowledge base stores *plain* documents: ``dict`` with ``str`` keys, ``list``, ``str``,
+``int`` (64-bit), ``float``, ``bool``, ``None`` and ``bytes``. :func:`sanitize` builds such a
+document from what the controller hands over (numpy scalars and arrays, tuples, enums, ...) and
+is at the same time the deep copy that makes later changes of the argument invisible to the store.
+
+Choices, applied by every store that uses this module:
+
+* ``NaN``, ``inf`` and ``-inf`` become ``None``. MongoDB could store them, but the documents are
+  read by JSON consumers (the REST API, notebooks, ``json.dumps(allow_nan=False)``) that cannot
+  represent them; "no value" is also what a NaN measurement means.
+* integers outside the signed 64-bit range become ``float`` (BSON has no bigger integer).
+* tuples and numpy arrays become lists; numpy scalars become Python scalars; ``bytearray`` and
+  ``memoryview`` become ``bytes`` (stored as BSON binary, returned as ``bytes``).
+* keys must be strings without a NUL character; top-level keys must not start with ``$``
+  (MongoDB reserves them). Anything else (datetimes, arbitrary objects, strings with lone
+  surrogates) raises :class:`InvalidDocument`: the caller has a bug, retrying cannot help.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from planner.errors import PermanentError
+
+Document = dict[str, Any]
+
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+
+
+class InvalidDocument(PermanentError, TypeError):
+    """A document holds something no knowledge base can store (a caller bug, not retried)."""
+
+
+def sanitize(doc: Mapping[str, Any], where: str = "document") -> Document:
+    """Return a plain deep copy of ``doc`` (see the module docstring for the rules).
+
+    ``where`` names the document in error messages (``event``, ``effect``...).
+    """
+    if not isinstance(doc, Mapping):
+        raise InvalidDocument(f"{where}: expected a mapping, got {type(doc).__name__}")
+    out: Document = {}
+    for key, value in doc.items():
+        name = _key(key, where)
+        if name.startswith("$"):
+            raise InvalidDocument(f"{where}.{name}: top-level keys must not start with '$'")
+        out[name] = _value(value, f"{where}.{name}")
+    return out
+
+
+def _key(key: object, where: str) -> str:
+    if type(key) is not str:
+        if isinstance(key, str):  # str subclass, e.g. a str-valued enum
+            key = _plain_str(key)
+        else:
+            raise InvalidDocument(
+                f"{where}: keys must be strings, got {type(key).__name__} {key!r}"
+            )
+    assert isinstance(key, str)
+    if "\x00" in key:
+        raise InvalidDocument(f"{where}: key {key!r} contains a NUL character")
+    _check_utf8(key, where)
+    return key
+
+
+def _plain_str(value: str) -> str:
+    if isinstance(value, enum.Enum):
+        inner = value.value
+        if isinstance(inner, str):
+            return str.__str__(inner)
+    return str.__str__(value)
+
+
+def _check_utf8(text: str, where: str) -> None:
+    if text.isascii():
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidDocument(f"{where}: string is not valid unicode ({exc.reason})") from None
+
+
+def _float(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _int(value: int) -> int | float:
+    return value if _INT64_MIN <= value <= _INT64_MAX else float(value)
+
+
+def _mapping(value: Mapping[Any, Any], where: str) -> Document:
+    out: Document = {}
+    for key, item in value.items():
+        name = _key(key, where)
+        out[name] = _value(item, f"{where}.{name}")
+    return out
+
+
+def _value(value: Any, where: str) -> Any:
+    kind = type(value)
+    # Fast paths for the exact builtin types.
+    if value is None or kind is bool:
+        return value
+    if kind is float:
+        return _float(value)
+    if kind is int:
+        return _int(value)
+    if kind is str:
+        _check_utf8(value, where)
+        return value
+    if kind is bytes:
+        return value
+    if kind is dict:
+        return _mapping(value, where)
+    if kind is list or kind is tuple:
+        return [_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, Mapping):
+        return _mapping(value, where)
+    # Subclasses and foreign scalar types.
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    if isinstance(value, np.ndarray):
+        return _value(value.tolist(), where)
+    if isinstance(value, np.generic):
+        return _value(value.item(), where)
+    if isinstance(value, str):
+        return _value(_plain_str(value), where)
+    if isinstance(value, int):
+        return _int(int(value))
+    if isinstance(value, float):
+        return _float(float(value))
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return [_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    raise InvalidDocument(
+        f"{where}: cannot store a value of type {type(value).__name__}; "
+        "convert it to numbers, strings, lists or dicts first"
+    )
+
+
+def require_str(doc: Mapping[str, Any], key: str, where: str) -> str:
+    """``doc[key]`` if it is a string, else :class:`InvalidDocument`."""
+    value = doc.get(key)
+    if not isinstance(value, str):
+        raise InvalidDocument(f"{where}.{key}: expected a string, got {value!r}")
+    return value
+
+
+def require_number(doc: Mapping[str, Any], key: str, where: str) -> float:
+    """``doc[key]`` if it is a finite number (not a bool), else :class:`InvalidDocument`."""
+    value = doc.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidDocument(
+            f"{where}.{key}: expected a finite number, got {value!r}"
+            " (NaN and inf are stored as None)"
+        )
+    return value
+
+
+def event_document(event: Mapping[str, Any]) -> Document:
+    """A sanitized copy of an ``events`` document; needs ``time`` and ``intent``."""
+    doc = sanitize(event, "event")
+    require_number(doc, "time", "event")
+    require_str(doc, "intent", "event")
+    return doc
+
+
+def effect_document(effect: Mapping[str, Any]) -> Document:
+    """A sanitized copy of an ``effects`` document; ``static`` defaults to False."""
+    doc = sanitize(effect, "effect")
+    require_str(doc, "intent", "effect")
+    require_str(doc, "objective", "effect")
+    require_number(doc, "timestamp", "effect")
+    static = doc.setdefault("static", False)
+    if not isinstance(static, bool):
+        raise InvalidDocument(f"effect.static: expected a bool, got {static!r}")
+    blob = doc.get("blob")
+    if blob is not None and not isinstance(blob, bytes):
+        raise InvalidDocument(f"effect.blob: expected bytes or None, got {type(blob).__name__}")
+    return doc
+
+
+def status_document(intent: str, time: float, status: Mapping[str, Any]) -> Document:
+    """A sanitized ``status`` document ``{"intent", "time", "status"}``."""
+    if not isinstance(status, Mapping):
+        raise InvalidDocument(f"status.status: expected a mapping, got {type(status).__name__}")
+    doc = sanitize({"intent": intent, "time": time, "status": status}, "status")
+    require_str(doc, "intent", "status")
+    require_number(doc, "time", "status")
+    return doc

@@ -1,0 +1,287 @@
+"""The MongoDB knowledge base.
+
+Runs on any pymongo-compatible client: ``pymongo.MongoClient`` in production and
+``mongomock.MongoClient`` for the embedded default and the tests, through the same code.
+
+Collections and indexes (created by :meth:`MongoKnowledgeBase.prepare`, idempotently):
+
+``events``
+    ``intent_time`` (intent, time desc, _id desc) serves ``events(intent, since, until)`` newest
+    first without an in-memory sort; ``time`` (time, _id) serves retention and the all-intents
+    listing; ``recorded_at_ttl`` is a TTL index on the BSON date ``_kb_recorded_at`` (the wall
+    clock at insertion) with ``expireAfterSeconds = retention_s``, so a real MongoDB bounds the
+    collection by itself even if nobody calls :meth:`~MongoKnowledgeBase.apply_retention`.
+    The TTL uses the insertion wall clock rather than the event's ``time`` because ``time`` may
+    come from a simulated clock; ``apply_retention(now)`` uses ``time`` (mongomock has no TTL
+    monitor, so this explicit delete is what runs there).
+``effects``
+    ``intent_objective_timestamp`` (intent, objective, timestamp desc, _id desc).
+``status``
+    ``intent_unique`` (intent), unique: one status document per intent.
+
+Documents go through :func:`knowledge.documents.sanitize` (a deep copy; NaN/inf -> ``None``,
+see there why), come back without ``_id`` and ``_kb_*`` fields.
+
+Errors: every ``PyMongoError`` (server selection timeout, auto-reconnect, operation failure,
+authentication...) becomes :class:`~knowledge.base.KnowledgeBaseUnavailable`, except a
+document-level ``WriteError`` and ``DocumentTooLarge``: the server refused *this* document, so
+they become :class:`~knowledge.documents.InvalidDocument` (permanent) - otherwise a wrapper
+that buffers on unavailability would retry a poison document forever.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import math
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import bson.errors
+import pymongo
+import pymongo.errors
+
+from knowledge import base, documents
+
+DEFAULT_DATABASE = "intent_planner"
+DEFAULT_RETENTION_S = 7 * 24 * 3600.0
+
+EVENTS = "events"
+EFFECTS = "effects"
+STATUS = "status"
+
+RECORDED_AT = "_kb_recorded_at"
+INTERNAL_FIELDS = frozenset({"_id", RECORDED_AT})
+
+INDEX_EVENTS_INTENT_TIME = "intent_time"
+INDEX_EVENTS_TIME = "time"
+INDEX_EVENTS_TTL = "recorded_at_ttl"
+INDEX_EFFECTS = "intent_objective_timestamp"
+INDEX_STATUS = "intent_unique"
+
+_NEWEST = [("time", pymongo.DESCENDING), ("_id", pymongo.DESCENDING)]
+_NEWEST_EFFECT = [("timestamp", pymongo.DESCENDING), ("_id", pymongo.DESCENDING)]
+_MAX_TTL_S = 2**31 - 1
+
+_BAD_DB_CHARS = frozenset('/\\. "$*<>:|?\x00')
+
+
+def database_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a MongoDB database name, or ``None`` if it can."""
+    if not name:
+        return "the database name is empty"
+    bad = sorted(set(name) & _BAD_DB_CHARS)
+    if bad:
+        return f"the database name {name!r} contains {''.join(bad)!r}"
+    if len(name.encode("utf-8")) > 63:
+        return f"the database name {name!r} is longer than 63 bytes"
+    return None
+
+
+class MongoKnowledgeBase(base.KnowledgeBase):
+    """:class:`~knowledge.base.KnowledgeBase` over a pymongo-compatible client.
+
+    ``retention_s`` is how long events are kept (``None``: forever, and any TTL index from an
+    earlier configuration is dropped). With ``create_indexes`` the constructor calls
+    :meth:`prepare` and so raises :class:`~knowledge.base.KnowledgeBaseUnavailable` when the
+    server is down; pass ``False`` to defer that (``ResilientKnowledgeBase`` does).
+    :meth:`close` closes the client.
+    """
+
+    def __init__(
+        self,
+        client: Any,  # pymongo.MongoClient or mongomock.MongoClient (same API, no shared type)
+        database: str = DEFAULT_DATABASE,
+        retention_s: float | None = DEFAULT_RETENTION_S,
+        create_indexes: bool = True,
+    ) -> None:
+        problem = database_name_problem(database)
+        if problem is not None:
+            raise ValueError(problem)
+        if retention_s is not None and not (0 < retention_s <= _MAX_TTL_S):
+            raise ValueError(f"retention_s must be > 0 and <= {_MAX_TTL_S} or None")
+        self._client = client
+        self._database_name = database
+        self.retention_s = retention_s
+        db = client[database]
+        self._events = db[EVENTS]
+        self._effects = db[EFFECTS]
+        self._status = db[STATUS]
+        if create_indexes:
+            self.prepare()
+
+    @property
+    def database_name(self) -> str:
+        return self._database_name
+
+    @property
+    def client(self) -> Any:
+        return self._client
+
+    # -- errors ---------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _translate(self, operation: str) -> Iterator[None]:
+        try:
+            yield
+        except pymongo.errors.DuplicateKeyError as exc:  # a race between writers: retry later
+            raise base.KnowledgeBaseUnavailable(
+                f"knowledge base (MongoDB database {self._database_name!r}): {operation}"
+                f" conflicted with another writer: {exc}"
+            ) from exc
+        except pymongo.errors.WriteError as exc:
+            # The server refused this document (validation, field names...): retrying the same
+            # document cannot succeed, so it must not be buffered and retried as "unavailable".
+            raise documents.InvalidDocument(
+                f"{operation}: MongoDB refused the document: {exc}"
+            ) from exc
+        except pymongo.errors.PyMongoError as exc:
+            raise base.KnowledgeBaseUnavailable(
+                f"knowledge base (MongoDB database {self._database_name!r}): {operation} failed:"
+                f" {type(exc).__name__}: {exc}; is MongoDB running and reachable at the --kb URI?"
+            ) from exc
+        except bson.errors.BSONError as exc:  # sanitize() should have caught it first
+            raise documents.InvalidDocument(f"{operation}: {exc}") from exc
+
+    # -- start-up ---------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Create the indexes (idempotent); align the TTL index with ``retention_s``."""
+        asc, desc = pymongo.ASCENDING, pymongo.DESCENDING
+        with self._translate("creating indexes"):
+            self._events.create_index(
+                [("intent", asc), ("time", desc), ("_id", desc)], name=INDEX_EVENTS_INTENT_TIME
+            )
+            self._events.create_index([("time", asc), ("_id", asc)], name=INDEX_EVENTS_TIME)
+            want = None if self.retention_s is None else math.ceil(self.retention_s)
+            ttl = self._events.index_information().get(INDEX_EVENTS_TTL)
+            if ttl is not None and ttl.get("expireAfterSeconds") != want:
+                # The retention changed since the index was made: MongoDB refuses to create an
+                # index with the same name and other options, so replace it.
+                self._events.drop_index(INDEX_EVENTS_TTL)
+                ttl = None
+            if want is not None and ttl is None:
+                self._events.create_index(
+                    [(RECORDED_AT, asc)], name=INDEX_EVENTS_TTL, expireAfterSeconds=want
+                )
+            self._effects.create_index(
+                [("intent", asc), ("objective", asc), ("timestamp", desc), ("_id", desc)],
+                name=INDEX_EFFECTS,
+            )
+            self._status.create_index([("intent", asc)], name=INDEX_STATUS, unique=True)
+
+    # -- events -----------------------------------------------------------------------------
+
+    def record_event(self, event: Mapping[str, Any]) -> str:
+        doc = _strip(documents.event_document(event))
+        doc[RECORDED_AT] = dt.datetime.now(dt.UTC)
+        with self._translate("recording an event"):
+            result = self._events.insert_one(doc)
+        return str(result.inserted_id)
+
+    def events(
+        self,
+        intent: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int = 0,
+        skip: int = 0,
+    ) -> list[base.Document]:
+        if limit < 0 or skip < 0:
+            raise ValueError("limit and skip must be >= 0")
+        query: dict[str, Any] = {} if intent is None else {"intent": intent}
+        window: dict[str, float] = {}
+        if since is not None:
+            window["$gte"] = since
+        if until is not None:
+            window["$lt"] = until
+        if window:
+            query["time"] = window
+        with self._translate("reading events"):
+            cursor = self._events.find(query, {RECORDED_AT: False}).sort(_NEWEST)
+            if skip:
+                cursor = cursor.skip(skip)
+            if limit:
+                cursor = cursor.limit(limit)
+            return [_restore(doc) for doc in cursor]
+
+    def count_events(self, intent: str | None = None) -> int:
+        query = {} if intent is None else {"intent": intent}
+        with self._translate("counting events"):
+            return int(self._events.count_documents(query))
+
+    def apply_retention(self, now: float) -> int:
+        if self.retention_s is None:
+            return 0
+        with self._translate("applying retention"):
+            result = self._events.delete_many({"time": {"$lt": now - self.retention_s}})
+        return int(result.deleted_count)
+
+    # -- effects ----------------------------------------------------------------------------
+
+    def put_effect(self, effect: Mapping[str, Any]) -> str:
+        doc = _strip(documents.effect_document(effect))
+        with self._translate("storing an effect"):
+            result = self._effects.insert_one(doc)
+        return str(result.inserted_id)
+
+    def effect(
+        self, intent: str, objective: str, now: float, lookback_s: float
+    ) -> base.Document | None:
+        query = {
+            "intent": intent,
+            "objective": objective,
+            "$or": [{"static": True}, {"timestamp": {"$gte": now - lookback_s}}],
+        }
+        with self._translate("reading an effect"):
+            doc = self._effects.find_one(query, sort=_NEWEST_EFFECT)
+        return None if doc is None else _restore(doc)
+
+    def effects(self, intent: str | None = None, with_blobs: bool = False) -> list[base.Document]:
+        query = {} if intent is None else {"intent": intent}
+        projection = None if with_blobs else {"blob": False}
+        with self._translate("listing effects"):
+            cursor = self._effects.find(query, projection).sort(_NEWEST_EFFECT)
+            return [_restore(doc) for doc in cursor]
+
+    # -- status -----------------------------------------------------------------------------
+
+    def put_status(self, intent: str, time: float, status: Mapping[str, Any]) -> None:
+        doc = documents.status_document(intent, time, status)
+        with self._translate("storing a status"):
+            try:
+                self._status.replace_one({"intent": intent}, doc, upsert=True)
+            except pymongo.errors.DuplicateKeyError:
+                # Two writers upserted the same new intent at once; the document exists now.
+                self._status.replace_one({"intent": intent}, doc, upsert=True)
+
+    def statuses(self) -> dict[str, base.Document]:
+        with self._translate("reading statuses"):
+            found = [_restore(doc) for doc in self._status.find({}).sort("intent")]
+        return {doc["intent"]: doc for doc in found}
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def drop(self) -> None:
+        """Delete the whole database (tests and demos)."""
+        with self._translate("dropping the database"):
+            self._client.drop_database(self._database_name)
+
+    def close(self) -> None:
+        with self._translate("closing the client"):
+            self._client.close()
+
+
+def _strip(doc: base.Document) -> base.Document:
+    """Drop store-internal keys a caller may have passed back in (e.g. a raw ``_id``)."""
+    for key in INTERNAL_FIELDS & doc.keys():
+        del doc[key]
+    return doc
+
+
+def _restore(doc: Mapping[str, Any]) -> base.Document:
+    out = {k: v for k, v in doc.items() if k not in INTERNAL_FIELDS}
+    blob = out.get("blob")
+    if isinstance(blob, bytes) and type(blob) is not bytes:  # bson.Binary from some drivers
+        out["blob"] = bytes(blob)
+    return out

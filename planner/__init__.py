@@ -1,0 +1,3 @@
+"""intent-planner: declare what a workload needs; the planner decides how much."""
+
+__version__ = "0.1.0"

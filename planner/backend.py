@@ -1,0 +1,110 @@
+"""The cluster backend interface: the controller observes and changes a cluster through it.
+
+Two implementations: :mod:`simulator.cluster` (the embedded default) and the Kubernetes
+backend. The controller never knows which one it drives.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from planner.errors import PermanentError
+from planner.intents import Intent, KPIProfile
+from planner.state import ClusterSnapshot
+
+
+class UnsupportedOperation(PermanentError):
+    """The backend cannot perform this kind of change."""
+
+
+class ClusterBackend(ABC):
+    """Observe a cluster and apply changes to workloads.
+
+    Contract:
+
+    * :meth:`observe` returns one consistent :class:`ClusterSnapshot`; it raises
+      :class:`planner.errors.TemporaryError` when the cluster cannot be read right now.
+    * Every mutating method is idempotent (level-based): asking for the value a workload
+      already has is a no-op. Workloads are named ``namespace/name``.
+    * A mutating method raises :class:`UnsupportedOperation` for changes this backend
+      cannot make, :class:`planner.errors.TemporaryError` for changes that may succeed later.
+    """
+
+    name: str = "backend"
+
+    @abstractmethod
+    def now(self) -> float:
+        """Current time in seconds (wall clock, or simulated clock)."""
+
+    @abstractmethod
+    def observe(self) -> ClusterSnapshot:
+        """Read nodes, workloads and their pods."""
+
+    @abstractmethod
+    def scale(self, workload: str, replicas: int) -> None:
+        """Set the replica count."""
+
+    def resize(self, workload: str, cpu: float) -> None:
+        """Set the CPU request (cores) of every pod; may restart pods."""
+        raise UnsupportedOperation(f"{self.name} backend cannot resize {workload}")
+
+    def set_device(self, workload: str, device: str) -> None:
+        """Run the workload on ``cpu`` or ``gpu`` nodes."""
+        raise UnsupportedOperation(f"{self.name} backend cannot change the device of {workload}")
+
+    def place(self, workload: str, pool: str | None) -> None:
+        """Pin the workload to a node pool (``None``: anywhere)."""
+        raise UnsupportedOperation(f"{self.name} backend cannot place {workload}")
+
+    def remove_pod(self, workload: str, pod: str) -> None:
+        """Delete one pod and lower the replica count by one."""
+        raise UnsupportedOperation(f"{self.name} backend cannot remove pods of {workload}")
+
+    def set_weights(self, workload: str, weights: dict[str, int]) -> None:
+        """Set per-pod dispatch weights for the workload's load balancer."""
+        raise UnsupportedOperation(f"{self.name} backend has no dispatch weights")
+
+
+class KPISource(ABC):
+    """Measures the current value of a KPI for an intent's workload.
+
+    Contract: :meth:`measure` returns ``None`` when the value is unknown (no data, query
+    failed, source down); never a made-up zero. It must not raise for a failing dependency.
+    """
+
+    @abstractmethod
+    def measure(self, intent: Intent, profile: KPIProfile) -> float | None:
+        """The KPI's current value in the profile's unit (latency in ms)."""
+
+
+class IntentSource(ABC):
+    """Where intents and KPI profiles come from, and where their status goes."""
+
+    @abstractmethod
+    def intents(self) -> list[Intent]:
+        """The intents to plan, already validated."""
+
+    @abstractmethod
+    def profiles(self) -> dict[str, KPIProfile]:
+        """KPI profiles by ``namespace/name``."""
+
+    def report(self, intent: Intent, status: dict[str, object]) -> None:  # noqa: B027
+        """Publish an intent's status (a dict shaped like the CRD's ``status``). Optional."""
+
+
+class StaticIntentSource(IntentSource):
+    """Intents and profiles fixed at start-up; statuses kept in memory."""
+
+    def __init__(self, intents: list[Intent], profiles: list[KPIProfile]) -> None:
+        self._intents = list(intents)
+        self._profiles = {p.key: p for p in profiles}
+        self.statuses: dict[str, dict[str, object]] = {}
+
+    def intents(self) -> list[Intent]:
+        return list(self._intents)
+
+    def profiles(self) -> dict[str, KPIProfile]:
+        return dict(self._profiles)
+
+    def report(self, intent: Intent, status: dict[str, object]) -> None:
+        self.statuses[intent.key] = status

@@ -1,0 +1,173 @@
+"""The ``intent-planner`` command line."""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from planner.errors import SpecError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Intent-driven orchestration: declare SLOs, the planner decides how much.")
+err = Console(stderr=True)
+out = Console()
+
+DEFAULT_SCENARIO = Path(__file__).resolve().parents[1] / "examples" / "scenarios" / \
+    "diurnal-shop.yaml"
+
+Scenario = Annotated[Path, typer.Option("--scenario", "-s", help="Scenario YAML file.")]
+PlannerOpt = Annotated[str | None, typer.Option("--planner", "-p",
+                                                help="Planner plugin (default: the scenario's).")]
+SeedOpt = Annotated[int | None, typer.Option("--seed", help="Random seed (default: scenario's).")]
+KbOpt = Annotated[str, typer.Option("--kb", help="Knowledge base: 'memory' or a mongodb:// URI.")]
+
+
+def _fail(exc: SpecError) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {exc.line()}", highlight=False, soft_wrap=True)
+    return typer.Exit(code=2)
+
+
+def _parse_duration(value: str | None) -> float | None:
+    from simulator.durations import parse_duration
+
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise SpecError("", "--duration", str(exc), "use e.g. 30m or 2h") from None
+
+
+@app.command()
+def simulate(
+    scenario: Scenario,
+    planner: PlannerOpt = None,
+    seed: SeedOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    duration: Annotated[str | None, typer.Option(help="Override the scenario duration.")] = None,
+    kb: KbOpt = "memory",
+) -> None:
+    """Run a scenario as fast as the CPU allows and report SLO attainment and cost."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from planner import report
+    from simulator.runner import ScenarioRun
+    from simulator.scenario import load_scenario
+
+    try:
+        sc = load_scenario(scenario)
+        total = _parse_duration(duration) or sc.spec.duration
+        knowledge = _open_kb(kb)
+        run = ScenarioRun(sc, planner, seed, knowledge)
+    except SpecError as exc:
+        raise _fail(exc) from None
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn(
+            "{task.percentage:>3.0f}%"), TimeElapsedColumn(), console=err,
+            disable=not err.is_terminal, transient=True) as progress:
+        task = progress.add_task(f"{sc.name} / {run.admin.planner}", total=total)
+        result = run.run(total, on_progress=lambda t: progress.update(task, completed=t))
+    data = result.as_dict()
+    if as_json:
+        sys.stdout.write(json.dumps(data, sort_keys=True) + "\n")
+    else:
+        report.print_report(out, data)
+
+
+@app.command()
+def run(
+    scenario: Scenario = DEFAULT_SCENARIO,
+    planner: PlannerOpt = None,
+    seed: SeedOpt = None,
+    speed: Annotated[float, typer.Option(help="Simulated seconds per wall second.")] = 60.0,
+    duration: Annotated[str | None, typer.Option(help="Stop after this much simulated time "
+                                                 "(default: the scenario's).")] = None,
+    kb: KbOpt = "memory",
+    live: Annotated[bool, typer.Option(help="Live table (off: one log line per cycle).")] = True,
+) -> None:
+    """Run the controller on the embedded default: a simulated cluster, in-memory knowledge."""
+    from planner import live as live_view
+    from planner import report
+    from simulator.runner import ScenarioRun
+    from simulator.scenario import load_scenario
+
+    try:
+        sc = load_scenario(scenario)
+        total = _parse_duration(duration) or sc.spec.duration
+        knowledge = _open_kb(kb)
+        runner = ScenarioRun(sc, planner, seed, knowledge, start_time=None)
+    except SpecError as exc:
+        raise _fail(exc) from None
+    if speed <= 0:
+        raise _fail(SpecError("", "--speed", "must be > 0", "use e.g. --speed 60"))
+    stop = {"now": False}
+
+    def _interrupt(signum: int, frame: Any) -> None:
+        stop["now"] = True
+
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
+    out.print(f"[bold]intent-planner[/] on the simulated cluster: scenario [cyan]{sc.name}[/], "
+              f"planner [cyan]{runner.admin.planner}[/], {speed:g}x real time, "
+              f"{total / 60:.0f} simulated minutes. Ctrl-C stops.")
+    view = live_view.LiveView(out, runner, enabled=live and out.is_terminal)
+    with view:
+        result = runner.run(total, speed=speed, on_cycle=view.update,
+                            should_stop=lambda: stop["now"])
+    report.print_report(out, result.as_dict())
+
+
+@app.command()
+def validate(
+    files: Annotated[list[Path], typer.Argument(help="Scenario or Intent/KPIProfile YAML files.")],
+) -> None:
+    """Validate scenario and manifest files; exit 2 with the field and the fix on error."""
+    import yaml
+
+    from planner.intents import load_manifests
+    from simulator.scenario import load_scenario
+
+    for f in files:
+        try:
+            first = next(iter(yaml.safe_load_all(f.read_text())), None) if f.exists() else None
+            if isinstance(first, dict) and "workloads" in first:
+                load_scenario(f)
+            else:
+                load_manifests(f)
+        except SpecError as exc:
+            raise _fail(exc) from None
+        except yaml.YAMLError as exc:
+            raise _fail(SpecError(str(f), "(document)", f"not valid YAML: {exc}",
+                                  "fix the syntax")) from None
+        out.print(f"{f}: ok")
+
+
+@app.command("planners")
+def list_planners() -> None:
+    """List the planner and actuator plugins installed."""
+    from actuators import registry as actuators
+    from planner.planners import registry as planners
+
+    out.print("planners:  " + ", ".join(sorted(planners.available())))
+    out.print("actuators: " + ", ".join(sorted(actuators.available())))
+
+
+def _open_kb(uri: str) -> Any:
+    from knowledge.connect import open_knowledge_base
+
+    return open_knowledge_base(uri, resilient=True)
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    app()
+
+
+if __name__ == "__main__":
+    main()

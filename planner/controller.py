@@ -1,0 +1,184 @@
+"""The intent controller: observe -> record -> plan -> act -> report, once per cycle.
+
+Level-based and idempotent: each cycle reads the whole state and recomputes. It does not know
+which :class:`planner.backend.ClusterBackend` it drives.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from actuators import registry as actuator_registry
+from actuators.base import Actuator
+from knowledge.base import KnowledgeBase
+from planner.admin import AdminConfig
+from planner.backend import ClusterBackend, IntentSource, KPISource
+from planner.errors import IntentPlannerError, PermanentError, TemporaryError
+from planner.events import build_event
+from planner.intents import Intent, KPIProfile, objective_met
+from planner.plan import Plan
+from planner.planners import registry as planner_registry
+from planner.planners.base import Planner, PlanningContext
+from planner.state import ClusterSnapshot
+from planner.status import build_status
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class IntentOutcome:
+    """What one cycle did for one intent."""
+
+    intent: Intent
+    current: dict[str, float | None] = field(default_factory=dict)
+    met: dict[str, bool | None] = field(default_factory=dict)
+    plan: Plan | None = None
+    applied: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    invalid: str | None = None
+    status: dict[str, Any] = field(default_factory=dict)
+
+
+CycleHook = Callable[[ClusterSnapshot, list[IntentOutcome]], None]
+
+
+class IntentController:
+    def __init__(
+        self,
+        backend: ClusterBackend,
+        kpis: KPISource,
+        intents: IntentSource,
+        knowledge: KnowledgeBase,
+        admin: AdminConfig | None = None,
+        planners: Mapping[str, Planner] | None = None,
+        actuators: Mapping[str, Actuator] | None = None,
+    ) -> None:
+        self.backend = backend
+        self.kpis = kpis
+        self.source = intents
+        self.knowledge = knowledge
+        self.admin = admin or AdminConfig()
+        self.actuators = dict(actuators) if actuators is not None else actuator_registry.create(
+            self.admin.actuators, self.admin)
+        self._planners: dict[str, Planner] = dict(planners or {})
+        self._statuses: dict[str, dict[str, Any]] = {}
+        self.hooks: list[CycleHook] = []
+        self.cycles = 0
+
+    def planner_for(self, intent: Intent) -> Planner:
+        name = self.admin.planner_for(intent.metadata.namespace)
+        if name not in self._planners:
+            self._planners[name] = planner_registry.create(name)
+        return self._planners[name]
+
+    def cycle(self) -> list[IntentOutcome]:
+        """One pass over every intent; never raises for a failing dependency."""
+        try:
+            snapshot = self.backend.observe()
+        except TemporaryError as exc:
+            log.warning("cluster unreadable, skipping this cycle: %s", exc)
+            return []
+        profiles = self.source.profiles()
+        intents = sorted(self.source.intents(), key=lambda i: -i.spec.priority)
+        outcomes = [self._reconcile(i, snapshot, profiles) for i in intents]
+        self.cycles += 1
+        for hook in self.hooks:
+            try:
+                hook(snapshot, outcomes)
+            except Exception:  # a hook must not stop the controller
+                log.exception("cycle hook failed")
+        return outcomes
+
+    def _reconcile(self, intent: Intent, snapshot: ClusterSnapshot,
+                   profiles: Mapping[str, KPIProfile]) -> IntentOutcome:
+        out = IntentOutcome(intent)
+        now = snapshot.time
+        workload = snapshot.workload(intent.workload_key)
+        by_objective: dict[str, KPIProfile] = {}
+        for i, obj in enumerate(intent.spec.objectives):
+            prof = profiles.get(obj.profile_key(intent.metadata.namespace))
+            if prof is None:
+                out.invalid = (f"spec.objectives[{i}].measuredBy: no KPIProfile "
+                               f"{obj.profile_key(intent.metadata.namespace)!r}")
+                break
+            by_objective[obj.name] = prof
+        if out.invalid is None and workload is None:
+            out.invalid = (f"spec.targetRef: {intent.spec.target_ref.kind} "
+                           f"{intent.workload_key!r} not found")
+        if out.invalid is not None or workload is None:
+            self._report(out, now)
+            return out
+        unknown_reasons: dict[str, str] = {}
+        for obj in intent.spec.objectives:
+            prof = by_objective[obj.name]
+            value = self.kpis.measure(intent, prof)
+            out.current[obj.name] = value
+            out.met[obj.name] = objective_met(value, obj, prof)
+            if value is None:
+                why = getattr(self.kpis, "last_error", None)
+                unknown_reasons[obj.name] = (why(intent, prof) if callable(why) else None) or \
+                    "no data"
+        ctx = PlanningContext(intent, by_objective, workload, snapshot, out.current, self.admin,
+                              self.actuators, self.knowledge, now)
+        planner = self.planner_for(intent)
+        t0 = time.perf_counter()
+        try:
+            plan = planner.plan(ctx)
+        except IntentPlannerError as exc:
+            out.errors.append(f"planner {planner.name}: {exc}")
+            plan = None
+        elapsed = (time.perf_counter() - t0) * 1000.0
+        if plan is not None:
+            plan = _with_latency(plan, elapsed)
+        out.plan = plan
+        if plan is not None and intent.spec.active:
+            self._act(plan, out, now)
+        try:
+            self.knowledge.record_event(build_event(intent, workload, snapshot, out.current, plan,
+                                                    bool(out.applied)))
+        except TemporaryError as exc:
+            log.warning("knowledge base unavailable, event not recorded: %s", exc)
+        self._report(out, now, unknown_reasons)
+        return out
+
+    def _act(self, plan: Plan, out: IntentOutcome, now: float) -> None:
+        for action in plan.actions:
+            act = self.actuators.get(action.actuator)
+            if act is None:
+                out.errors.append(f"{action.actuator}: actuator not enabled")
+                continue
+            try:
+                act.apply(action, self.backend)
+            except TemporaryError as exc:
+                out.errors.append(f"{action.actuator}: will retry: {exc}")
+                continue
+            except PermanentError as exc:
+                out.errors.append(f"{action.actuator}: {exc}")
+                continue
+            act.applied(action, now)
+            out.applied.append(action.reason or action.actuator)
+
+    def _report(self, out: IntentOutcome, now: float,
+                unknown_reasons: dict[str, str] | None = None) -> None:
+        key = out.intent.key
+        out.status = build_status(out.intent, self._statuses.get(key), now, out.current, out.met,
+                                  out.plan, out.applied, out.errors, out.invalid, unknown_reasons)
+        self._statuses[key] = out.status
+        self.source.report(out.intent, out.status)
+        try:
+            self.knowledge.put_status(key, now, out.status)
+        except TemporaryError as exc:
+            log.warning("knowledge base unavailable, status not stored: %s", exc)
+
+    def status(self, intent_key: str) -> dict[str, Any] | None:
+        return self._statuses.get(intent_key)
+
+
+def _with_latency(plan: Plan, ms: float) -> Plan:
+    from dataclasses import replace
+
+    return replace(plan, planning_ms=ms)

@@ -1,0 +1,245 @@
+"""Intent and KPIProfile: what a service owner declares.
+
+Both load from the same YAML a user would ``kubectl apply`` (apiVersion/kind/metadata/spec).
+Field names follow the CRDs in ``crds/`` (camelCase in YAML, snake_case in Python).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+import pydantic
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from planner.errors import SpecError
+from planner.validation import spec_error
+
+API_GROUP = "intent-planner.io"
+API_VERSION = f"{API_GROUP}/v1alpha1"
+
+
+class KPIType(StrEnum):
+    LATENCY = "latency"
+    THROUGHPUT = "throughput"
+    AVAILABILITY = "availability"
+    POWER = "power"
+    COST = "cost"
+
+    @property
+    def minimized_by_default(self) -> bool:
+        return self in (KPIType.LATENCY, KPIType.POWER, KPIType.COST)
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+class Metadata(_Spec):
+    name: str = Field(min_length=1, max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+    namespace: str = Field(default="default", min_length=1, max_length=63)
+    generation: int = Field(default=1, ge=0)
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    uid: str | None = None
+    resource_version: str | None = Field(default=None, alias="resourceVersion")
+    # Server-populated fields: accepted so that ``kubectl get -o yaml`` output loads.
+    creation_timestamp: str | None = Field(default=None, alias="creationTimestamp")
+    deletion_timestamp: str | None = Field(default=None, alias="deletionTimestamp")
+    generate_name: str | None = Field(default=None, alias="generateName")
+    finalizers: list[str] = Field(default_factory=list)
+    owner_references: list[dict[str, Any]] = Field(default_factory=list, alias="ownerReferences")
+    managed_fields: list[dict[str, Any]] = Field(default_factory=list, alias="managedFields")
+
+
+class KPIProfileSpec(_Spec):
+    type: KPIType
+    minimize: bool | None = None
+    query: str | None = Field(default=None, min_length=1)
+    percentile: float | None = Field(default=None, gt=0, lt=100)
+    endpoint: str | None = None
+    unit: str | None = None
+
+    @field_validator("percentile")
+    @classmethod
+    def _percentile_for_latency(cls, v: float | None, info: ValidationInfo) -> float | None:
+        if v is not None and info.data.get("type") not in (KPIType.LATENCY, None):
+            raise ValueError("percentile is only meaningful for type latency")
+        return v
+
+    @property
+    def minimizes(self) -> bool:
+        return self.type.minimized_by_default if self.minimize is None else self.minimize
+
+    @property
+    def latency_percentile(self) -> float:
+        return self.percentile if self.percentile is not None else 95.0
+
+
+class KPIProfile(_Spec):
+    api_version: Literal["intent-planner.io/v1alpha1"] = Field(
+        default="intent-planner.io/v1alpha1", alias="apiVersion"
+    )
+    kind: Literal["KPIProfile"] = "KPIProfile"
+    metadata: Metadata
+    spec: KPIProfileSpec
+    status: dict[str, Any] | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+
+class TargetRef(_Spec):
+    kind: Literal["Deployment", "StatefulSet", "ReplicaSet"] = "Deployment"
+    name: str = Field(min_length=1)
+    api_version: str = Field(default="apps/v1", alias="apiVersion")
+
+
+class Objective(_Spec):
+    name: str = Field(min_length=1, max_length=63)
+    value: float = Field(ge=0)
+    measured_by: str = Field(alias="measuredBy", min_length=1)
+    tolerance: float = Field(default=0.0, ge=0, le=1)
+
+    def profile_key(self, namespace: str) -> str:
+        """``measuredBy`` as ``namespace/name`` (a bare name is in the intent's namespace)."""
+        return self.measured_by if "/" in self.measured_by else f"{namespace}/{self.measured_by}"
+
+
+class IntentSpec(_Spec):
+    target_ref: TargetRef = Field(alias="targetRef")
+    priority: float = Field(default=0.5, ge=0.01, le=1.0)
+    active: bool = True
+    objectives: list[Objective] = Field(min_length=1, max_length=5)
+
+    @field_validator("objectives")
+    @classmethod
+    def _unique_objectives(cls, v: list[Objective]) -> list[Objective]:
+        names = [o.name for o in v]
+        if len(names) != len(set(names)):
+            raise ValueError("objective names must be unique")
+        return v
+
+
+class Intent(_Spec):
+    api_version: Literal["intent-planner.io/v1alpha1"] = Field(
+        default="intent-planner.io/v1alpha1", alias="apiVersion"
+    )
+    kind: Literal["Intent"] = "Intent"
+    metadata: Metadata
+    spec: IntentSpec
+    status: dict[str, Any] | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+    @property
+    def workload_key(self) -> str:
+        return f"{self.metadata.namespace}/{self.spec.target_ref.name}"
+
+
+_ALLOWED: dict[str, dict[str, list[str]]] = {}
+
+
+def _allowed_keys(model: type[BaseModel], prefix: str, out: dict[str, list[str]]) -> None:
+    names = [f.alias or n for n, f in model.model_fields.items()]
+    out[prefix or "(document)"] = names
+    for n, f in model.model_fields.items():
+        ann = f.annotation
+        sub = prefix + "." + (f.alias or n) if prefix else (f.alias or n)
+        for cand in (ann, *get_args(ann)):
+            if isinstance(cand, type) and issubclass(cand, BaseModel):
+                _allowed_keys(cand, sub, out)
+
+
+def _allowed(model: type[BaseModel]) -> dict[str, list[str]]:
+    key = model.__name__
+    if key not in _ALLOWED:
+        out: dict[str, list[str]] = {}
+        _allowed_keys(model, "", out)
+        _ALLOWED[key] = out
+    return _ALLOWED[key]
+
+
+def parse_intent(doc: Mapping[str, Any], source: str = "", prefix: str = "") -> Intent:
+    """Validate one Intent document; raise :class:`SpecError` naming the field and the fix."""
+    try:
+        intent = Intent.model_validate(dict(doc))
+    except pydantic.ValidationError as exc:
+        raise spec_error(exc, source, prefix, _allowed(Intent)) from None
+    return intent
+
+
+def parse_profile(doc: Mapping[str, Any], source: str = "", prefix: str = "") -> KPIProfile:
+    """Validate one KPIProfile document; raise :class:`SpecError` naming the field and the fix."""
+    try:
+        return KPIProfile.model_validate(dict(doc))
+    except pydantic.ValidationError as exc:
+        raise spec_error(exc, source, prefix, _allowed(KPIProfile)) from None
+
+
+def parse_documents(
+    docs: Iterable[Mapping[str, Any]], source: str = ""
+) -> tuple[list[Intent], list[KPIProfile]]:
+    """Split a stream of manifests into intents and profiles; other kinds are an error."""
+    intents: list[Intent] = []
+    profiles: list[KPIProfile] = []
+    for i, doc in enumerate(docs):
+        if not isinstance(doc, Mapping):
+            raise SpecError(source, f"document[{i}]", "not a mapping", "give a YAML mapping")
+        kind = doc.get("kind")
+        where = f"{source}#{i}" if source else f"document[{i}]"
+        if kind == "Intent":
+            intents.append(parse_intent(doc, where))
+        elif kind == "KPIProfile":
+            profiles.append(parse_profile(doc, where))
+        else:
+            raise SpecError(
+                where, "kind", f"unsupported kind {kind!r}", "use kind: Intent or kind: KPIProfile"
+            )
+    check_references(intents, profiles, source)
+    return intents, profiles
+
+
+def check_references(
+    intents: Iterable[Intent], profiles: Iterable[KPIProfile], source: str = ""
+) -> None:
+    """Every objective must name a known KPIProfile."""
+    known = {p.key for p in profiles}
+    for intent in intents:
+        for i, obj in enumerate(intent.spec.objectives):
+            ref = obj.profile_key(intent.metadata.namespace)
+            if ref not in known:
+                have = ", ".join(sorted(known)) or "none"
+                raise SpecError(
+                    source or intent.key,
+                    f"{intent.key}: spec.objectives[{i}].measuredBy",
+                    f"unknown KPIProfile {ref!r}",
+                    f"define a KPIProfile named {ref!r} or reference one of: {have}",
+                )
+
+
+def load_manifests(path: str | Path) -> tuple[list[Intent], list[KPIProfile]]:
+    """Load a multi-document YAML file of Intents and KPIProfiles."""
+    p = Path(path)
+    try:
+        docs = [d for d in yaml.safe_load_all(p.read_text()) if d is not None]
+    except yaml.YAMLError as exc:
+        raise SpecError(str(p), "(document)", f"not valid YAML: {exc}", "fix the syntax") from None
+    except OSError as exc:
+        raise SpecError(str(p), "(file)", str(exc), "give an existing readable file") from None
+    return parse_documents(docs, str(p))
+
+
+def objective_met(value: float | None, objective: Objective, profile: KPIProfile) -> bool | None:
+    """Whether an observed value meets the objective, honouring ``tolerance``; None if unknown."""
+    if value is None:
+        return None
+    if profile.spec.minimizes:
+        return value <= objective.value * (1.0 + objective.tolerance)
+    return value >= objective.value * (1.0 - objective.tolerance)

@@ -1,0 +1,82 @@
+"""The :class:`Planner` extension point and what a planner is given."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import ClassVar
+
+from actuators.base import Actuator
+from knowledge.base import KnowledgeBase
+from planner.admin import AdminConfig
+from planner.intents import Intent, KPIProfile
+from planner.plan import Action, Plan
+from planner.state import ClusterSnapshot, WorkloadConfig, WorkloadState
+
+
+@dataclass(frozen=True)
+class PlanningContext:
+    """Everything a planner may look at for one intent in one cycle."""
+
+    intent: Intent
+    profiles: Mapping[str, KPIProfile]
+    """KPI profile per objective name."""
+    workload: WorkloadState
+    snapshot: ClusterSnapshot
+    current: Mapping[str, float | None]
+    """Observed value per objective name (``None``: unknown)."""
+    admin: AdminConfig
+    actuators: Mapping[str, Actuator]
+    knowledge: KnowledgeBase | None
+    now: float
+
+    @property
+    def config(self) -> WorkloadConfig:
+        return self.workload.config
+
+
+class Planner(ABC):
+    """Turns a :class:`PlanningContext` into a :class:`planner.plan.Plan`.
+
+    Contract:
+
+    * ``plan`` never mutates the cluster; it may keep per-intent memory between calls
+      (one planner instance serves one controller).
+    * The plan's ``target`` uses only knobs of enabled actuators, within the admin's bounds;
+      its ``actions`` come from :func:`steps_towards` (so every action respects step limits
+      and cooldowns). An unknown objective value yields an empty plan with the reason.
+    * ``predicted`` holds the planner's expected value for each objective it can predict.
+    """
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def plan(self, ctx: PlanningContext) -> Plan: ...
+
+
+def steps_towards(ctx: PlanningContext, target: WorkloadConfig) -> list[Action]:
+    """The actions of every enabled actuator that move the workload towards ``target``."""
+    actions: list[Action] = []
+    for act in ctx.actuators.values():
+        actions.extend(act.steps(ctx.workload.key, ctx.config, target, ctx.now))
+    return actions[: ctx.admin.max_actions_per_cycle]
+
+
+def held_reasons(ctx: PlanningContext) -> list[str]:
+    return [r for a in ctx.actuators.values() if (r := a.held.get(ctx.workload.key))]
+
+
+def clip_target(ctx: PlanningContext, target: WorkloadConfig) -> WorkloadConfig:
+    """Knobs of disabled actuators stay as they are; enabled ones are clipped to bounds."""
+    enabled = {k for a in ctx.actuators.values() for k in a.knobs}
+    cur = ctx.config
+    out = WorkloadConfig(
+        replicas=target.replicas if "replicas" in enabled else cur.replicas,
+        cpu=target.cpu if "cpu" in enabled else cur.cpu,
+        device=target.device if "device" in enabled else cur.device,
+        pool=target.pool if "pool" in enabled else cur.pool,
+    )
+    for a in ctx.actuators.values():
+        out = a.clip(out)
+    return out

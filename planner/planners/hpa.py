@@ -1,0 +1,65 @@
+"""The ``hpa`` baseline: the Kubernetes HorizontalPodAutoscaler's rule, on CPU utilisation.
+
+``desired = ceil(ready * utilisation / target)`` with a 10 % tolerance; scale-down only to the
+highest recommendation of the last 300 s (stabilisation window); scale-up at most
+``max(+100 %, +4 pods)`` per 15 s period; replicas within the admin's min/max. Objectives are
+not looked at: that is the point of a baseline. It uses HPA's own rate limits instead of the
+admin's step size and cooldown, so that it behaves as a Kubernetes user would see it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+from planner.cost import cost_per_hour
+from planner.plan import Action, Plan
+from planner.planners.base import Planner, PlanningContext
+from planner.planners.registry import register_planner
+
+TARGET_UTILIZATION = 0.8
+TOLERANCE = 0.1
+STABILIZATION_S = 300.0
+SCALE_UP_PERIOD_S = 15.0
+
+
+@register_planner("hpa")
+class HPAPlanner(Planner):
+    def __init__(self, target: float = TARGET_UTILIZATION) -> None:
+        self.target = target
+        self._recommendations: dict[str, deque[tuple[float, int]]] = {}
+        self._last_up: dict[str, float] = {}
+
+    def plan(self, ctx: PlanningContext) -> Plan:
+        cfg = ctx.config
+        key = ctx.workload.key
+        util = ctx.workload.cpu_utilization
+        bounds = ctx.admin.replicas
+        if util is None:
+            return Plan(ctx.intent.key, self.name, cfg, cfg, reason="no action: no CPU metrics")
+        ready = ctx.workload.ready_replicas or cfg.replicas
+        ratio = util / self.target
+        desired = cfg.replicas if abs(ratio - 1.0) <= TOLERANCE else math.ceil(ready * ratio)
+        desired = min(bounds.max, max(bounds.min, desired))
+        recs = self._recommendations.setdefault(key, deque())
+        recs.append((ctx.now, desired))
+        while recs and recs[0][0] < ctx.now - STABILIZATION_S:
+            recs.popleft()
+        if desired < cfg.replicas:
+            desired = min(cfg.replicas, max(r for _, r in recs))
+        if desired > cfg.replicas:
+            last = self._last_up.get(key)
+            if last is not None and ctx.now - last < SCALE_UP_PERIOD_S:
+                desired = cfg.replicas
+            else:
+                desired = min(desired, max(2 * cfg.replicas, cfg.replicas + 4))
+        target = cfg.with_(replicas=desired)
+        reason = f"hpa: cpu {util:.0%} vs target {self.target:.0%} -> {desired} replica(s)"
+        actions: tuple[Action, ...] = ()
+        if desired != cfg.replicas:
+            if desired > cfg.replicas:
+                self._last_up[key] = ctx.now
+            actions = (Action("replicas", key, {"replicas": desired, "from": cfg.replicas},
+                              reason),)
+        return Plan(ctx.intent.key, self.name, cfg, target, actions, {},
+                    cost_per_hour(target, ctx.snapshot), reason)

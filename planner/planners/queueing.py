@@ -1,0 +1,108 @@
+"""The ``queueing`` planner: the fewest replicas an explicit queueing model says meet every
+objective, with headroom, and a feedback nudge when observations contradict the model."""
+
+from __future__ import annotations
+
+import math
+
+from planner.cost import cost_per_hour
+from planner.explicit import QueueEstimate, blend, estimate
+from planner.intents import KPIType
+from planner.plan import Plan
+from planner.planners.base import Planner, PlanningContext, clip_target, held_reasons, steps_towards
+from planner.planners.registry import register_planner
+from planner.state import WorkloadConfig
+
+REDUNDANCY_AVAILABILITY = 0.99
+"""Availability targets at or above this need at least two replicas."""
+
+
+@register_planner("queueing")
+class QueueingPlanner(Planner):
+    def __init__(self) -> None:
+        self._estimates: dict[str, QueueEstimate] = {}
+
+    def _estimate(self, ctx: PlanningContext) -> QueueEstimate | None:
+        latency = [(o, ctx.profiles[o.name]) for o in ctx.intent.spec.objectives
+                   if ctx.profiles[o.name].spec.type is KPIType.LATENCY]
+        obs, q, cap = None, 0.95, float("inf")
+        if latency:
+            o, p = latency[0]
+            obs, q, cap = ctx.current.get(o.name), p.spec.latency_percentile / 100.0, 0.5 * o.value
+        fresh = estimate(ctx.workload, obs, q, cap)
+        key = ctx.workload.key
+        if fresh is not None:
+            self._estimates[key] = blend(self._estimates.get(key), fresh)
+        return self._estimates.get(key)
+
+    def required_replicas(self, ctx: PlanningContext, est: QueueEstimate,
+                          rate: float) -> tuple[int, dict[str, float]]:
+        cfg = ctx.config
+        bounds = ctx.admin.replicas
+        for r in range(max(1, bounds.min), bounds.max + 1):
+            cand = cfg.with_(replicas=r)
+            predicted = self.predict(ctx, est, rate, cand)
+            if predicted is not None:
+                return r, predicted
+        return bounds.max, self.predict(ctx, est, rate, cfg.with_(replicas=bounds.max)) or {}
+
+    def predict(self, ctx: PlanningContext, est: QueueEstimate, rate: float,
+                cfg: WorkloadConfig) -> dict[str, float] | None:
+        """Predicted objective values if ``cfg`` meets every objective, else ``None``."""
+        if rate > est.capacity(cfg):
+            return None
+        out: dict[str, float] = {}
+        for o in ctx.intent.spec.objectives:
+            spec = ctx.profiles[o.name].spec
+            if spec.type is KPIType.LATENCY:
+                v = est.latency_ms(rate, cfg, spec.latency_percentile / 100.0)
+                if v > o.value:
+                    return None
+            elif spec.type is KPIType.THROUGHPUT:
+                v = min(rate, est.capacity(cfg))
+                if est.capacity(cfg) < o.value:
+                    return None
+            elif spec.type is KPIType.AVAILABILITY:
+                if o.value >= REDUNDANCY_AVAILABILITY and cfg.replicas < 2:
+                    return None
+                v = o.value
+            else:
+                continue
+            out[o.name] = v
+        return out
+
+    def plan(self, ctx: PlanningContext) -> Plan:
+        cfg = ctx.config
+        unknown = [n for n, v in ctx.current.items() if v is None]
+        if unknown:
+            return Plan(ctx.intent.key, self.name, cfg, cfg,
+                        reason=f"no action: objective(s) {', '.join(unknown)} unknown")
+        est = self._estimate(ctx)
+        if est is None:
+            return Plan(ctx.intent.key, self.name, cfg, cfg,
+                        reason="no action: load too low to estimate the service rate")
+        rate = (ctx.workload.request_rate or 0.0) * (1.0 + ctx.admin.headroom)
+        replicas, predicted = self.required_replicas(ctx, est, rate)
+        reason = f"queueing model: {replicas} replica(s) meet every objective at {rate:.0f} req/s"
+        violated = [o.name for o in ctx.intent.spec.objectives if _violated(ctx, o.name)]
+        if violated and replicas <= cfg.replicas:
+            replicas = cfg.replicas + 1
+            reason = (f"observed {', '.join(violated)} out of bounds although the model says "
+                      f"{cfg.replicas} suffice: one more replica")
+        target = clip_target(ctx, cfg.with_(replicas=replicas))
+        actions = steps_towards(ctx, target)
+        held = held_reasons(ctx)
+        if not actions and held:
+            reason += "; " + "; ".join(held)
+        return Plan(ctx.intent.key, self.name, cfg, target, tuple(actions), predicted,
+                    cost_per_hour(target, ctx.snapshot), reason)
+
+
+def _violated(ctx: PlanningContext, name: str) -> bool:
+    o = next(x for x in ctx.intent.spec.objectives if x.name == name)
+    v = ctx.current.get(name)
+    if v is None or math.isnan(v):
+        return False
+    p = ctx.profiles[name].spec
+    # Only latency: a throughput shortfall may be the offered load, not the capacity.
+    return p.type is KPIType.LATENCY and v > o.value

@@ -1,0 +1,101 @@
+"""What the controller observes: nodes, workloads, pods. Backend-neutral, plain data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+
+@dataclass(frozen=True)
+class NodeState:
+    name: str
+    pool: str
+    region: str
+    cpu_capacity: float
+    cpu_allocated: float = 0.0
+    gpus: int = 0
+    gpus_allocated: int = 0
+    cost_per_core_hour: float = 0.04
+    cost_per_gpu_hour: float = 0.0
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def cpu_free(self) -> float:
+        return max(0.0, self.cpu_capacity - self.cpu_allocated)
+
+    @property
+    def gpus_free(self) -> int:
+        return max(0, self.gpus - self.gpus_allocated)
+
+
+@dataclass(frozen=True)
+class WorkloadConfig:
+    """The knobs the planner turns: what a plan changes."""
+
+    replicas: int
+    cpu: float = 1.0
+    device: str = "cpu"
+    pool: str | None = None
+
+    def with_(self, **changes: Any) -> WorkloadConfig:
+        return replace(self, **changes)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"replicas": self.replicas, "cpu": self.cpu, "device": self.device,
+                "pool": self.pool}
+
+
+@dataclass(frozen=True)
+class PodState:
+    name: str
+    node: str | None
+    cpu: float
+    device: str = "cpu"
+    ready: bool = True
+    restarts: int = 0
+    started_at: float = 0.0
+    cpu_utilization: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "node": self.node, "cpu": self.cpu, "device": self.device,
+                "ready": self.ready, "restarts": self.restarts, "started_at": self.started_at,
+                "cpu_utilization": self.cpu_utilization}
+
+
+@dataclass(frozen=True)
+class WorkloadState:
+    namespace: str
+    name: str
+    config: WorkloadConfig
+    pods: tuple[PodState, ...] = ()
+    kind: str = "Deployment"
+    request_rate: float | None = None
+    """Requests per second arriving at the workload, if known."""
+    cpu_utilization: float | None = None
+    """Mean CPU usage over ready pods as a fraction of their CPU request, if known."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def ready_replicas(self) -> int:
+        return sum(1 for p in self.pods if p.ready)
+
+
+@dataclass(frozen=True)
+class ClusterSnapshot:
+    """One consistent read of the cluster at ``time`` (seconds since the epoch or sim start)."""
+
+    time: float
+    nodes: tuple[NodeState, ...]
+    workloads: dict[str, WorkloadState]
+
+    def workload(self, key: str) -> WorkloadState | None:
+        return self.workloads.get(key)
+
+    def pools(self) -> dict[str, list[NodeState]]:
+        out: dict[str, list[NodeState]] = {}
+        for n in self.nodes:
+            out.setdefault(n.pool, []).append(n)
+        return out

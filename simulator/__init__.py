@@ -1,0 +1,1 @@
+"""A simulated cluster: the embedded default backend, deterministic for a given seed."""

@@ -1,0 +1,341 @@
+"""The simulated cluster: nodes in pools, workloads with pods, load, latency, failures.
+
+It implements :class:`planner.backend.ClusterBackend` (observe, scale, resize, move, weights)
+and :class:`planner.backend.KPISource` (latency percentiles, throughput, availability, cost,
+power measured over a sliding window), advanced by :meth:`SimulatedCluster.step`.
+"""
+
+from __future__ import annotations
+
+import math
+import time as _time
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from planner.backend import ClusterBackend, KPISource, UnsupportedOperation
+from planner.errors import PermanentError
+from planner.intents import Intent, KPIProfile, KPIType
+from planner.state import ClusterSnapshot, NodeState, PodState, WorkloadConfig, WorkloadState
+from simulator import queueing
+from simulator.scenario import PoolSpec, Scenario, WorkloadSpec
+from simulator.traces import Trace
+
+WATTS_PER_CORE = 12.0
+WATTS_PER_GPU = 250.0
+
+
+@dataclass
+class SimNode:
+    name: str
+    pool: PoolSpec
+    cpu_allocated: float = 0.0
+    gpus_allocated: int = 0
+
+    def fits(self, cpu: float, gpus: int) -> bool:
+        return (self.pool.cpu - self.cpu_allocated >= cpu - 1e-9
+                and self.pool.gpus - self.gpus_allocated >= gpus)
+
+
+@dataclass
+class SimPod:
+    name: str
+    cpu: float
+    device: str
+    pool: str | None
+    created_at: float
+    node: SimNode | None = None
+    ready_at: float = math.inf
+    down_until: float = -math.inf
+    restarts: int = 0
+    utilization: float = 0.0
+
+    def ready(self, t: float) -> bool:
+        return self.node is not None and t >= self.ready_at and t >= self.down_until
+
+    def matches(self, cfg: WorkloadConfig) -> bool:
+        return self.cpu == cfg.cpu and self.device == cfg.device and self.pool == cfg.pool
+
+    @property
+    def gpus(self) -> int:
+        return 1 if self.device == "gpu" else 0
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    time: float
+    dt: float
+    offered: float
+    served: float
+    dropped: float
+    components: queueing.Components
+    cores: float
+    gpus: int
+    cost_per_hour: float
+    mean_utilization: float | None
+
+
+@dataclass
+class SimWorkload:
+    spec: WorkloadSpec
+    config: WorkloadConfig
+    trace: Trace
+    pods: list[SimPod] = field(default_factory=list)
+    weights: dict[str, int] = field(default_factory=dict)
+    history: deque[StepRecord] = field(default_factory=deque)
+    next_pod: int = 0
+
+    @property
+    def key(self) -> str:
+        return self.spec.key
+
+
+class SimulatedCluster(ClusterBackend, KPISource):
+    """Deterministic for a given scenario and seed."""
+
+    name = "simulator"
+
+    def __init__(self, scenario: Scenario, seed: int | None = None,
+                 measurement_noise: float = 0.02, start_time: float | None = None) -> None:
+        self.scenario = scenario
+        self.seed = scenario.spec.seed if seed is None else seed
+        self.rng = np.random.default_rng(self.seed)
+        self.noise_rng = np.random.default_rng((self.seed, 7))
+        self.measurement_noise = measurement_noise
+        self.start = _time.time() if start_time is None else start_time
+        """Wall-clock second the run starts at; traces see ``time - start``."""
+        self.time = self.start
+        self.window_s = scenario.spec.kpi_window_s
+        self.metrics_window_s = min(15.0, self.window_s)
+        """Request rate and CPU utilisation are resource metrics: a short window, as
+        metrics-server gives them."""
+        self.nodes: list[SimNode] = [
+            SimNode(f"{p.name}-{i}", p) for p in scenario.spec.cluster.pools for i in range(p.nodes)
+        ]
+        self.pools = {p.name: p for p in scenario.spec.cluster.pools}
+        self.workloads: dict[str, SimWorkload] = {}
+        for w in scenario.spec.workloads:
+            cfg = WorkloadConfig(w.replicas, w.cpu, w.device, w.pool)
+            sw = SimWorkload(w, cfg, scenario.trace_for(w, self.seed))
+            for _ in range(w.replicas):
+                pod = self._new_pod(sw, started=True)
+                sw.pods.append(pod)
+            self.workloads[w.key] = sw
+
+    # ------------------------------------------------------------------ clock and dynamics
+    def now(self) -> float:
+        return self.time
+
+    @property
+    def elapsed(self) -> float:
+        return self.time - self.start
+
+    def step(self, dt: float) -> None:
+        """Advance the cluster by ``dt`` seconds."""
+        t = self.time
+        for w in self.workloads.values():
+            self._reconcile(w, t)
+            self._serve(w, t, dt)
+        self.time = t + dt
+
+    def _new_pod(self, w: SimWorkload, started: bool = False) -> SimPod:
+        cfg = w.config
+        pod = SimPod(f"{w.spec.name}-{w.next_pod}", cfg.cpu, cfg.device, cfg.pool, self.time)
+        w.next_pod += 1
+        self._schedule(pod, w.spec, immediate=started)
+        return pod
+
+    def _schedule(self, pod: SimPod, spec: WorkloadSpec, immediate: bool = False) -> None:
+        best: SimNode | None = None
+        for n in self.nodes:
+            if pod.pool is not None and n.pool.name != pod.pool:
+                continue
+            if pod.gpus and n.pool.gpus == 0:
+                continue
+            if n.fits(pod.cpu, pod.gpus) and (
+                best is None or n.pool.cpu - n.cpu_allocated > best.pool.cpu - best.cpu_allocated
+            ):
+                best = n
+        if best is None:
+            return
+        best.cpu_allocated += pod.cpu
+        best.gpus_allocated += pod.gpus
+        pod.node = best
+        pod.ready_at = self.time if immediate else self.time + spec.service.startup_s
+
+    def _delete(self, w: SimWorkload, pod: SimPod) -> None:
+        if pod.node is not None:
+            pod.node.cpu_allocated -= pod.cpu
+            pod.node.gpus_allocated -= pod.gpus
+            pod.node = None
+        w.pods.remove(pod)
+        w.weights.pop(pod.name, None)
+
+    def _reconcile(self, w: SimWorkload, t: float) -> None:
+        """A Deployment controller: converge pods on the desired config, rolling updates."""
+        cfg = w.config
+        for pod in w.pods:
+            if pod.node is None:
+                self._schedule(pod, w.spec)
+        current = [p for p in w.pods if p.matches(cfg)]
+        old = [p for p in w.pods if not p.matches(cfg)]
+        while len(current) < cfg.replicas:
+            pod = self._new_pod(w)
+            w.pods.append(pod)
+            current.append(pod)
+        if len(current) > cfg.replicas:
+            # Remove not-ready pods first, then the newest.
+            current.sort(key=lambda p: (p.ready(t), -p.created_at))
+            for pod in current[: len(current) - cfg.replicas]:
+                self._delete(w, pod)
+            current = current[len(current) - cfg.replicas:]
+        ready_new = sum(1 for p in current if p.ready(t))
+        keep_old = max(0, cfg.replicas - ready_new)
+        old.sort(key=lambda p: (not p.ready(t), p.created_at))
+        for pod in old[keep_old:]:
+            self._delete(w, pod)
+
+    def _serve(self, w: SimWorkload, t: float, dt: float) -> None:
+        svc = w.spec.service
+        lam = w.trace.rate(t - self.start)
+        ready = [p for p in w.pods if p.ready(t)]
+        failed = np.zeros(len(ready))
+        if svc.failure_rate_per_hour > 0 and ready:
+            p_fail = 1.0 - math.exp(-svc.failure_rate_per_hour * dt / 3600.0)
+            hits = self.rng.random(len(ready)) < p_fail
+            for i in np.flatnonzero(hits):
+                pod = ready[i]
+                pod.down_until = t + svc.restart_s
+                pod.restarts += 1
+                failed[i] = min(svc.detection_s, dt) / dt
+        mu = np.array([queueing.service_rate(svc.rate_per_core, p.cpu, svc.cpu_exponent,
+                                             svc.gpu_speedup, p.device) for p in ready])
+        base = np.array([svc.base_latency_ms + (p.node.pool.network_latency_ms if p.node else 0.0)
+                         for p in ready])
+        raw = np.array([float(max(0, w.weights.get(p.name, 1))) for p in ready])
+        shares = raw / raw.sum() if raw.size and raw.sum() > 0 else np.full(len(ready), 1.0 /
+                                                                              max(1, len(ready)))
+        servers = np.array([max(1, int(p.cpu)) for p in ready], dtype=np.int64)
+        out = queueing.step_outcome(lam, shares, mu, base, svc.timeout_ms, failed, servers)
+        for pod, u in zip(ready, out.utilization, strict=True):
+            pod.utilization = float(u)
+        for pod in w.pods:
+            if pod not in ready:
+                pod.utilization = 0.0
+        scheduled = [p for p in w.pods if p.node is not None]
+        cores = sum(p.cpu for p in scheduled)
+        gpus = sum(p.gpus for p in scheduled)
+        cost = sum(p.cpu * p.node.pool.cost_per_core_hour + p.gpus * p.node.pool.cost_per_gpu_hour
+                   for p in scheduled if p.node is not None)
+        mean_util = float(out.utilization.mean()) if out.utilization.size else None
+        w.history.append(StepRecord(t, dt, lam, out.served, out.dropped, out.components, cores,
+                                    gpus, cost, mean_util))
+        horizon = t - max(self.window_s, 60.0) - dt
+        while w.history and w.history[0].time < horizon:
+            w.history.popleft()
+
+    # ------------------------------------------------------------------ ClusterBackend
+    def observe(self) -> ClusterSnapshot:
+        t = self.time
+        nodes = tuple(
+            NodeState(n.name, n.pool.name, n.pool.region, n.pool.cpu, n.cpu_allocated, n.pool.gpus,
+                      n.gpus_allocated, n.pool.cost_per_core_hour, n.pool.cost_per_gpu_hour)
+            for n in self.nodes
+        )
+        workloads: dict[str, WorkloadState] = {}
+        for key, w in self.workloads.items():
+            recs = self.window(key, self.metrics_window_s)
+            rate = _mean([r.offered for r in recs])
+            util = _mean([r.mean_utilization for r in recs if r.mean_utilization is not None])
+            pods = tuple(
+                PodState(p.name, p.node.name if p.node else None, p.cpu, p.device, p.ready(t),
+                         p.restarts, p.created_at, p.utilization)
+                for p in w.pods
+            )
+            workloads[key] = WorkloadState(w.spec.namespace, w.spec.name, w.config, pods,
+                                           request_rate=rate, cpu_utilization=util)
+        return ClusterSnapshot(t, nodes, workloads)
+
+    def _workload(self, key: str) -> SimWorkload:
+        try:
+            return self.workloads[key]
+        except KeyError:
+            raise PermanentError(f"no workload {key!r} in the simulated cluster") from None
+
+    def scale(self, workload: str, replicas: int) -> None:
+        w = self._workload(workload)
+        w.config = w.config.with_(replicas=max(0, int(replicas)))
+
+    def resize(self, workload: str, cpu: float) -> None:
+        w = self._workload(workload)
+        if cpu <= 0:
+            raise PermanentError(f"cpu must be > 0 for {workload}")
+        w.config = w.config.with_(cpu=float(cpu))
+
+    def set_device(self, workload: str, device: str) -> None:
+        w = self._workload(workload)
+        if device not in ("cpu", "gpu"):
+            raise UnsupportedOperation(f"unknown device {device!r}")
+        w.config = w.config.with_(device=device)
+
+    def place(self, workload: str, pool: str | None) -> None:
+        w = self._workload(workload)
+        if pool is not None and pool not in self.pools:
+            raise PermanentError(f"no node pool {pool!r}")
+        w.config = w.config.with_(pool=pool)
+
+    def remove_pod(self, workload: str, pod: str) -> None:
+        w = self._workload(workload)
+        for p in list(w.pods):
+            if p.name == pod:
+                self._delete(w, p)
+                w.config = w.config.with_(replicas=max(0, w.config.replicas - 1))
+                return
+
+    def set_weights(self, workload: str, weights: dict[str, int]) -> None:
+        w = self._workload(workload)
+        w.weights = {k: int(v) for k, v in weights.items()}
+
+    # ------------------------------------------------------------------ KPISource
+    def window(self, key: str, seconds: float | None = None,
+               end: float | None = None) -> list[StepRecord]:
+        span = self.window_s if seconds is None else seconds
+        stop = self.time if end is None else end
+        return [r for r in self._workload(key).history if stop - span <= r.time < stop]
+
+    def measure(self, intent: Intent, profile: KPIProfile) -> float | None:
+        recs = self.window(intent.workload_key)
+        value = kpi_value(profile, recs)
+        if value is None or profile.spec.type in (KPIType.COST, KPIType.AVAILABILITY):
+            return value
+        noise = float(np.exp(self.noise_rng.normal(0.0, self.measurement_noise)))
+        return value * noise
+
+
+def _mean(xs: list[float]) -> float | None:
+    return float(sum(xs) / len(xs)) if xs else None
+
+
+def kpi_value(profile: KPIProfile, recs: list[StepRecord]) -> float | None:
+    """The true value of a KPI over ``recs`` (no measurement noise)."""
+    if not recs:
+        return None
+    kind = profile.spec.type
+    total_time = sum(r.dt for r in recs)
+    if kind is KPIType.LATENCY:
+        parts = [queueing.Components(r.components.weight * r.dt, r.components.offset_ms,
+                                     r.components.rate_per_ms) for r in recs]
+        return queueing.quantile(queueing.Components.concat(parts),
+                                 profile.spec.latency_percentile / 100.0)
+    if kind is KPIType.THROUGHPUT:
+        return sum(r.served * r.dt for r in recs) / total_time
+    if kind is KPIType.AVAILABILITY:
+        offered = sum((r.served + r.dropped) * r.dt for r in recs)
+        return 1.0 if offered <= 0 else sum(r.served * r.dt for r in recs) / offered
+    if kind is KPIType.COST:
+        return sum(r.cost_per_hour * r.dt for r in recs) / total_time
+    if kind is KPIType.POWER:
+        return sum((r.cores * WATTS_PER_CORE + r.gpus * WATTS_PER_GPU) * r.dt
+                   for r in recs) / total_time
+    return None

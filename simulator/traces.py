@@ -1,0 +1,138 @@
+"""Request-rate traces: how many requests per second arrive at a workload at time ``t``.
+
+Every trace is a pure function of time (and its seed), so a run is reproducible.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from abc import ABC, abstractmethod
+from bisect import bisect_right
+from pathlib import Path
+
+import numpy as np
+
+
+class Trace(ABC):
+    """``rate(t)`` in requests per second, ``t`` in seconds since the start of the run."""
+
+    @abstractmethod
+    def base_rate(self, t: float) -> float: ...
+
+    def __init__(self, noise: float = 0.0, seed: int = 0) -> None:
+        self.noise = noise
+        self._rng_seed = seed
+
+    def rate(self, t: float) -> float:
+        r = self.base_rate(t)
+        if self.noise > 0:
+            # Deterministic per (seed, second): the same t gives the same noise.
+            rng = np.random.default_rng((self._rng_seed, int(t)))
+            r *= float(np.exp(rng.normal(0.0, self.noise)))
+        return max(0.0, r)
+
+
+class ConstantTrace(Trace):
+    def __init__(self, rate: float, noise: float = 0.0, seed: int = 0) -> None:
+        super().__init__(noise, seed)
+        self._rate = rate
+
+    def base_rate(self, t: float) -> float:
+        return self._rate
+
+
+class StepTrace(Trace):
+    """``initial`` until the first step, then each step's rate from its ``at`` onwards."""
+
+    def __init__(
+        self, initial: float, steps: list[tuple[float, float]], noise: float = 0.0, seed: int = 0
+    ) -> None:
+        super().__init__(noise, seed)
+        self._initial = initial
+        self._steps = sorted(steps)
+        self._times = [s[0] for s in self._steps]
+
+    def base_rate(self, t: float) -> float:
+        i = bisect_right(self._times, t)
+        return self._initial if i == 0 else self._steps[i - 1][1]
+
+
+class DiurnalTrace(Trace):
+    """``base + amplitude * sin(2 pi (t / period) + phase)``: a day compressed into ``period``."""
+
+    def __init__(
+        self, base: float, amplitude: float, period: float, phase: float = 0.0,
+        noise: float = 0.0, seed: int = 0,
+    ) -> None:
+        super().__init__(noise, seed)
+        self.base, self.amplitude, self.period, self.phase = base, amplitude, period, phase
+
+    def base_rate(self, t: float) -> float:
+        return self.base + self.amplitude * math.sin(2 * math.pi * t / self.period + self.phase)
+
+
+class BurstyTrace(Trace):
+    """A base rate with bursts of ``burst_rate`` lasting ``burst_duration`` seconds.
+
+    Burst starts follow a Poisson process with mean gap ``mean_gap`` seconds, drawn once from
+    the seed so the trace is a fixed function of time.
+    """
+
+    def __init__(
+        self, base: float, burst_rate: float, mean_gap: float, burst_duration: float,
+        horizon: float = 7 * 86400, noise: float = 0.0, seed: int = 0,
+    ) -> None:
+        super().__init__(noise, seed)
+        self.base, self.burst_rate, self.burst_duration = base, burst_rate, burst_duration
+        rng = np.random.default_rng(seed)
+        starts: list[float] = []
+        t = float(rng.exponential(mean_gap))
+        while t < horizon:
+            starts.append(t)
+            t += burst_duration + float(rng.exponential(mean_gap))
+        self._starts = starts
+
+    def base_rate(self, t: float) -> float:
+        i = bisect_right(self._starts, t)
+        if i and t < self._starts[i - 1] + self.burst_duration:
+            return self.burst_rate
+        return self.base
+
+
+class CsvTrace(Trace):
+    """Rates from a CSV file of ``timestamp,rate`` rows, linearly interpolated.
+
+    Timestamps are seconds (relative or absolute; the first row is time 0). With ``loop`` the
+    trace repeats after its last row.
+    """
+
+    def __init__(
+        self, path: str | Path, time_column: str = "timestamp", rate_column: str = "rate",
+        loop: bool = True, scale: float = 1.0, noise: float = 0.0, seed: int = 0,
+    ) -> None:
+        super().__init__(noise, seed)
+        times: list[float] = []
+        rates: list[float] = []
+        with Path(path).open(newline="") as fh:
+            reader = csv.DictReader(fh)
+            missing = {time_column, rate_column} - set(reader.fieldnames or [])
+            if missing:
+                raise ValueError(f"{path}: missing column(s) {sorted(missing)}")
+            for row in reader:
+                times.append(float(row[time_column]))
+                rates.append(float(row[rate_column]) * scale)
+        if len(times) < 2:
+            raise ValueError(f"{path}: needs at least two rows")
+        t0 = times[0]
+        self._t = np.asarray([x - t0 for x in times])
+        self._r = np.asarray(rates)
+        if np.any(np.diff(self._t) <= 0) or np.any(self._r < 0):
+            raise ValueError(f"{path}: timestamps must increase and rates must be >= 0")
+        self.loop = loop
+
+    def base_rate(self, t: float) -> float:
+        span = float(self._t[-1])
+        if self.loop and span > 0:
+            t = t % span
+        return float(np.interp(t, self._t, self._r))

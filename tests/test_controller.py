@@ -1,0 +1,141 @@
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from knowledge.base import KnowledgeBaseUnavailable
+from knowledge.connect import open_knowledge_base
+from planner.backend import StaticIntentSource
+from planner.controller import IntentController
+from simulator.cluster import SimulatedCluster
+from simulator.runner import ScenarioRun
+from simulator.scenario import Scenario, load_scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+SHOP = ROOT / "examples/scenarios/diurnal-shop.yaml"
+MULTI = ROOT / "examples/scenarios/multi-tenant.yaml"
+
+
+def test_one_event_per_intent_per_cycle() -> None:
+    kb = open_knowledge_base(None)
+    run = ScenarioRun(load_scenario(MULTI), knowledge=kb)
+    run.run(duration=300)
+    cycles = run.controller.cycles
+    assert cycles == 20
+    for intent in ("ml/inference", "search/api"):
+        events = kb.events(intent)
+        assert len(events) == cycles
+        ev = events[0]
+        assert set(ev) >= {"time", "intent", "current", "desired", "pods", "resources", "nodes",
+                           "plan", "config", "load"}
+        assert ev["desired"] and ev["pods"] and ev["nodes"]
+
+
+def test_shadow_mode_plans_but_never_acts() -> None:
+    kb = open_knowledge_base(None)
+    run = ScenarioRun(load_scenario(MULTI), knowledge=kb)
+    run.run(duration=600)
+    api = run.sim.workloads["search/api"]
+    assert api.config.replicas == 3                      # untouched
+    plans = [e["plan"] for e in kb.events("search/api")]
+    assert any(p and p["actions"] for p in plans)        # it would have acted
+    assert not any(e["applied"] for e in kb.events("search/api"))
+    status = run.controller.status("search/api")
+    assert status is not None
+    cond = {c["type"]: c for c in status["conditions"]}
+    assert cond["Actuating"]["status"] == "False" and cond["Actuating"]["reason"] == "Shadow"
+
+
+def test_keeps_slo_on_embedded_default() -> None:
+    report = ScenarioRun(load_scenario(SHOP)).run().as_dict()
+    checkout = report["intents"]["shop/checkout"]
+    assert checkout["objectives"]["p95latency"]["attainment"] >= 0.95
+    assert checkout["actions"] > 0
+
+
+def test_status_conditions_transition_only_on_flips() -> None:
+    run = ScenarioRun(load_scenario(SHOP))
+    seen: list[dict[str, Any]] = []
+    while run.elapsed < 1200:
+        if run.advance():
+            st = run.controller.status("shop/checkout")
+            assert st is not None
+            seen.append({c["type"]: c for c in st["conditions"]})
+    for before, after in itertools.pairwise(seen):
+        for t, c in after.items():
+            if t in before and before[t]["status"] == c["status"]:
+                assert before[t]["lastTransitionTime"] == c["lastTransitionTime"]
+    last = seen[-1]
+    assert last["Invalid"]["status"] == "False"
+    assert last["Planned"]["status"] == "True"
+    assert last["ObjectivesMet"]["observedGeneration"] == 1
+
+
+class BlindKPIs:
+    """A KPI source that is down."""
+
+    def measure(self, intent: Any, profile: Any) -> float | None:
+        return None
+
+    def last_error(self, intent: Any, profile: Any) -> str:
+        return "prometheus: connection refused"
+
+
+def controller_for(sc: Scenario, kpis: Any = None, kb: Any = None) -> tuple[IntentController,
+                                                                            SimulatedCluster]:
+    sim = SimulatedCluster(sc, start_time=0.0)
+    for _ in range(12):
+        sim.step(5)
+    src = StaticIntentSource(sc.intents, sc.profiles)
+    ctl = IntentController(sim, kpis or sim, src, kb or open_knowledge_base(None), sc.spec.admin)
+    return ctl, sim
+
+
+def test_missing_kpis_mean_unknown_and_no_action() -> None:
+    sc = load_scenario(SHOP)
+    ctl, sim = controller_for(sc, kpis=BlindKPIs())
+    sim.scale("shop/checkout", 2)  # under-provisioned: a planner with data would act
+    [out] = ctl.cycle()
+    assert out.applied == [] and out.plan is not None and out.plan.actions == ()
+    cond = {c["type"]: c for c in out.status["conditions"]}
+    assert cond["ObjectivesMet"]["status"] == "Unknown"
+    assert "connection refused" in cond["ObjectivesMet"]["message"]
+
+
+class DownKB:
+    def __getattr__(self, name: str) -> Any:
+        def fail(*a: Any, **k: Any) -> Any:
+            raise KnowledgeBaseUnavailable("mongodb down")
+        return fail
+
+
+def test_knowledge_base_down_degrades() -> None:
+    sc = load_scenario(SHOP)
+    ctl, sim = controller_for(sc, kb=DownKB())
+    sim.scale("shop/checkout", 1)
+    [out] = ctl.cycle()
+    assert out.plan is not None and out.applied  # still acts
+    assert sim.workloads["shop/checkout"].config.replicas > 1
+
+
+def test_missing_workload_is_invalid_and_others_continue() -> None:
+    sc = load_scenario(MULTI)
+    ghost = sc.intents[0].model_copy(update={"spec": sc.intents[0].spec.model_copy(update={
+        "target_ref": sc.intents[0].spec.target_ref.model_copy(update={"name": "ghost"})}),
+        "metadata": sc.intents[0].metadata.model_copy(update={"name": "ghost"})})
+    sc.intents.append(ghost)
+    ctl, _ = controller_for(sc)
+    outs = {o.intent.key: o for o in ctl.cycle()}
+    assert outs["ml/ghost"].invalid is not None and "not found" in outs["ml/ghost"].invalid
+    cond = {c["type"]: c for c in outs["ml/ghost"].status["conditions"]}
+    assert cond["Invalid"]["status"] == "True"
+    assert outs["ml/inference"].plan is not None
+
+
+@pytest.mark.parametrize("planner", ["queueing", "hpa"])
+def test_planners_run_through_the_same_controller(planner: str) -> None:
+    report = ScenarioRun(load_scenario(SHOP), planner=planner).run(duration=600).as_dict()
+    assert report["planner"] == planner and report["cycles"] == 40

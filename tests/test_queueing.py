@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from simulator import queueing
+
+
+def single_pod(lam: float, mu: float, c: int = 1, base: float = 0.0) -> queueing.Components:
+    out = queueing.step_outcome(lam, np.array([1.0]), np.array([mu]), np.array([base]), 5000.0,
+                                servers=np.array([c]))
+    return out.components
+
+
+def test_mm1_percentile_matches_closed_form() -> None:
+    c = single_pod(80.0, 100.0, base=2.0)
+    p95 = queueing.quantile(c, 0.95)
+    assert p95 == pytest.approx(2.0 + 1000 * math.log(20) / 20.0, rel=1e-6)
+
+
+def test_erlang_c_known_value() -> None:
+    # M/M/2 with offered load a = 1.6: C = 0.7111...
+    assert queueing.erlang_c(2, 1.6) == pytest.approx(0.71111, rel=1e-4)
+    assert queueing.erlang_c(1, 0.5) == pytest.approx(0.5)
+
+
+def test_mmc_survival_is_a_distribution() -> None:
+    c = single_pod(300.0, 348.0, c=4, base=3.0)
+    assert queueing.survival(0.0, c) == pytest.approx(1.0)
+    assert queueing.survival(3.0, c) == pytest.approx(1.0)
+    assert queueing.survival(1e6, c) == pytest.approx(0.0, abs=1e-9)
+    prev = 1.0
+    for t in np.linspace(3, 200, 50):
+        s = queueing.survival(float(t), c)
+        assert s <= prev + 1e-12
+        prev = s
+
+
+def test_latency_climbs_sharply_near_saturation() -> None:
+    p = [queueing.quantile(single_pod(u * 100.0, 100.0), 0.95) for u in (0.5, 0.8, 0.95)]
+    assert p[0] is not None and p[1] is not None and p[2] is not None
+    assert p[1] > 2 * p[0] and p[2] > 3 * p[1]
+
+
+def test_saturated_pod_drops_and_times_out() -> None:
+    out = queueing.step_outcome(150.0, np.array([1.0]), np.array([100.0]), np.array([1.0]),
+                                2000.0)
+    assert out.dropped == pytest.approx(150.0 - queueing.SATURATION * 100.0)
+    assert queueing.quantile(out.components, 0.5) == pytest.approx(2000.0, rel=1e-6)
+
+
+def test_bigger_pods_pool_better() -> None:
+    # Same utilisation, more servers per pod: lower p95 (statistical multiplexing).
+    p1 = queueing.quantile(single_pod(80.0, 100.0, c=1), 0.95)
+    p4 = queueing.quantile(single_pod(320.0, 400.0, c=4), 0.95)
+    assert p1 is not None and p4 is not None and p4 < p1
+
+
+@given(st.floats(0.05, 0.9), st.integers(1, 8), st.floats(0.5, 0.99))
+def test_quantile_is_consistent_with_survival(util: float, c: int, q: float) -> None:
+    mu = 100.0 * c
+    comps = single_pod(util * mu, mu, c=c, base=1.0)
+    t = queueing.quantile(comps, q)
+    assert t is not None
+    assert queueing.survival(t, comps) == pytest.approx(1 - q, abs=1e-6)

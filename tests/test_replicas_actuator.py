@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from actuators import registry
+from actuators.replicas import ReplicasActuator
+from planner.admin import AdminConfig, ReplicaBounds
+from planner.errors import SpecError
+from planner.state import WorkloadConfig, WorkloadState
+
+
+def actuator(**bounds: float) -> ReplicasActuator:
+    admin = AdminConfig(replicas=ReplicaBounds(**bounds))  # type: ignore[arg-type]
+    return ReplicasActuator(admin)
+
+
+def test_step_is_limited_and_says_why() -> None:
+    act = actuator(min=1, max=50, max_step=3)
+    [a] = act.steps("ns/w", WorkloadConfig(2), WorkloadConfig(10), now=0)
+    assert a.params == {"replicas": 5, "from": 2}
+    assert "max step 3" in a.reason
+
+
+def test_bounds_clip_target() -> None:
+    act = actuator(min=2, max=6, max_step=100)
+    [a] = act.steps("ns/w", WorkloadConfig(4), WorkloadConfig(99), now=0)
+    assert a.params["replicas"] == 6
+    [b] = act.steps("ns/w", WorkloadConfig(4), WorkloadConfig(0), now=0)
+    assert b.params["replicas"] == 2
+    assert act.steps("ns/w", WorkloadConfig(6), WorkloadConfig(99), now=0) == []
+
+
+def test_cooldown_holds_scale_down_after_scale_up() -> None:
+    act = actuator(max_step=10, cooldown_s=120)
+    [up] = act.steps("ns/w", WorkloadConfig(2), WorkloadConfig(5), now=100)
+    act.applied(up, now=100)
+    assert act.steps("ns/w", WorkloadConfig(5), WorkloadConfig(3), now=150) == []
+    assert "cooldown" in act.held["ns/w"]
+    # scale-up is never held back
+    assert act.steps("ns/w", WorkloadConfig(5), WorkloadConfig(8), now=150)
+    [down] = act.steps("ns/w", WorkloadConfig(5), WorkloadConfig(3), now=221)
+    assert down.params["replicas"] == 3
+
+
+def test_candidates_within_bounds() -> None:
+    act = actuator(min=1, max=5, max_step=4)
+    wl = WorkloadState("ns", "w", WorkloadConfig(4))
+    cands = act.candidates(wl, WorkloadConfig(4))
+    assert cands and all(1 <= c.replicas <= 5 and c.replicas != 4 for c in cands)
+
+
+@given(st.integers(0, 40), st.integers(0, 80), st.integers(1, 10), st.integers(1, 20),
+       st.integers(20, 60))
+def test_steps_always_respect_bounds(cur: int, want: int, step: int, lo: int, hi: int) -> None:
+    act = actuator(min=lo, max=hi, max_step=step, cooldown_s=0)
+    for a in act.steps("ns/w", WorkloadConfig(cur), WorkloadConfig(want), now=0):
+        new = a.params["replicas"]
+        assert abs(new - cur) <= step
+        if lo <= cur <= hi:
+            assert lo <= new <= hi
+
+
+def test_registry_rejects_unknown_actuator() -> None:
+    try:
+        registry.create(["replicas", "teleport"], AdminConfig())
+    except SpecError as exc:
+        assert exc.field == "actuators" and "replicas" in exc.fix
+    else:
+        raise AssertionError("unknown actuator accepted")

@@ -1,0 +1,136 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from planner.intents import KPIType
+from simulator.cluster import SimulatedCluster
+from simulator.runner import ScenarioRun
+from simulator.scenario import load_scenario, parse_scenario
+from simulator.traces import BurstyTrace, CsvTrace, DiurnalTrace, StepTrace
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def small_scenario(**overrides: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = yaml.safe_load((ROOT / "examples/scenarios/diurnal-shop.yaml")
+                                         .read_text())
+    doc["duration"] = "20m"
+    doc.update(overrides)
+    return doc
+
+
+def test_shipped_scenarios_load(scenario_path: Path) -> None:
+    sc = load_scenario(scenario_path)
+    assert sc.intents and sc.profiles and sc.spec.workloads
+
+
+def test_deterministic_for_a_seed(scenario_path: Path) -> None:
+    sc = load_scenario(scenario_path)
+    a = ScenarioRun(sc, seed=5).run(duration=900).as_dict()
+    b = ScenarioRun(sc, seed=5).run(duration=900).as_dict()
+    c = ScenarioRun(sc, seed=6).run(duration=900).as_dict()
+    strip = ("wall_s",)
+    for d in (a, b, c):
+        for k in strip:
+            d.pop(k)
+        for i in d["intents"].values():
+            i.pop("plan_ms_p50"), i.pop("plan_ms_p99")
+        d["totals"].pop("plan_ms_p50"), d["totals"].pop("plan_ms_p99")
+    assert a == b
+    assert a != c or "noise" not in scenario_path.read_text()
+
+
+def test_traces() -> None:
+    assert StepTrace(10, [(60, 50), (120, 5)]).rate(30) == 10
+    assert StepTrace(10, [(60, 50), (120, 5)]).rate(60) == 50
+    assert StepTrace(10, [(60, 50), (120, 5)]).rate(500) == 5
+    d = DiurnalTrace(100, 50, 3600)
+    assert d.rate(900) == pytest.approx(150)
+    assert d.rate(2700) == pytest.approx(50)
+    b = BurstyTrace(10, 100, mean_gap=300, burst_duration=60, horizon=7200, seed=1)
+    rates = [b.rate(t) for t in range(0, 7200, 5)]
+    assert set(rates) == {10, 100}
+    assert BurstyTrace(10, 100, 300, 60, 7200, seed=1).rate(1234) == b.rate(1234)
+
+
+def test_csv_trace(tmp_path: Path) -> None:
+    f = tmp_path / "t.csv"
+    f.write_text("timestamp,rate\n1000,10\n1060,70\n1120,10\n")
+    t = CsvTrace(f)
+    assert t.rate(30) == pytest.approx(40)
+    assert t.rate(120 + 30) == pytest.approx(40)  # loops
+    bad = tmp_path / "bad.csv"
+    bad.write_text("time,rps\n0,1\n1,2\n")
+    with pytest.raises(ValueError, match="missing column"):
+        CsvTrace(bad)
+
+
+def test_pods_start_after_startup_delay() -> None:
+    sc = parse_scenario(small_scenario(), "t", ROOT / "examples/scenarios")
+    sim = SimulatedCluster(sc, start_time=0.0)
+    sim.scale("shop/checkout", 6)
+    sim.step(5)
+    snap = sim.observe().workloads["shop/checkout"]
+    assert len(snap.pods) == 6 and snap.ready_replicas == 4
+    for _ in range(4):
+        sim.step(5)
+    assert sim.observe().workloads["shop/checkout"].ready_replicas == 6
+
+
+def test_resize_is_a_rolling_update() -> None:
+    sc = parse_scenario(small_scenario(), "t", ROOT / "examples/scenarios")
+    sim = SimulatedCluster(sc, start_time=0.0)
+    sim.resize("shop/checkout", 2.0)
+    sim.step(5)
+    pods = sim.observe().workloads["shop/checkout"].pods
+    assert sum(p.ready for p in pods) >= 4  # old pods keep serving
+    for _ in range(6):
+        sim.step(5)
+    pods = sim.observe().workloads["shop/checkout"].pods
+    assert len(pods) == 4 and all(p.cpu == 2.0 and p.ready for p in pods)
+
+
+def test_failures_restart_pods_and_cost_availability() -> None:
+    doc = small_scenario()
+    doc["workloads"][0]["service"]["failure_rate_per_hour"] = 30.0
+    doc["workloads"][0]["service"]["detection_s"] = 5
+    sc = parse_scenario(doc, "t", ROOT / "examples/scenarios")
+    sim = SimulatedCluster(sc, start_time=0.0)
+    for _ in range(120):
+        sim.step(5)
+    pods = sim.observe().workloads["shop/checkout"].pods
+    assert sum(p.restarts for p in pods) > 0
+    intent = sc.intents[0]
+    avail = next(p for p in sc.profiles if p.spec.type is KPIType.AVAILABILITY)
+    value = sim.measure(intent, avail)
+    assert value is not None and value < 1.0
+
+
+def test_scheduling_respects_capacity() -> None:
+    doc = small_scenario()
+    doc["cluster"]["pools"] = [{"name": "tiny", "nodes": 1, "cpu": 4}]
+    sc = parse_scenario(doc, "t", ROOT / "examples/scenarios")
+    sim = SimulatedCluster(sc, start_time=0.0)
+    sim.scale("shop/checkout", 10)
+    sim.step(5)
+    pods = sim.observe().workloads["shop/checkout"].pods
+    assert sum(1 for p in pods if p.node is not None) == 4
+    assert sim.observe().nodes[0].cpu_allocated == 4
+
+
+def test_latency_kpi_reflects_load() -> None:
+    sc = parse_scenario(small_scenario(), "t", ROOT / "examples/scenarios")
+    sim = SimulatedCluster(sc, start_time=0.0, measurement_noise=0.0)
+    lat = next(p for p in sc.profiles if p.spec.type is KPIType.LATENCY)
+    for _ in range(12):
+        sim.step(5)
+    low = sim.measure(sc.intents[0], lat)
+    sim.scale("shop/checkout", 2)
+    for _ in range(12):
+        sim.step(5)
+    high = sim.measure(sc.intents[0], lat)
+    assert low is not None and high is not None and high > low
