@@ -6,8 +6,9 @@ from __future__ import annotations
 import math
 
 from planner.cost import cost_per_hour
-from planner.explicit import QueueEstimate, blend, estimate
+from planner.explicit import QueueEstimate
 from planner.intents import KPIType
+from planner.models.online import OnlineEstimates
 from planner.plan import Plan
 from planner.planners.base import Planner, PlanningContext, clip_target, held_reasons, steps_towards
 from planner.planners.registry import register_planner
@@ -20,20 +21,7 @@ REDUNDANCY_AVAILABILITY = 0.99
 @register_planner("queueing")
 class QueueingPlanner(Planner):
     def __init__(self) -> None:
-        self._estimates: dict[str, QueueEstimate] = {}
-
-    def _estimate(self, ctx: PlanningContext) -> QueueEstimate | None:
-        latency = [(o, ctx.profiles[o.name]) for o in ctx.intent.spec.objectives
-                   if ctx.profiles[o.name].spec.type is KPIType.LATENCY]
-        obs, q, cap = None, 0.95, float("inf")
-        if latency:
-            o, p = latency[0]
-            obs, q, cap = ctx.current.get(o.name), p.spec.latency_percentile / 100.0, 0.5 * o.value
-        fresh = estimate(ctx.workload, obs, q, cap)
-        key = ctx.workload.key
-        if fresh is not None:
-            self._estimates[key] = blend(self._estimates.get(key), fresh)
-        return self._estimates.get(key)
+        self.estimates = OnlineEstimates()
 
     def required_replicas(self, ctx: PlanningContext, est: QueueEstimate,
                           rate: float) -> tuple[int, dict[str, float]]:
@@ -77,7 +65,7 @@ class QueueingPlanner(Planner):
         if unknown:
             return Plan(ctx.intent.key, self.name, cfg, cfg,
                         reason=f"no action: objective(s) {', '.join(unknown)} unknown")
-        est = self._estimate(ctx)
+        est = self.estimates.update(ctx)
         if est is None:
             return Plan(ctx.intent.key, self.name, cfg, cfg,
                         reason="no action: load too low to estimate the service rate")

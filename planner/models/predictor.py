@@ -1,0 +1,72 @@
+"""The :class:`Predictor` interface planners use to score candidate configurations.
+
+A predictor maps a batch of configurations (and the load they would serve) to predicted
+objective values with an upper/lower bound, vectorised so that a planner can score thousands of
+candidates per cycle. Implementations: the explicit queueing estimate (before anything is
+learned) and the learned effect models.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from planner.state import WorkloadConfig
+
+FloatArray = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class CandidateBatch:
+    """Configurations as columns: the layout every predictor accepts."""
+
+    replicas: FloatArray
+    cpu: FloatArray
+    gpu: FloatArray
+    """1.0 where the device is a GPU."""
+    pool: tuple[str | None, ...]
+
+    @staticmethod
+    def of(configs: Sequence[WorkloadConfig]) -> CandidateBatch:
+        return CandidateBatch(
+            np.array([c.replicas for c in configs], dtype=float),
+            np.array([c.cpu for c in configs], dtype=float),
+            np.array([1.0 if c.device == "gpu" else 0.0 for c in configs]),
+            tuple(c.pool for c in configs),
+        )
+
+    def __len__(self) -> int:
+        return int(self.replicas.size)
+
+    def config(self, i: int) -> WorkloadConfig:
+        return WorkloadConfig(int(self.replicas[i]), float(self.cpu[i]),
+                              "gpu" if self.gpu[i] > 0.5 else "cpu", self.pool[i])
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Per candidate: the expected value and a conservative bound (upper for KPIs that are
+    minimised, lower for KPIs that are maximised), and whether the model has seen anything like
+    the candidate (``False``: extrapolation, treat with caution)."""
+
+    mean: FloatArray
+    bound: FloatArray
+    supported: NDArray[np.bool_]
+
+
+class Predictor(ABC):
+    """Predicts one objective's KPI for a batch of configurations.
+
+    Contract: ``predict`` is pure (no I/O), vectorised over ``batch``, and returns arrays of
+    ``len(batch)``; ``inf`` latency means the configuration cannot carry the load. ``kind``
+    says where the prediction comes from (``explicit``, ``learned``, ...), for plan reasons.
+    """
+
+    kind: str = "predictor"
+
+    @abstractmethod
+    def predict(self, batch: CandidateBatch, rate: float) -> Prediction: ...

@@ -1,0 +1,231 @@
+"""Our policy: shares of load that equalise predicted latency, checked against an SLO target.
+
+Two ways to predict an endpoint's latency at a given share of the total load:
+
+* a caller-supplied predictor ``(endpoint, share) -> seconds`` (e.g. an effect model learned by
+  the planner), assumed non-decreasing in ``share``;
+* without one, a queueing estimate: each endpoint's service rate ``mu`` (requests/s at full
+  utilisation) is estimated from ``request_rate / utilisation``, or from latency / in-flight via
+  Little's law (``W = L / lambda``, M/M/1 ``mu = lambda + 1 / W``), or from ``capacity_hint``,
+  smoothed over updates; predicted sojourn time at arrival rate ``lambda_i`` is
+  ``1 / (mu_i - lambda_i)``.
+
+The shares minimise the worst predicted latency, which equalises it across the endpoints that
+receive load ("water filling": in the queueing model ``lambda_i = mu_i - c``, i.e. shares follow
+spare capacity, and an endpoint with little capacity gets nothing above the engine's minimum
+share). Minimising the maximum means: if any split keeps every endpoint under the SLO, this one
+does; the reason line says whether the target is met.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+
+from planner.weights import base, metrics
+
+#: ``(endpoint sample, share of total load in 0..1) -> predicted latency in seconds``
+LatencyPredictor = Callable[[metrics.EndpointMetrics, float], float]
+
+_LN2 = math.log(2.0)
+_OVERLOAD = 0.999  # total load at or above this fraction of total capacity counts as overload
+
+
+def equal_delay_shares(
+    service_rates: Mapping[str, float], total_rate: float
+) -> tuple[dict[str, float], float]:
+    """M/M/1 shares with equal predicted sojourn time, and that time (inf when overloaded).
+
+    With no load, or load at/above total capacity, shares are proportional to service rate.
+    """
+    capacity = sum(service_rates.values())
+    if capacity <= 0:
+        n = max(1, len(service_rates))
+        return {k: 1.0 / n for k in service_rates}, math.inf
+    if total_rate <= 0 or total_rate >= _OVERLOAD * capacity:
+        delay = math.inf if total_rate > 0 else 1.0 / max(service_rates.values())
+        return {k: mu / capacity for k, mu in service_rates.items()}, delay
+    active = dict(service_rates)
+    while True:
+        spare = (sum(active.values()) - total_rate) / len(active)
+        dropped = {k for k, mu in active.items() if mu <= spare}
+        if not dropped:
+            break
+        for k in dropped:
+            del active[k]
+    shares = {k: (active[k] - spare) / total_rate if k in active else 0.0 for k in service_rates}
+    return shares, 1.0 / spare
+
+
+def minimax_shares(
+    predict: Callable[[str, float], float], endpoint_ids: list[str], iterations: int = 40
+) -> tuple[dict[str, float], float]:
+    """Shares summing to 1 that equalise ``predict(endpoint, share)`` (non-decreasing in share).
+
+    Returns the shares and the equalised latency level (inf if no finite level carries the load).
+    """
+    if not endpoint_ids:
+        return {}, math.inf
+
+    def share_at(endpoint_id: str, level: float) -> float:
+        if not predict(endpoint_id, 0.0) <= level:
+            return 0.0
+        if predict(endpoint_id, 1.0) <= level:
+            return 1.0
+        lo, hi = 0.0, 1.0
+        for _ in range(iterations):
+            mid = (lo + hi) / 2
+            if predict(endpoint_id, mid) <= level:
+                lo = mid
+            else:
+                hi = mid
+        return lo
+
+    def total(level: float) -> float:
+        return sum(share_at(e, level) for e in endpoint_ids)
+
+    finite_idle = [v for v in (predict(e, 0.0) for e in endpoint_ids) if math.isfinite(v)]
+    if not finite_idle:
+        return {e: 1.0 / len(endpoint_ids) for e in endpoint_ids}, math.inf
+    lo = max(min(finite_idle), 1e-9)
+    hi = max(lo * 2, max(finite_idle))
+    for _ in range(60):  # bounded search for a level that carries the whole load
+        if total(hi) >= 1.0:
+            break
+        lo, hi = hi, hi * 2
+    else:
+        level = hi
+        raw = {e: share_at(e, level) for e in endpoint_ids}
+        s = sum(raw.values())
+        if s <= 0:
+            return {e: 1.0 / len(endpoint_ids) for e in endpoint_ids}, math.inf
+        return {e: v / s for e, v in raw.items()}, math.inf
+    for _ in range(iterations):  # geometric bisection on the latency level
+        mid = math.sqrt(lo * hi)
+        if total(mid) >= 1.0:
+            hi = mid
+        else:
+            lo = mid
+    raw = {e: share_at(e, hi) for e in endpoint_ids}
+    s = sum(raw.values())
+    return {e: v / s for e, v in raw.items()}, hi
+
+
+@base.register_policy("slo")
+class SloPolicy(base.WeightPolicy):
+    """Weights = shares of load that equalise predicted latency (see module docstring).
+
+    Parameters: ``slo_target`` (seconds, optional, only reported against), ``predictor``
+    (optional), ``smoothing`` (EWMA factor for service-rate estimates, 1 = no smoothing),
+    ``min_utilisation`` (below it ``request_rate / utilisation`` is too noisy to use),
+    ``error_penalty`` (service rate is scaled by ``1 - error_penalty * error_fraction``).
+    """
+
+    def __init__(
+        self,
+        slo_target: float | None = None,
+        predictor: LatencyPredictor | None = None,
+        smoothing: float = 0.3,
+        min_utilisation: float = 0.05,
+        error_penalty: float = 1.0,
+    ) -> None:
+        if slo_target is not None and not (math.isfinite(slo_target) and slo_target > 0):
+            raise ValueError("slo_target must be a positive number of seconds")
+        if not 0 < smoothing <= 1:
+            raise ValueError("smoothing must be in (0, 1]")
+        self.slo_target = slo_target
+        self.predictor = predictor
+        self.smoothing = smoothing
+        self.min_utilisation = min_utilisation
+        self.error_penalty = error_penalty
+        self._rates: dict[str, float] = {}
+
+    def missing(self, sample: metrics.EndpointMetrics) -> str | None:
+        if self.predictor is None and sample.request_rate is None:
+            return "missing request_rate for slo (needed without a predictor)"
+        return None
+
+    def forget(self, endpoint_id: str) -> None:
+        self._rates.pop(endpoint_id, None)
+
+    def estimate_service_rate(self, sample: metrics.EndpointMetrics) -> tuple[float, str] | None:
+        """Unsmoothed service rate (req/s at full utilisation) and what it is based on."""
+        lam = sample.request_rate or 0.0
+        util = sample.utilisation
+        if util is not None and util >= self.min_utilisation and lam > 0:
+            return lam / util, f"{lam:.1f} req/s at utilisation {util:.2f}"
+        if lam > 0 and sample.latency_p50:
+            mean_sojourn = sample.latency_p50 / _LN2  # M/M/1 sojourn is exponential
+            return lam + 1.0 / mean_sojourn, f"{lam:.1f} req/s at p50 {sample.latency_p50:.3f}s"
+        if lam > 0 and sample.in_flight:
+            mean_sojourn = sample.in_flight / lam  # Little's law
+            return lam + 1.0 / mean_sojourn, f"{lam:.1f} req/s with {sample.in_flight:g} in flight"
+        if sample.capacity_hint:
+            return sample.capacity_hint, "capacity hint"
+        return None
+
+    def _service_rates(
+        self, samples: Mapping[str, metrics.EndpointMetrics]
+    ) -> dict[str, tuple[float, str]]:
+        rates: dict[str, tuple[float, str]] = {}
+        for endpoint_id, sample in samples.items():
+            estimate = self.estimate_service_rate(sample)
+            previous = self._rates.get(endpoint_id)
+            if estimate is None:
+                if previous is None:
+                    continue
+                rate, basis = previous, "previous estimate (no fresh signal)"
+            else:
+                raw, basis = estimate
+                penalty = max(0.01, 1.0 - self.error_penalty * sample.error_fraction)
+                raw *= penalty
+                if penalty < 1.0:
+                    basis += f", errors x{penalty:.2f}"
+                rate = raw if previous is None else previous + self.smoothing * (raw - previous)
+            self._rates[endpoint_id] = rate
+            rates[endpoint_id] = (rate, basis)
+        return rates
+
+    def _verdict(self, level: float) -> str:
+        if self.slo_target is None:
+            return "no SLO target"
+        if level <= self.slo_target:
+            return f"SLO {self.slo_target * 1000:.0f} ms met"
+        return f"SLO {self.slo_target * 1000:.0f} ms at risk"
+
+    def compute(
+        self, samples: Mapping[str, metrics.EndpointMetrics], now: float
+    ) -> dict[str, base.Suggestion]:
+        if self.predictor is not None:
+            return self._with_predictor(samples, self.predictor)
+        rates = self._service_rates(samples)
+        total = sum(samples[e].request_rate or 0.0 for e in rates)
+        shares, delay = equal_delay_shares({e: r for e, (r, _) in rates.items()}, total)
+        verdict = self._verdict(delay)
+        level = "overloaded" if math.isinf(delay) else f"{delay * 1000:.0f} ms"
+        return {
+            e: base.Suggestion(
+                shares[e],
+                f"slo: capacity {rate:.1f} req/s ({basis}); share {shares[e]:.0%} of "
+                f"{total:.1f} req/s, predicted queueing delay {level} everywhere; {verdict}",
+            )
+            for e, (rate, basis) in rates.items()
+        }
+
+    def _with_predictor(
+        self, samples: Mapping[str, metrics.EndpointMetrics], predictor: LatencyPredictor
+    ) -> dict[str, base.Suggestion]:
+        def predict(endpoint_id: str, share: float) -> float:
+            value = float(predictor(samples[endpoint_id], share))
+            return value if value >= 0 and not math.isnan(value) else math.inf
+
+        shares, level = minimax_shares(predict, sorted(samples))
+        verdict = self._verdict(level)
+        return {
+            e: base.Suggestion(
+                share,
+                f"slo: predictor gives {predict(e, share) * 1000:.0f} ms at share {share:.0%} "
+                f"(equalised level {level * 1000:.0f} ms); {verdict}",
+            )
+            for e, share in shares.items()
+        }
