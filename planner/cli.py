@@ -101,7 +101,8 @@ def run(
         sc = load_scenario(scenario)
         total = _parse_duration(duration) or sc.spec.duration
         knowledge = _open_kb(kb)
-        runner = ScenarioRun(sc, planner, seed, knowledge, start_time=None)
+        runner = ScenarioRun(sc, planner, seed, knowledge, start_time=None,
+                             threaded_training=True)
     except SpecError as exc:
         raise _fail(exc) from None
     if speed <= 0:
@@ -121,6 +122,50 @@ def run(
         result = runner.run(total, speed=speed, on_cycle=view.update,
                             should_stop=lambda: stop["now"])
     report.print_report(out, result.as_dict())
+
+
+@app.command()
+def characterize(
+    scenario: Scenario,
+    workload: Annotated[str, typer.Option("--workload", "-w", help="namespace/name (or name).")],
+    trials: Annotated[int, typer.Option("--trials", "-n", min=3, help="Configurations tried.")]
+    = 40,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    kb: KbOpt = "memory",
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Explore a workload's configuration space on the simulator (optuna ask/tell) and seed
+    the knowledge base's events and effects."""
+    import time
+
+    from rich.progress import Progress
+
+    from simulator.characterize import characterize as run_characterize
+    from simulator.scenario import load_scenario
+
+    try:
+        sc = load_scenario(scenario)
+        if "/" not in workload:
+            matches = [w.key for w in sc.spec.workloads if w.name == workload]
+            workload = matches[0] if len(matches) == 1 else workload
+        knowledge = _open_kb(kb)
+        with Progress(console=err, transient=True, disable=not err.is_terminal) as progress:
+            task = progress.add_task(f"characterising {workload}", total=trials)
+            result = run_characterize(sc, workload, trials, knowledge, seed=seed,
+                                      end_time=time.time(),
+                                      on_trial=lambda n: progress.update(task, completed=n))
+    except SpecError as exc:
+        raise _fail(exc) from None
+    if as_json:
+        sys.stdout.write(json.dumps(result.as_dict(), sort_keys=True) + "\n")
+        return
+    out.print(f"{result.trials} trials on {result.workload}: {result.recorded} events recorded")
+    for m in result.models:
+        out.print(f"  model {m['intent']} / {m['objective']} ({m['kind']}): {m['samples']} "
+                  f"samples, validation {m['validation']}")
+    if kb == "memory":
+        out.print("[yellow]note:[/] --kb memory keeps nothing after this command; pass "
+                  "--kb mongodb://... to keep the seeded effects")
 
 
 @app.command()

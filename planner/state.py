@@ -55,11 +55,13 @@ class PodState:
     restarts: int = 0
     started_at: float = 0.0
     cpu_utilization: float | None = None
+    pool: str | None = None
+    """Node pool of the pod's node, if scheduled."""
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "node": self.node, "cpu": self.cpu, "device": self.device,
                 "ready": self.ready, "restarts": self.restarts, "started_at": self.started_at,
-                "cpu_utilization": self.cpu_utilization}
+                "cpu_utilization": self.cpu_utilization, "pool": self.pool}
 
 
 @dataclass(frozen=True)

@@ -250,7 +250,8 @@ class SimulatedCluster(ClusterBackend, KPISource):
             util = _mean([r.mean_utilization for r in recs if r.mean_utilization is not None])
             pods = tuple(
                 PodState(p.name, p.node.name if p.node else None, p.cpu, p.device, p.ready(t),
-                         p.restarts, p.created_at, p.utilization)
+                         p.restarts, p.created_at, p.utilization,
+                         p.node.pool.name if p.node else None)
                 for p in w.pods
             )
             workloads[key] = WorkloadState(w.spec.namespace, w.spec.name, w.config, pods,

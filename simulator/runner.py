@@ -16,6 +16,7 @@ import numpy as np
 from knowledge.base import KnowledgeBase
 from planner.backend import StaticIntentSource
 from planner.controller import IntentController, IntentOutcome
+from planner.models.training import Trainer
 from planner.planners import registry as planner_registry
 from simulator.accounting import Accountant
 from simulator.cluster import SimulatedCluster
@@ -56,7 +57,8 @@ class ScenarioRun:
     """One run of a scenario with one planner; step it yourself or call :meth:`run`."""
 
     def __init__(self, scenario: Scenario, planner: str | None = None, seed: int | None = None,
-                 knowledge: KnowledgeBase | None = None, start_time: float | None = None) -> None:
+                 knowledge: KnowledgeBase | None = None, start_time: float | None = None,
+                 threaded_training: bool = False) -> None:
         from knowledge.connect import open_knowledge_base
 
         self.scenario = scenario
@@ -74,6 +76,10 @@ class ScenarioRun:
         self.controller = IntentController(self.sim, self.sim, self.source, self.knowledge,
                                            admin)
         self.accountant = Accountant(self.sim, scenario.intents, self.source.profiles())
+        self.trainer: Trainer | None = None
+        if planner_registry.available()[admin.planner].uses_models:
+            self.trainer = Trainer(self.knowledge, self.source, threaded=threaded_training)
+            self.controller.hooks.append(self.trainer)
         self.step_s = scenario.spec.step_s
         self.cycle_s = admin.cycle_s
         self._next_cycle = 0.0

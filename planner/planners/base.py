@@ -50,6 +50,8 @@ class Planner(ABC):
     """
 
     name: ClassVar[str]
+    uses_models: ClassVar[bool] = False
+    """True for planners that read learned effect models (the controller then trains them)."""
 
     @abstractmethod
     def plan(self, ctx: PlanningContext) -> Plan: ...

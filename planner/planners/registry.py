@@ -22,7 +22,7 @@ def register_planner(name: str) -> Callable[[type[Planner]], type[Planner]]:
 
 
 def _load() -> None:
-    from planner.planners import hpa, queueing  # noqa: F401 - register themselves
+    from planner.planners import astar, hpa, optimizer, queueing  # noqa: F401 - register themselves
 
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name not in _REGISTRY:

@@ -1,0 +1,189 @@
+"""Effect models as stored in the ``effects`` collection, and their predictors.
+
+A document holds one fitted estimator for one intent and objective (see
+:mod:`knowledge.base` for the envelope) with metadata: training window, features, node pools
+seen, sample count, validation score and library versions. :func:`from_document` refuses
+anything it cannot trust (:class:`planner.models.serialization.ModelRefused`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from importlib import metadata as importlib_metadata
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from knowledge.base import KnowledgeBase
+from planner.errors import TemporaryError
+from planner.models import serialization
+from planner.models.availability import AvailabilityRegressor
+from planner.models.latency import SATURATION, QueueingLatencyRegressor
+from planner.models.observations import FEATURES, pool_code
+from planner.models.predictor import CandidateBatch, Prediction, Predictor
+
+log = logging.getLogger(__name__)
+
+KIND_LATENCY = "queueing-latency"
+KIND_AVAILABILITY = "availability"
+KINDS: dict[str, type[BaseEstimator]] = {
+    KIND_LATENCY: QueueingLatencyRegressor, KIND_AVAILABILITY: AvailabilityRegressor}
+
+
+def library_versions() -> dict[str, str]:
+    out = {}
+    for dist in ("intent-planner", "scikit-learn", "numpy", "scipy"):
+        try:
+            out[dist] = importlib_metadata.version(dist)
+        except importlib_metadata.PackageNotFoundError:
+            out[dist] = "unknown"
+    return out
+
+
+@dataclass(frozen=True)
+class EffectModel:
+    intent: str
+    objective: str
+    kind: str
+    estimator: Any
+    pools: tuple[str, ...]
+    timestamp: float
+    static: bool = False
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def features(self, batch: CandidateBatch, rate: float) -> np.ndarray:
+        codes = np.array([pool_code(p, self.pools) for p in batch.pool], dtype=float)
+        return np.column_stack([np.full(len(batch), rate), batch.replicas, batch.cpu, batch.gpu,
+                                codes])
+
+    @property
+    def samples(self) -> int:
+        return int(getattr(self.estimator, "n_samples_", 0))
+
+
+def to_document(model: EffectModel) -> dict[str, Any]:
+    return {
+        "intent": model.intent, "objective": model.objective, "timestamp": model.timestamp,
+        "static": model.static, "kind": model.kind, "format": serialization.FORMAT,
+        "blob": serialization.dumps(model.estimator),
+        "metadata": {**model.metadata, "features": list(FEATURES), "pools": list(model.pools),
+                     "samples": model.samples,
+                     "format_version": serialization.FORMAT_VERSION},
+    }
+
+
+def from_document(doc: dict[str, Any]) -> EffectModel:
+    kind = doc.get("kind")
+    if kind not in KINDS:
+        raise serialization.ModelRefused(f"unknown model kind {kind!r}")
+    if doc.get("format") != serialization.FORMAT:
+        raise serialization.ModelRefused(f"unknown format {doc.get('format')!r}")
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict) or list(meta.get("features", [])) != list(FEATURES):
+        raise serialization.ModelRefused("features do not match this planner's "
+                                         f"{list(FEATURES)}")
+    blob = doc.get("blob")
+    if not isinstance(blob, bytes | bytearray):
+        raise serialization.ModelRefused("no model blob")
+    est = serialization.loads(bytes(blob))
+    if not isinstance(est, KINDS[str(kind)]):
+        raise serialization.ModelRefused(f"blob holds {type(est).__name__}, not a {kind} model")
+    pools = meta.get("pools", [])
+    if not isinstance(pools, list) or not all(isinstance(p, str) for p in pools):
+        raise serialization.ModelRefused("metadata.pools must be a list of names")
+    return EffectModel(str(doc.get("intent")), str(doc.get("objective")), str(kind), est,
+                       tuple(pools), float(doc.get("timestamp", 0.0)), bool(doc.get("static")),
+                       meta)
+
+
+class LearnedLatency(Predictor):
+    kind = "learned"
+
+    def __init__(self, model: EffectModel) -> None:
+        self.model = model
+
+    def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
+        X = self.model.features(batch, rate)
+        est: QueueingLatencyRegressor = self.model.estimator
+        return Prediction(est.predict(X), est.predict_bound(X), est.supported(X))
+
+
+class LearnedThroughput(Predictor):
+    """Throughput from the learned latency model's capacity: ``min(rate, capacity)``."""
+
+    kind = "learned"
+
+    def __init__(self, model: EffectModel) -> None:
+        self.model = model
+
+    def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
+        X = self.model.features(batch, rate)
+        est: QueueingLatencyRegressor = self.model.estimator
+        theta = est.theta_
+        mu = np.exp(theta[0]) * X[:, 2] ** theta[1] * np.where(X[:, 3] > 0.5, np.exp(theta[2]), 1)
+        cap = X[:, 1] * mu * SATURATION
+        served = np.minimum(rate, cap)
+        return Prediction(served, np.minimum(rate, cap * 0.9), est.supported(X))
+
+
+class LearnedAvailability(Predictor):
+    kind = "learned"
+
+    def __init__(self, model: EffectModel) -> None:
+        self.model = model
+
+    def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
+        X = self.model.features(batch, rate)
+        est: AvailabilityRegressor = self.model.estimator
+        return Prediction(est.predict(X), est.predict_bound(X), est.supported(X))
+
+
+class EffectCache:
+    """Newest usable model per (intent, objective), re-read from the knowledge base at most
+    every ``refresh_s``; refused documents are logged once and skipped."""
+
+    def __init__(self, knowledge: KnowledgeBase | None, lookback_s: float = 6 * 3600.0,
+                 refresh_s: float = 60.0) -> None:
+        self.knowledge = knowledge
+        self.lookback_s = lookback_s
+        self.refresh_s = refresh_s
+        self._cache: dict[tuple[str, str], tuple[float, EffectModel | None]] = {}
+        self._refused: dict[tuple[str, str, float], str] = {}
+        self.refusals = 0
+
+    def get(self, intent: str, objective: str, now: float) -> EffectModel | None:
+        key = (intent, objective)
+        hit = self._cache.get(key)
+        if hit is not None and now - hit[0] < self.refresh_s:
+            return hit[1]
+        model = self._load(intent, objective, now)
+        self._cache[key] = (now, model)
+        return model
+
+    def invalidate(self, intent: str) -> None:
+        for key in [k for k in self._cache if k[0] == intent]:
+            del self._cache[key]
+
+    def _load(self, intent: str, objective: str, now: float) -> EffectModel | None:
+        if self.knowledge is None:
+            return None
+        try:
+            doc = self.knowledge.effect(intent, objective, now, self.lookback_s)
+        except TemporaryError as exc:
+            log.warning("effects unavailable for %s/%s: %s", intent, objective, exc)
+            hit = self._cache.get((intent, objective))
+            return hit[1] if hit else None
+        if doc is None:
+            return None
+        try:
+            return from_document(doc)
+        except serialization.ModelRefused as exc:
+            tag = (intent, objective, float(doc.get("timestamp", 0.0)))
+            if tag not in self._refused:
+                self._refused[tag] = str(exc)
+                self.refusals += 1
+                log.warning("refused effect model for %s objective %s (timestamp %s): %s; "
+                            "falling back to the explicit model", intent, objective, tag[2], exc)
+            return None

@@ -1,0 +1,97 @@
+"""Training rows from ``events``: one row per event whose configuration had settled.
+
+An event is usable when every desired pod was ready, the configuration had not changed for at
+least ``settle_s`` (the KPI window sees only that configuration) and the KPI was known.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+FEATURES = ("rate", "replicas", "cpu", "gpu", "pool")
+"""Columns of the feature matrix; ``pool`` is an integer code (-1: no pool pinned)."""
+
+
+@dataclass(frozen=True)
+class Dataset:
+    X: NDArray[np.float64]
+    y: NDArray[np.float64]
+    pools: tuple[str, ...]
+    times: NDArray[np.float64]
+    utilization: NDArray[np.float64]
+    """Mean CPU utilisation of the pods (NaN: unknown), to tell saturated rows apart."""
+
+    def __len__(self) -> int:
+        return int(self.y.size)
+
+
+def pool_code(pool: str | None, pools: Sequence[str]) -> float:
+    if pool is None:
+        return -1.0
+    return float(pools.index(pool)) if pool in pools else -2.0
+
+
+def settled(events: Sequence[Mapping[str, Any]], settle_s: float = 60.0) -> list[Mapping[str, Any]]:
+    """Events (oldest first) whose configuration had been stable for ``settle_s``."""
+    out: list[Mapping[str, Any]] = []
+    since: float | None = None
+    last_cfg: Any = None
+    for ev in sorted(events, key=lambda e: float(e["time"])):
+        cfg = ev.get("config")
+        if cfg != last_cfg:
+            since, last_cfg = float(ev["time"]), cfg
+        res = ev.get("resources") or {}
+        if not isinstance(cfg, Mapping) or since is None:
+            continue
+        ready = res.get("ready_replicas")
+        if ready is not None and ready != cfg.get("replicas"):
+            continue
+        pods = ev.get("pods")
+        if isinstance(pods, list) and pods and not _pods_match(pods, cfg):
+            continue  # a rollout is under way: old pods still serve
+        if float(ev["time"]) - since < settle_s and not ev.get("characterization"):
+            continue
+        out.append(ev)
+    return out
+
+
+def _pods_match(pods: list[Any], cfg: Mapping[str, Any]) -> bool:
+    """Every ready pod runs the configuration, and as many as it asks for."""
+    ready = [p for p in pods if isinstance(p, Mapping) and p.get("ready")]
+    want_pool = cfg.get("pool")
+    return len(ready) == cfg.get("replicas") and all(
+        p.get("cpu") == cfg.get("cpu") and p.get("device", "cpu") == cfg.get("device", "cpu")
+        and (want_pool is None or p.get("pool") in (None, want_pool))
+        for p in ready)
+
+
+def dataset(events: Iterable[Mapping[str, Any]], objective: str,
+            settle_s: float = 60.0) -> Dataset:
+    """Rows of (features, KPI value) for ``objective`` from ``events``."""
+    rows: list[list[float]] = []
+    ys: list[float] = []
+    times: list[float] = []
+    utils: list[float] = []
+    evs = settled(list(events), settle_s)
+    pools = tuple(sorted({str(e["config"]["pool"]) for e in evs if e["config"].get("pool")}))
+    for ev in evs:
+        value = (ev.get("current") or {}).get(objective)
+        rate = (ev.get("load") or {}).get("request_rate")
+        cfg = ev["config"]
+        if value is None or rate is None or not np.isfinite(value) or rate <= 0:
+            continue
+        rows.append([float(rate), float(cfg["replicas"]), float(cfg["cpu"]),
+                     1.0 if cfg.get("device") == "gpu" else 0.0,
+                     pool_code(cfg.get("pool"), pools)])
+        ys.append(float(value))
+        times.append(float(ev["time"]))
+        util = (ev.get("load") or {}).get("cpu_utilization")
+        utils.append(float(util) if util is not None else float("nan"))
+    X = np.asarray(rows, dtype=float).reshape(-1, len(FEATURES))
+    return Dataset(X, np.asarray(ys, dtype=float), pools, np.asarray(times, dtype=float),
+                   np.asarray(utils, dtype=float))

@@ -1,0 +1,47 @@
+"""Which predictor a planner uses per objective: the learned model when a usable one exists,
+else the explicit queueing estimate."""
+
+from __future__ import annotations
+
+from knowledge.base import KnowledgeBase
+from planner.intents import KPIType
+from planner.models.effects import (
+    KIND_AVAILABILITY,
+    KIND_LATENCY,
+    EffectCache,
+    LearnedAvailability,
+    LearnedLatency,
+    LearnedThroughput,
+)
+from planner.models.online import OnlineEstimates, explicit_predictors
+from planner.models.predictor import Predictor
+from planner.planners.base import PlanningContext
+
+
+class PredictorSource:
+    def __init__(self, knowledge: KnowledgeBase | None, min_samples: int = 8,
+                 lookback_s: float = 6 * 3600.0) -> None:
+        self.cache = EffectCache(knowledge, lookback_s)
+        self.online = OnlineEstimates()
+        self.min_samples = min_samples
+
+    def predictors(self, ctx: PlanningContext) -> dict[str, Predictor]:
+        """Per objective the best predictor available; objectives with none are left out."""
+        est = self.online.update(ctx)
+        out: dict[str, Predictor] = explicit_predictors(ctx, est) if est is not None else {}
+        latency_model = None
+        for o in ctx.intent.spec.objectives:
+            spec = ctx.profiles[o.name].spec
+            model = self.cache.get(ctx.intent.key, o.name, ctx.now)
+            if model is None or model.samples < self.min_samples:
+                continue
+            if spec.type is KPIType.LATENCY and model.kind == KIND_LATENCY:
+                out[o.name] = LearnedLatency(model)
+                latency_model = latency_model or model
+            elif spec.type is KPIType.AVAILABILITY and model.kind == KIND_AVAILABILITY:
+                out[o.name] = LearnedAvailability(model)
+        if latency_model is not None:
+            for o in ctx.intent.spec.objectives:
+                if ctx.profiles[o.name].spec.type is KPIType.THROUGHPUT:
+                    out[o.name] = LearnedThroughput(latency_model)
+        return out

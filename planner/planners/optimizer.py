@@ -1,0 +1,196 @@
+"""The default planner, ``optuna``: the cheapest configuration predicted to meet every
+objective, over replicas x CPU size x device x node pool.
+
+Objectives are constraints, judged on the predictors' conservative bound (the learned models'
+uncertainty band, or the explicit estimate with a margin). Among feasible configurations it
+minimises ``utility.cost * cost/h + utility.disruption * cost/h * restarts`` where ``restarts``
+counts knobs whose change restarts pods (CPU, device, pool). Small spaces are scored as one
+vectorised grid (the fast path); large ones by a seeded, time-boxed optuna TPE study with the
+objectives as constraints. The current configuration is kept while it meets its objectives
+within ``tolerance`` and nothing is cheaper by more than ``hysteresis``: no flapping.
+When no configuration the models know is feasible, the planner takes the best-predicted
+unexplored one and marks the plan exploratory.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import optuna
+from numpy.typing import NDArray
+
+from planner.models.predictor import CandidateBatch, Prediction, Predictor
+from planner.models.select import PredictorSource
+from planner.plan import Plan
+from planner.planners.base import Planner, PlanningContext, clip_target, held_reasons, steps_towards
+from planner.planners.registry import register_planner
+from planner.search_space import SearchSpace, gpu_capacity_ok, prices, space_for
+from planner.state import WorkloadConfig
+
+log = logging.getLogger(__name__)
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+GRID_LIMIT = 60_000
+HYSTERESIS = 0.05
+
+
+@dataclass(frozen=True)
+class Scored:
+    batch: CandidateBatch
+    cost: NDArray[np.float64]
+    feasible: NDArray[np.bool_]
+    supported: NDArray[np.bool_]
+    excess: NDArray[np.float64]
+    """Worst relative violation of any objective by the bound (0 when feasible)."""
+    predictions: dict[str, Prediction]
+    score: NDArray[np.float64]
+
+
+def _met(pred: NDArray[np.float64], target: float, minimize: bool, slack: float) -> NDArray[
+        np.bool_]:
+    out: NDArray[np.bool_] = (pred <= target * (1 + slack)) if minimize else (
+        pred >= target * (1 - slack))
+    return out
+
+
+@register_planner("optuna")
+class OptunaPlanner(Planner):
+    uses_models = True
+
+    def __init__(self, seed: int = 0, n_trials: int = 120, timeout_s: float = 0.04,
+                 grid_limit: int = GRID_LIMIT) -> None:
+        self.seed = seed
+        self.n_trials = n_trials
+        self.timeout_s = timeout_s
+        self.grid_limit = grid_limit
+        self.source: PredictorSource | None = None
+
+    def predictors(self, ctx: PlanningContext) -> dict[str, Predictor]:
+        if self.source is None:
+            self.source = PredictorSource(ctx.knowledge)
+        return self.source.predictors(ctx)
+
+    # ---------------------------------------------------------------- scoring
+    def score(self, ctx: PlanningContext, batch: CandidateBatch, rate: float,
+              preds: dict[str, Predictor], slack: float = 0.0) -> Scored:
+        n = len(batch)
+        feasible = np.ones(n, dtype=bool)
+        supported = np.ones(n, dtype=bool)
+        excess = np.zeros(n)
+        predictions: dict[str, Prediction] = {}
+        for o in ctx.intent.spec.objectives:
+            p = preds.get(o.name)
+            if p is None:
+                continue
+            pr = p.predict(batch, rate)
+            predictions[o.name] = pr
+            minimize = ctx.profiles[o.name].spec.minimizes
+            tol = o.tolerance if slack else 0.0
+            feasible &= _met(pr.bound, o.value, minimize, tol)
+            supported &= pr.supported
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rel = (pr.bound / max(o.value, 1e-12) - 1.0) if minimize else (
+                    1.0 - pr.bound / max(o.value, 1e-12))
+            excess = np.maximum(excess, np.nan_to_num(np.maximum(rel, 0.0), nan=1e9,
+                                                      posinf=1e9))
+        feasible &= gpu_capacity_ok(ctx.snapshot, batch)
+        cost = prices(ctx.snapshot, batch)
+        cur = ctx.config
+        restarts = ((batch.cpu != cur.cpu).astype(float)
+                    + (batch.gpu != (1.0 if cur.device == "gpu" else 0.0)).astype(float)
+                    + np.array([p != cur.pool for p in batch.pool], dtype=float))
+        u = ctx.admin.utility
+        score = u.cost * cost + u.disruption * cost * restarts
+        budget = ctx.admin.budget_per_hour
+        if budget is not None:
+            feasible &= cost <= budget
+        return Scored(batch, cost, feasible, supported, excess, predictions, score)
+
+    # ---------------------------------------------------------------- search
+    def _grid(self, ctx: PlanningContext, space: SearchSpace, rate: float,
+              preds: dict[str, Predictor]) -> tuple[Scored, str]:
+        return self.score(ctx, space.grid(), rate, preds), f"grid of {space.size}"
+
+    def _study(self, ctx: PlanningContext, space: SearchSpace, rate: float,
+               preds: dict[str, Predictor]) -> tuple[Scored, str]:
+        sampler = optuna.samplers.TPESampler(
+            seed=self.seed, constraints_func=lambda t: [float(t.user_attrs["excess"])])
+        study = optuna.create_study(direction="minimize", sampler=sampler)
+        configs: list[WorkloadConfig] = [ctx.config]
+        study.enqueue_trial({"replicas": ctx.config.replicas, "cpu": ctx.config.cpu,
+                             "device": ctx.config.device, "pool": str(ctx.config.pool)}
+                            if ctx.config.replicas in space.replicas else {})
+        pool_names = [str(p) for p in space.pools]
+        started = time.perf_counter()
+        for _ in range(self.n_trials):
+            trial = study.ask()
+            r = trial.suggest_int("replicas", space.replicas[0], space.replicas[-1])
+            cpu = trial.suggest_categorical("cpu", list(space.cpus))
+            dev = trial.suggest_categorical("device", list(space.devices))
+            pool_s = trial.suggest_categorical("pool", pool_names)
+            cfg = WorkloadConfig(r, float(cpu), str(dev), None if pool_s == "None" else pool_s)
+            s = self.score(ctx, CandidateBatch.of([cfg]), rate, preds)
+            trial.set_user_attr("excess", float(s.excess[0]) if not s.feasible[0] else 0.0)
+            study.tell(trial, float(s.score[0]))
+            configs.append(cfg)
+            if time.perf_counter() - started > self.timeout_s:
+                break
+        uniq = list(dict.fromkeys(configs))
+        return (self.score(ctx, CandidateBatch.of(uniq), rate, preds),
+                f"optuna TPE, {len(study.trials)} trials")
+
+    # ---------------------------------------------------------------- plan
+    def plan(self, ctx: PlanningContext) -> Plan:
+        cfg = ctx.config
+        unknown = [n for n, v in ctx.current.items() if v is None]
+        if unknown:
+            return Plan(ctx.intent.key, self.name, cfg, cfg,
+                        reason=f"no action: objective(s) {', '.join(unknown)} unknown")
+        preds = self.predictors(ctx)
+        if not preds:
+            return Plan(ctx.intent.key, self.name, cfg, cfg,
+                        reason="no action: no model yet (load too low to estimate)")
+        kinds = sorted({p.kind for p in preds.values()})
+        rate = (ctx.workload.request_rate or 0.0) * (1.0 + ctx.admin.headroom)
+        space = space_for(ctx)
+        scored, how = (self._grid if space.size <= self.grid_limit else self._study)(
+            ctx, space, rate, preds)
+        current = self.score(ctx, CandidateBatch.of([cfg]), rate, preds, slack=1.0)
+        keep_current = bool(current.feasible[0] and current.supported[0])
+        known = scored.feasible & scored.supported
+        exploratory = False
+        if known.any():
+            idx = int(np.flatnonzero(known)[np.argmin(scored.score[known])])
+            why = "cheapest configuration predicted to meet every objective"
+        elif scored.feasible.any():
+            idx = int(np.flatnonzero(scored.feasible)[np.argmin(scored.score[scored.feasible])])
+            exploratory = True
+            why = "exploratory: no known configuration is feasible; trying an unexplored one"
+        else:
+            order = np.lexsort((scored.cost, scored.excess))
+            idx = int(order[0])
+            why = "no configuration is predicted feasible: the least violating"
+        best = scored.batch.config(idx)
+        if keep_current and scored.score[idx] > current.score[0] * (1 - HYSTERESIS):
+            best, why, exploratory = cfg, "current configuration still meets every objective", \
+                False
+            chosen, i_chosen = current, 0
+        else:
+            chosen, i_chosen = scored, idx
+        predicted = {n: float(p.mean[i_chosen]) for n, p in chosen.predictions.items()
+                     if math.isfinite(float(p.mean[i_chosen]))}
+        target = clip_target(ctx, best)
+        actions = steps_towards(ctx, target)
+        held = held_reasons(ctx)
+        pretty = (f"{target.replicas} x {target.cpu:g} cpu {target.device}"
+                  + (f" in {target.pool}" if target.pool else ""))
+        reason = (f"{why}: {pretty} at {float(chosen.cost[i_chosen]):.3f}/h "
+                  f"({how}, {'+'.join(kinds)} models, {rate:.0f} req/s planned)")
+        if held and not actions:
+            reason += "; " + "; ".join(held)
+        return Plan(ctx.intent.key, self.name, cfg, target, tuple(actions), predicted,
+                    float(chosen.cost[i_chosen]), reason, exploratory)

@@ -1,0 +1,78 @@
+"""The configuration space a planner may choose from, given the enabled actuators and the
+admin's bounds, and the price of every point in it."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from planner.models.predictor import CandidateBatch
+from planner.planners.base import PlanningContext
+from planner.state import ClusterSnapshot
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    replicas: tuple[int, ...]
+    cpus: tuple[float, ...]
+    devices: tuple[str, ...]
+    pools: tuple[str | None, ...]
+
+    @property
+    def size(self) -> int:
+        return len(self.replicas) * len(self.cpus) * len(self.devices) * len(self.pools)
+
+    def grid(self) -> CandidateBatch:
+        combos = list(itertools.product(self.cpus, self.devices, self.pools))
+        n_r = len(self.replicas)
+        reps = np.tile(np.asarray(self.replicas, dtype=float), len(combos))
+        cpu = np.repeat([c for c, _, _ in combos], n_r).astype(float)
+        gpu = np.repeat([1.0 if d == "gpu" else 0.0 for _, d, _ in combos], n_r)
+        pools = tuple(p for _, _, p in combos for _ in range(n_r))
+        return CandidateBatch(reps, cpu, gpu, pools)
+
+
+def space_for(ctx: PlanningContext) -> SearchSpace:
+    knobs = {k for a in ctx.actuators.values() for k in a.knobs}
+    cur = ctx.config
+    b = ctx.admin.replicas
+    replicas = tuple(range(max(b.min, 1), b.max + 1)) if "replicas" in knobs else (cur.replicas,)
+    cpus = tuple(sorted(set(ctx.admin.cpu.sizes))) if "cpu" in knobs else (cur.cpu,)
+    has_gpu = any(n.gpus > 0 for n in ctx.snapshot.nodes)
+    devices: tuple[str, ...] = (cur.device,)
+    if "device" in knobs:
+        devices = tuple(d for d in ctx.admin.devices if d == "cpu" or has_gpu) or (cur.device,)
+    pools: tuple[str | None, ...] = (cur.pool,)
+    if "pool" in knobs:
+        names = ctx.admin.pools or tuple(sorted({n.pool for n in ctx.snapshot.nodes}))
+        pools = (None, *names)
+    return SearchSpace(replicas, cpus, devices, pools)
+
+
+def prices(snapshot: ClusterSnapshot, batch: CandidateBatch) -> NDArray[np.float64]:
+    """Cost per hour of each candidate (a pool of ``None`` is priced at the dearest pool that
+    could host it, as :func:`planner.cost.pool_prices`)."""
+    from planner.cost import pool_prices
+
+    table: dict[tuple[str | None, bool], tuple[float, float]] = {}
+    core = np.empty(len(batch))
+    gpu_price = np.empty(len(batch))
+    for i, (pool, g) in enumerate(zip(batch.pool, batch.gpu > 0.5, strict=True)):
+        key = (pool, bool(g))
+        if key not in table:
+            table[key] = pool_prices(snapshot, pool, "gpu" if g else "cpu")
+        core[i], gpu_price[i] = table[key]
+    out: NDArray[np.float64] = batch.replicas * (batch.cpu * core + batch.gpu * gpu_price)
+    return out
+
+
+def gpu_capacity_ok(snapshot: ClusterSnapshot, batch: CandidateBatch) -> NDArray[np.bool_]:
+    """Candidates that fit the cluster's GPUs and cores at all (ignoring other workloads)."""
+    gpus = sum(n.gpus for n in snapshot.nodes)
+    cores = sum(n.cpu_capacity for n in snapshot.nodes)
+    out: NDArray[np.bool_] = ((batch.gpu < 0.5) | (batch.replicas <= gpus)) & (
+        batch.replicas * batch.cpu <= cores)
+    return out
