@@ -67,3 +67,18 @@ def test_quantile_is_consistent_with_survival(util: float, c: int, q: float) -> 
     t = queueing.quantile(comps, q)
     assert t is not None
     assert queueing.survival(t, comps) == pytest.approx(1 - q, abs=1e-6)
+
+
+def test_learned_model_quantile_matches_simulator_truth() -> None:
+    """The regressor's Newton solve agrees with the simulator's bisection on M/M/c."""
+    from planner.models.latency import sojourn_quantile
+
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        c = int(rng.integers(1, 9))
+        mu = float(rng.uniform(5, 1000)) * c
+        lam = mu * float(rng.uniform(0.01, 0.97))
+        q = float(rng.choice([0.5, 0.9, 0.95, 0.99]))
+        truth = queueing.quantile(single_pod(lam, mu, c=c), q)
+        ours = sojourn_quantile(q, np.array([lam]), np.array([mu]), np.array([float(c)]))[0]
+        assert truth is not None and ours == pytest.approx(truth, rel=1e-6)

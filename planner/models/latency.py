@@ -40,8 +40,13 @@ def _erlang_c(c: FloatArray, a: FloatArray) -> FloatArray:
 
 
 def sojourn_quantile(q: float, lam: FloatArray, mu: FloatArray, c: FloatArray,
-                     iterations: int = 36) -> FloatArray:
-    """``q`` quantile (ms) of the M/M/c sojourn time; ``inf`` where the queue is unstable."""
+                     iterations: int = 7) -> FloatArray:
+    """``q`` quantile (ms) of the M/M/c sojourn time; ``inf`` where the queue is unstable.
+
+    Solves ``log S(t) = log(1 - q)`` by Newton's method from ``t = 0``: ``log S`` is convex
+    and decreasing, so the iterates rise monotonically to the root (to ~1e-11 relative in 6
+    steps over utilisations 1-97 % and 1-8 servers; checked against bisection in the tests).
+    """
     stable = lam < SATURATION * mu
     lam_s = np.where(stable, lam, 0.0)
     s = mu / c / 1000.0
@@ -51,16 +56,15 @@ def sojourn_quantile(q: float, lam: FloatArray, mu: FloatArray, c: FloatArray,
     wait = _erlang_c(c, lam_s / (mu / c))
     a1 = (1.0 - wait) - wait * theta / (s - theta)
     a2 = wait * s / (s - theta)
-    p = 1.0 - q
-    hi = np.log(1.0 / p) / np.minimum(s, theta) * 2.0 + 1.0
-    lo = np.zeros_like(hi)
+    log_p = math.log(1.0 - q)
+    t = np.zeros_like(s)
     for _ in range(iterations):
-        mid = 0.5 * (lo + hi)
-        surv = a1 * np.exp(-s * mid) + a2 * np.exp(-theta * mid)
-        above = surv > p
-        lo = np.where(above, mid, lo)
-        hi = np.where(above, hi, mid)
-    out: FloatArray = np.where(stable, hi, np.inf)
+        e1 = a1 * np.exp(-s * t)
+        e2 = a2 * np.exp(-theta * t)
+        surv = np.maximum(e1 + e2, 1e-300)
+        slope = np.minimum(-s * e1 - theta * e2, -1e-300)
+        t = t - (np.log(surv) - log_p) * surv / slope
+    out: FloatArray = np.where(stable, t, np.inf)
     return out
 
 

@@ -65,7 +65,7 @@ def fit_latency(ds: Dataset, percentile: float, validate: bool = True) -> tuple[
 class Trainer:
     def __init__(self, knowledge: KnowledgeBase, source: IntentSource,
                  cache: EffectCache | None = None, min_samples: int = 8,
-                 interval_s: float = 120.0, window_s: float = 6 * 3600.0, max_rows: int = 600,
+                 interval_s: float = 300.0, window_s: float = 6 * 3600.0, max_rows: int = 400,
                  threaded: bool = False) -> None:
         self.knowledge = knowledge
         self.source = source

@@ -14,6 +14,7 @@ unexplored one and marks the plan exploratory.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import time
@@ -34,7 +35,10 @@ from planner.state import WorkloadConfig
 log = logging.getLogger(__name__)
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
-GRID_LIMIT = 60_000
+FULL_GRID_LIMIT = 4_000
+"""Up to this many points every candidate is scored in one vectorised batch."""
+GRID_LIMIT = 200_000
+"""Up to this many, a monotone binary search over replicas; beyond, an optuna TPE study."""
 HYSTERESIS = 0.05
 
 
@@ -61,7 +65,7 @@ def _met(pred: NDArray[np.float64], target: float, minimize: bool, slack: float)
 class OptunaPlanner(Planner):
     uses_models = True
 
-    def __init__(self, seed: int = 0, n_trials: int = 120, timeout_s: float = 0.04,
+    def __init__(self, seed: int = 0, n_trials: int = 150, timeout_s: float = 0.04,
                  grid_limit: int = GRID_LIMIT) -> None:
         self.seed = seed
         self.n_trials = n_trials
@@ -76,7 +80,11 @@ class OptunaPlanner(Planner):
 
     # ---------------------------------------------------------------- scoring
     def score(self, ctx: PlanningContext, batch: CandidateBatch, rate: float,
-              preds: dict[str, Predictor], slack: float = 0.0) -> Scored:
+              preds: dict[str, Predictor], slack: float = 0.0,
+              monotone_only: bool = False) -> Scored:
+        """Predictions, feasibility and score of every candidate. ``monotone_only`` leaves
+        out the constraints that tighten with replicas (budget, GPU count) so feasibility is
+        monotone in replicas for the binary search; they are applied to its result."""
         n = len(batch)
         feasible = np.ones(n, dtype=bool)
         supported = np.ones(n, dtype=bool)
@@ -97,8 +105,9 @@ class OptunaPlanner(Planner):
                     1.0 - pr.bound / max(o.value, 1e-12))
             excess = np.maximum(excess, np.nan_to_num(np.maximum(rel, 0.0), nan=1e9,
                                                       posinf=1e9))
-        feasible &= gpu_capacity_ok(ctx.snapshot, batch)
         cost = prices(ctx.snapshot, batch)
+        if not monotone_only:
+            feasible &= gpu_capacity_ok(ctx.snapshot, batch)
         cur = ctx.config
         restarts = ((batch.cpu != cur.cpu).astype(float)
                     + (batch.gpu != (1.0 if cur.device == "gpu" else 0.0)).astype(float)
@@ -106,14 +115,42 @@ class OptunaPlanner(Planner):
         u = ctx.admin.utility
         score = u.cost * cost + u.disruption * cost * restarts
         budget = ctx.admin.budget_per_hour
-        if budget is not None:
+        if budget is not None and not monotone_only:
             feasible &= cost <= budget
         return Scored(batch, cost, feasible, supported, excess, predictions, score)
 
     # ---------------------------------------------------------------- search
     def _grid(self, ctx: PlanningContext, space: SearchSpace, rate: float,
               preds: dict[str, Predictor]) -> tuple[Scored, str]:
-        return self.score(ctx, space.grid(), rate, preds), f"grid of {space.size}"
+        """Exact search using monotonicity: for a fixed (CPU size, device, pool) more replicas
+        never predict worse objectives and always cost more, so the cheapest feasible point
+        of each combination is its fewest feasible replicas. A vectorised binary search over
+        replicas, all combinations at once, finds them in ``log2(len(replicas))`` batches."""
+        combos = list(itertools.product(space.cpus, space.devices, space.pools))
+        reps = np.asarray(space.replicas, dtype=float)
+        n = len(combos)
+        cpu = np.array([c for c, _, _ in combos], dtype=float)
+        gpu = np.array([1.0 if d == "gpu" else 0.0 for _, d, _ in combos])
+        pools = tuple(p for _, _, p in combos)
+
+        def at(idx: NDArray[np.int64]) -> Scored:
+            return self.score(ctx, CandidateBatch(reps[idx], cpu, gpu, pools), rate, preds,
+                              monotone_only=True)
+
+        lo = np.zeros(n, dtype=np.int64)
+        hi = np.full(n, len(reps) - 1, dtype=np.int64)
+        top = at(hi)
+        possible = top.feasible
+        evaluated = n
+        while np.any((lo < hi) & possible):
+            mid = (lo + hi) // 2
+            s = at(mid)
+            evaluated += n
+            hi = np.where(possible & s.feasible, mid, hi)
+            lo = np.where(possible & ~s.feasible, mid + 1, lo)
+        final_idx = np.where(possible, lo, len(reps) - 1)
+        final = self.score(ctx, CandidateBatch(reps[final_idx], cpu, gpu, pools), rate, preds)
+        return final, f"{evaluated} of {space.size} points searched"
 
     def _study(self, ctx: PlanningContext, space: SearchSpace, rate: float,
                preds: dict[str, Predictor]) -> tuple[Scored, str]:
@@ -157,8 +194,12 @@ class OptunaPlanner(Planner):
         kinds = sorted({p.kind for p in preds.values()})
         rate = (ctx.workload.request_rate or 0.0) * (1.0 + ctx.admin.headroom)
         space = space_for(ctx)
-        scored, how = (self._grid if space.size <= self.grid_limit else self._study)(
-            ctx, space, rate, preds)
+        if space.size <= FULL_GRID_LIMIT:
+            scored, how = self.score(ctx, space.grid(), rate, preds), f"grid of {space.size}"
+        elif space.size <= self.grid_limit:
+            scored, how = self._grid(ctx, space, rate, preds)
+        else:
+            scored, how = self._study(ctx, space, rate, preds)
         current = self.score(ctx, CandidateBatch.of([cfg]), rate, preds, slack=1.0)
         keep_current = bool(current.feasible[0] and current.supported[0])
         known = scored.feasible & scored.supported
