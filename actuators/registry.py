@@ -26,7 +26,7 @@ def register_actuator(name: str) -> Callable[[type[Actuator]], type[Actuator]]:
 
 
 def _load_builtins() -> None:
-    from actuators import replicas  # noqa: F401 - registers itself
+    from actuators import cpu, device, placement, remove_pod, replicas  # noqa: F401 - register
 
 
 def _load_entry_points() -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actuators import registry as actuator_registry
+from actuators import topology
 from actuators.base import Actuator
 from knowledge.base import KnowledgeBase
 from planner.admin import AdminConfig
@@ -82,6 +83,7 @@ class IntentController:
         except TemporaryError as exc:
             log.warning("cluster unreadable, skipping this cycle: %s", exc)
             return []
+        topology.observe_all(self.actuators.values(), snapshot)
         profiles = self.source.profiles()
         intents = sorted(self.source.intents(), key=lambda i: -i.spec.priority)
         outcomes = [self._reconcile(i, snapshot, profiles) for i in intents]

@@ -156,6 +156,8 @@ class AStarPlanner(Planner):
                  trust_unsupported: bool = False) -> None:
         if max_states < 1 or max_candidates < 1:
             raise ValueError("max_states and max_candidates must be >= 1")
+        if action_costs is not None and any(c < 0 for c in action_costs.values()):
+            raise ValueError("action costs must be >= 0")
         self.max_states = max_states
         self.max_candidates = max_candidates
         self.predictors_for = predictors_for
@@ -236,6 +238,13 @@ class AStarPlanner(Planner):
         return f"{head}; {budget}{tail}"
 
     # ------------------------------------------------------------------ search
+    def action_cost(self, actuator: str, priority: float, dearer: bool) -> float:
+        """``base * (1 + f)``: ``f = (1 - priority) / priority`` for a change that makes the
+        workload dearer, ``f = priority`` otherwise (see the module docstring)."""
+        base = self.action_costs.get(actuator, DEFAULT_BASE_COST)
+        factor = (1.0 - priority) / priority if dearer else priority
+        return base * (1.0 + factor)
+
     def search(self, ctx: PlanningContext, objectives: Sequence[_Objective],
                preds: Mapping[str, Predictor], rate: float,
                prices: Callable[[WorkloadConfig], float]) -> SearchResult:
@@ -287,10 +296,7 @@ class AStarPlanner(Planner):
                                  h, hold(c))
 
         def edge(actuator: str, src: WorkloadConfig, dst: WorkloadConfig) -> float:
-            base = self.action_costs.get(actuator, DEFAULT_BASE_COST)
-            dearer = nodes[dst].hold > nodes[src].hold + 1e-12
-            factor = (1.0 - priority) / priority if dearer else priority
-            return base * (1.0 + factor)
+            return self.action_cost(actuator, priority, nodes[dst].hold > nodes[src].hold + 1e-12)
 
         evaluate([start])
         g: dict[WorkloadConfig, float] = {start: 0.0}

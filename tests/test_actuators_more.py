@@ -1,0 +1,281 @@
+"""The cpu, device, placement and remove-pod actuators: bounds, cooldowns, candidates, and
+their effect on the simulated cluster."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from actuators import registry
+from actuators.cpu import CpuActuator
+from actuators.device import DeviceActuator
+from actuators.placement import PlacementActuator
+from actuators.remove_pod import RemovePodActuator
+from actuators.topology import Topology, observe_all
+from planner.admin import AdminConfig, CpuBounds, ReplicaBounds
+from planner.errors import SpecError
+from planner.state import WorkloadConfig, WorkloadState
+from simulator.cluster import SimulatedCluster
+from simulator.scenario import load_scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+MULTI = ROOT / "examples/scenarios/multi-tenant.yaml"
+SHOP = ROOT / "examples/scenarios/diurnal-shop.yaml"
+INFERENCE = "ml/inference"   # 6 replicas x 2 cpu, unpinned; pool us-gpu has 4 nodes x 4 GPUs
+
+
+def sim(path: Path = MULTI) -> SimulatedCluster:
+    return SimulatedCluster(load_scenario(path), start_time=0.0)
+
+
+def settle(cluster: SimulatedCluster, seconds: float = 180.0) -> None:
+    t = 0.0
+    while t < seconds:
+        cluster.step(5.0)
+        t += 5.0
+
+
+def ws(config: WorkloadConfig) -> WorkloadState:
+    return WorkloadState("ns", "w", config)
+
+
+# ---------------------------------------------------------------------------- registry
+def test_new_actuators_are_registered() -> None:
+    assert {"replicas", "cpu", "device", "placement", "remove-pod"} <= set(registry.available())
+    acts = registry.create(["replicas", "cpu", "device", "placement"], AdminConfig())
+    assert [a.knobs for a in acts.values()] == [("replicas",), ("cpu",), ("device",), ("pool",)]
+
+
+def test_remove_pod_and_replicas_are_mutually_exclusive() -> None:
+    with pytest.raises(SpecError) as err:
+        registry.create(["replicas", "remove-pod"], AdminConfig())
+    assert err.value.field == "actuators" and "replicas" in err.value.problem
+    assert "remove-pod" in registry.create(["remove-pod", "cpu"], AdminConfig())
+
+
+# ---------------------------------------------------------------------------- cpu
+def cpu_act(cooldown: float = 300.0) -> CpuActuator:
+    return CpuActuator(AdminConfig(cpu=CpuBounds(sizes=(0.5, 1.0, 2.0, 4.0),
+                                                 cooldownSeconds=cooldown)))
+
+
+def test_cpu_clip_and_candidates_are_neighbouring_sizes() -> None:
+    act = cpu_act()
+    assert act.clip(WorkloadConfig(3, cpu=3.1)).cpu == 4.0
+    assert act.clip(WorkloadConfig(3, cpu=0.1)).cpu == 0.5
+    assert act.clip(WorkloadConfig(3, cpu=1.5)).cpu == 2.0     # tie: the larger size
+    assert {c.cpu for c in act.candidates(ws(WorkloadConfig(3)), WorkloadConfig(3))} == {0.5, 2.0}
+    assert [c.cpu for c in act.candidates(ws(WorkloadConfig(3, cpu=4.0)),
+                                          WorkloadConfig(3, cpu=4.0))] == [2.0]
+    off_grid = act.candidates(ws(WorkloadConfig(3, cpu=3.0)), WorkloadConfig(3, cpu=3.0))
+    assert {c.cpu for c in off_grid} == {2.0, 4.0}
+    assert all(c.replicas == 3 for c in off_grid)
+
+
+def test_cpu_one_size_per_cycle_and_cooldown_after_any_change() -> None:
+    act = cpu_act(cooldown=300)
+    [a] = act.steps("ns/w", WorkloadConfig(3, cpu=0.5), WorkloadConfig(3, cpu=4.0), now=0)
+    assert a.params == {"cpu": 1.0, "from": 0.5}
+    assert a.reason.startswith("resize 0.5 -> 1 cpu (towards 4, one size per cycle):")
+    act.applied(a, now=0)
+    # held in both directions: a resize restarts every pod
+    assert act.steps("ns/w", WorkloadConfig(3, cpu=1.0), WorkloadConfig(3, cpu=4.0), now=100) == []
+    assert "cooldown 300s" in act.held["ns/w"]
+    assert act.steps("ns/w", WorkloadConfig(3, cpu=1.0), WorkloadConfig(3, cpu=0.5), now=299) == []
+    [b] = act.steps("ns/w", WorkloadConfig(3, cpu=1.0), WorkloadConfig(3, cpu=0.5), now=300)
+    assert b.params["cpu"] == 0.5 and "ns/w" not in act.held
+    # another workload is not held by this one's change
+    assert act.steps("ns/x", WorkloadConfig(3), WorkloadConfig(3, cpu=2.0), now=1)
+    # a target off the grid goes to the nearest size; the same size: nothing to do
+    assert act.steps("ns/y", WorkloadConfig(3, cpu=2.0), WorkloadConfig(3, cpu=2.2), now=0) == []
+
+
+@given(st.sampled_from([0.25, 0.5, 1.0, 2.0, 4.0, 3.0]), st.floats(0.01, 16.0))
+def test_cpu_steps_stay_on_the_grid(cur: float, want: float) -> None:
+    act = cpu_act(cooldown=0)
+    sizes = act.sizes
+    for a in act.steps("ns/w", WorkloadConfig(2, cpu=cur), WorkloadConfig(2, cpu=want), now=0):
+        new = a.params["cpu"]
+        assert new in sizes
+        between = [s for s in sizes if min(cur, new) < s < max(cur, new)]
+        assert not between                                   # one size at a time
+
+
+def test_cpu_resize_changes_pods_on_the_simulator() -> None:
+    cluster = sim()
+    admin = AdminConfig(actuators=("replicas", "cpu"))
+    act = registry.create(admin.actuators, admin)["cpu"]
+    cur = cluster.observe().workloads[INFERENCE].config
+    assert cur.cpu == 2.0
+    [a] = act.steps(INFERENCE, cur, cur.with_(cpu=4.0), now=cluster.now())
+    act.apply(a, cluster)
+    act.apply(a, cluster)                                   # idempotent
+    settle(cluster)
+    pods = cluster.observe().workloads[INFERENCE].pods
+    assert len(pods) == 6 and {p.cpu for p in pods} == {4.0} and all(p.ready for p in pods)
+
+
+# ---------------------------------------------------------------------------- device
+def test_device_candidates_need_gpu_nodes() -> None:
+    admin = AdminConfig()
+    blind = DeviceActuator(admin)                           # no topology: no GPU proposed
+    cfg = WorkloadConfig(6, cpu=2.0)
+    assert blind.candidates(ws(cfg), cfg) == []
+    multi = DeviceActuator(admin, sim().observe())
+    assert [c.device for c in multi.candidates(ws(cfg), cfg)] == ["gpu"]
+    assert multi.candidates(ws(cfg), cfg.with_(pool="eu-general")) == []   # no GPUs there
+    assert multi.candidates(ws(cfg), cfg.with_(replicas=17)) == []         # 16 GPUs in all
+    shop = DeviceActuator(admin, sim(SHOP).observe())
+    assert shop.candidates(ws(cfg), cfg) == []
+    on_gpu = cfg.with_(device="gpu")
+    assert [c.device for c in shop.candidates(ws(on_gpu), on_gpu)] == ["cpu"]
+    cpu_only = DeviceActuator(AdminConfig(devices=("cpu",)), sim().observe())
+    assert cpu_only.candidates(ws(cfg), cfg) == []
+    assert cpu_only.clip(on_gpu).device == "cpu"
+
+
+def test_device_steps_hold_without_gpus_and_cool_down() -> None:
+    shop = DeviceActuator(AdminConfig(), sim(SHOP).observe())
+    cfg = WorkloadConfig(4)
+    assert shop.steps("ns/w", cfg, cfg.with_(device="gpu"), now=0) == []
+    assert "no GPU nodes" in shop.held["ns/w"]
+    act = DeviceActuator(AdminConfig(cpu=CpuBounds(cooldownSeconds=120)), sim().observe())
+    [a] = act.steps("ns/w", cfg, cfg.with_(device="gpu"), now=0)
+    assert a.params == {"device": "gpu", "from": "cpu"}
+    assert a.reason.startswith("switch device cpu -> gpu:")
+    act.applied(a, now=0)
+    back = cfg.with_(device="gpu")
+    assert act.steps("ns/w", back, cfg, now=60) == []
+    assert "cooldown 120s" in act.held["ns/w"]
+    assert act.steps("ns/w", back, cfg, now=121)
+
+
+def test_device_switch_moves_pods_to_gpu_nodes_on_the_simulator() -> None:
+    cluster = sim()
+    admin = AdminConfig(actuators=("replicas", "device"))
+    act = registry.create(admin.actuators, admin)["device"]
+    observe_all([act], cluster.observe())
+    cur = cluster.observe().workloads[INFERENCE].config
+    [a] = act.steps(INFERENCE, cur, cur.with_(device="gpu"), now=cluster.now())
+    act.apply(a, cluster)
+    settle(cluster)
+    snap = cluster.observe()
+    pools = {n.name: n.pool for n in snap.nodes}
+    pods = snap.workloads[INFERENCE].pods
+    assert len(pods) == 6 and all(p.device == "gpu" and p.ready for p in pods)
+    assert {pools[p.node] for p in pods if p.node} == {"us-gpu"}
+    assert sum(n.gpus_allocated for n in snap.nodes) == 6
+
+
+# ---------------------------------------------------------------------------- placement
+def test_placement_bounds_and_candidates() -> None:
+    snap = sim().observe()
+    act = PlacementActuator(AdminConfig(), snap)
+    cfg = WorkloadConfig(6, cpu=2.0)
+    # every pool of the cluster, cheapest first; None (anywhere) is the current value
+    assert [c.pool for c in act.candidates(ws(cfg), cfg)] == ["eu-general", "us-gpu"]
+    pinned = cfg.with_(pool="us-gpu")
+    assert [c.pool for c in act.candidates(ws(pinned), pinned)] == ["eu-general", None]
+    on_gpu = cfg.with_(device="gpu")
+    assert [c.pool for c in act.candidates(ws(on_gpu), on_gpu)] == ["us-gpu"]
+    assert act.candidates(ws(cfg), cfg, limit=1) == [cfg.with_(pool="eu-general")]
+    assert act.clip(cfg.with_(pool="mars")).pool is None            # unknown pool
+    assert act.clip(pinned) == pinned
+    only = PlacementActuator(AdminConfig(pools=("us-gpu",)), snap)
+    assert only.clip(cfg).pool == "us-gpu"                         # outside the admin's pools
+    assert only.candidates(ws(pinned), pinned) == []
+    blind = PlacementActuator(AdminConfig())                        # no topology, no pools
+    assert blind.candidates(ws(cfg), cfg) == []
+
+
+def test_placement_steps_and_cooldown() -> None:
+    act = PlacementActuator(AdminConfig(cpu=CpuBounds(cooldownSeconds=200)), sim().observe())
+    cfg = WorkloadConfig(6, cpu=2.0)
+    [a] = act.steps("ns/w", cfg, cfg.with_(pool="us-gpu"), now=0)
+    assert a.params == {"pool": "us-gpu", "from": None}
+    assert a.reason.startswith("move from anywhere to pool us-gpu (region us-east):")
+    act.applied(a, now=0)
+    moved = cfg.with_(pool="us-gpu")
+    assert act.steps("ns/w", moved, cfg.with_(pool="eu-general"), now=100) == []
+    assert "cooldown 200s" in act.held["ns/w"]
+    assert act.steps("ns/w", moved, cfg.with_(pool="eu-general"), now=200)
+    # a GPU workload cannot be pinned where there are no GPUs
+    gpu = cfg.with_(device="gpu")
+    assert act.steps("ns/x", gpu, gpu.with_(pool="eu-general"), now=0) == []
+    assert "GPUs" in act.held["ns/x"]
+
+
+def test_place_pins_pods_on_the_simulator() -> None:
+    cluster = sim()
+    admin = AdminConfig(actuators=("replicas", "placement"))
+    act = registry.create(admin.actuators, admin)["placement"]
+    observe_all([act], cluster.observe())
+    cur = cluster.observe().workloads[INFERENCE].config
+    [a] = act.steps(INFERENCE, cur, cur.with_(pool="us-gpu"), now=cluster.now())
+    act.apply(a, cluster)
+    settle(cluster)
+    snap = cluster.observe()
+    pools = {n.name: n.pool for n in snap.nodes}
+    pods = snap.workloads[INFERENCE].pods
+    assert len(pods) == 6 and all(p.ready for p in pods)
+    assert {pools[p.node] for p in pods if p.node} == {"us-gpu"}
+    assert snap.workloads[INFERENCE].config.pool == "us-gpu"
+
+
+# ---------------------------------------------------------------------------- remove-pod
+def test_remove_pod_candidates_one_pod_fewer_and_scale_out() -> None:
+    act = RemovePodActuator(AdminConfig(replicas=ReplicaBounds(min=2, max=20, maxStep=4)))
+    cfg = WorkloadConfig(5)
+    cands = [c.replicas for c in act.candidates(ws(cfg), cfg)]
+    assert cands[0] == 4 and set(cands[1:]) == {6, 7, 9}
+    assert all(c.replicas > 2 for c in act.candidates(ws(WorkloadConfig(2)), WorkloadConfig(2)))
+
+
+def test_remove_pod_removes_the_worst_pod_on_the_simulator() -> None:
+    cluster = sim()
+    settle(cluster, 30)
+    cluster.workloads[INFERENCE].pods[2].restarts = 7
+    worst = cluster.workloads[INFERENCE].pods[2].name
+    admin = AdminConfig(actuators=("remove-pod",), replicas=ReplicaBounds(min=1, max=20))
+    act = registry.create(admin.actuators, admin)["remove-pod"]
+    observe_all([act], cluster.observe())
+    cur = cluster.observe().workloads[INFERENCE].config
+    [a] = act.steps(INFERENCE, cur, cur.with_(replicas=5), now=cluster.now())
+    assert a.actuator == "remove-pod"
+    assert a.params == {"pods": [worst], "replicas": 5, "from": 6}
+    assert a.reason.startswith(f"remove pod {worst} (7 restart(s)")
+    assert a.reason.endswith("6 -> 5 replicas")
+    act.apply(a, cluster)
+    act.apply(a, cluster)                                   # idempotent: the pod is gone
+    settle(cluster, 60)
+    w = cluster.observe().workloads[INFERENCE]
+    assert w.config.replicas == 5 and len(w.pods) == 5
+    assert worst not in {p.name for p in w.pods}
+
+
+def test_remove_pod_scale_out_and_blind_scale_in() -> None:
+    cluster = sim()
+    admin = AdminConfig(actuators=("remove-pod",), replicas=ReplicaBounds(min=1, max=20))
+    act = RemovePodActuator(admin)                          # never observed a snapshot
+    cur = cluster.observe().workloads[INFERENCE].config
+    [down] = act.steps(INFERENCE, cur, cur.with_(replicas=4), now=0)
+    assert down.actuator == "remove-pod" and "no pod data" in down.reason
+    act.apply(down, cluster)
+    assert cluster.observe().workloads[INFERENCE].config.replicas == 4
+    [up] = act.steps(INFERENCE, cur.with_(replicas=4), cur.with_(replicas=8), now=10)
+    assert up.actuator == "remove-pod" and up.reason.startswith("scale out 4 -> 8")
+    act.apply(up, cluster)
+    act.applied(up, now=10)
+    assert cluster.observe().workloads[INFERENCE].config.replicas == 8
+    # the replicas actuator's anti-flapping rule applies
+    assert act.steps(INFERENCE, cur.with_(replicas=8), cur.with_(replicas=4), now=20) == []
+
+
+def test_topology_summarises_pools() -> None:
+    topo = Topology.of(sim().observe())
+    assert list(topo.pools) == ["eu-general", "us-gpu"]
+    assert topo.gpus(None) == 16 and topo.gpus("eu-general") == 0 and topo.gpus("nowhere") == 0
+    assert topo.pools["us-gpu"].region == "us-east" and topo.pools["eu-general"].nodes == 12
