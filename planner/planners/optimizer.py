@@ -180,6 +180,38 @@ class OptunaPlanner(Planner):
         return (self.score(ctx, CandidateBatch.of(uniq), rate, preds),
                 f"optuna TPE, {len(study.trials)} trials")
 
+    # ---------------------------------------------------------------- transitions
+    def _safe_step(self, ctx: PlanningContext, target: WorkloadConfig, rate: float,
+                   preds: dict[str, Predictor]) -> tuple[WorkloadConfig, str]:
+        """This cycle's step towards ``target`` without an unsafe intermediate state.
+
+        Changing CPU size, device or pool replaces every pod (a rolling update sized by the
+        new replica count), so the replica count must not drop in the same cycle; and while
+        such a change is held back (cooldown), the replicas must suffice for the pods as they
+        are now.
+        """
+        cur = ctx.config
+        shape_change = (target.cpu, target.device, target.pool) != (cur.cpu, cur.device,
+                                                                   cur.pool)
+        if not shape_change:
+            return target, ""
+        acts = steps_towards(ctx, target)
+        if any(a.actuator not in ("replicas", "remove-pod") for a in acts):
+            if target.replicas < cur.replicas:
+                return target.with_(replicas=cur.replicas), (
+                    "replicas held while pods are replaced; scale-in follows the rollout")
+            return target, ""
+        # The shape change waits: size replicas for the current pods.
+        reps = np.asarray(space_for(ctx).replicas, dtype=float)
+        n = len(reps)
+        batch = CandidateBatch(reps, np.full(n, cur.cpu),
+                               np.full(n, 1.0 if cur.device == "gpu" else 0.0), (cur.pool,) * n)
+        s = self.score(ctx, batch, rate, preds)
+        ok = np.flatnonzero(s.feasible)
+        need = int(reps[ok[0]]) if ok.size else int(reps[-1])
+        return cur.with_(replicas=need), (f"until the resize to {target.cpu:g} cpu can start, "
+                                          f"{need} replica(s) of the current size")
+
     # ---------------------------------------------------------------- plan
     def plan(self, ctx: PlanningContext) -> Plan:
         cfg = ctx.config
@@ -225,12 +257,15 @@ class OptunaPlanner(Planner):
         predicted = {n: float(p.mean[i_chosen]) for n, p in chosen.predictions.items()
                      if math.isfinite(float(p.mean[i_chosen]))}
         target = clip_target(ctx, best)
-        actions = steps_towards(ctx, target)
+        step_target, transition = self._safe_step(ctx, target, rate, preds)
+        actions = steps_towards(ctx, step_target)
         held = held_reasons(ctx)
         pretty = (f"{target.replicas} x {target.cpu:g} cpu {target.device}"
                   + (f" in {target.pool}" if target.pool else ""))
         reason = (f"{why}: {pretty} at {float(chosen.cost[i_chosen]):.3f}/h "
                   f"({how}, {'+'.join(kinds)} models, {rate:.0f} req/s planned)")
+        if transition:
+            reason += f"; {transition}"
         if held and not actions:
             reason += "; " + "; ".join(held)
         return Plan(ctx.intent.key, self.name, cfg, target, tuple(actions), predicted,
