@@ -226,7 +226,7 @@ class OptunaPlanner(Planner):
         kinds = sorted({p.kind for p in preds.values()})
         rate = (ctx.workload.request_rate or 0.0) * (1.0 + ctx.admin.headroom)
         space = space_for(ctx)
-        if space.size <= FULL_GRID_LIMIT:
+        if space.size <= min(FULL_GRID_LIMIT, self.grid_limit):
             scored, how = self.score(ctx, space.grid(), rate, preds), f"grid of {space.size}"
         elif space.size <= self.grid_limit:
             scored, how = self._grid(ctx, space, rate, preds)

@@ -1,0 +1,169 @@
+"""Learned effect models: estimator API, fit quality, uncertainty, safe (de)serialisation."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from knowledge.connect import open_knowledge_base
+from planner.models import serialization
+from planner.models.availability import AvailabilityRegressor
+from planner.models.effects import (
+    KIND_LATENCY,
+    EffectCache,
+    EffectModel,
+    from_document,
+    to_document,
+)
+from planner.models.latency import QueueingLatencyRegressor, sojourn_quantile
+from planner.models.observations import dataset
+
+
+def truth(X: np.ndarray, base: float = 3.0) -> np.ndarray:
+    rate, rep, cpu, gpu, _ = X.T
+    mu = 100 * cpu**0.9 * np.where(gpu > 0.5, 8, 1)
+    return base + sojourn_quantile(0.95, rate / rep, mu, np.clip(np.floor(cpu), 1, 64))
+
+
+def sample(n: int, seed: int, gpu: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([rng.uniform(100, 600, n), rng.integers(2, 20, n),
+                         rng.choice([0.5, 1, 2, 4], n),
+                         rng.integers(0, 2, n) if gpu else np.zeros(n), -np.ones(n)])
+    y = truth(X)
+    ok = np.isfinite(y) & (y < 2000)
+    return X[ok], y[ok] * np.exp(rng.normal(0, 0.02, ok.sum()))
+
+
+def test_estimator_api() -> None:
+    est = QueueingLatencyRegressor(quantile=0.9, n_bootstrap=3)
+    assert est.get_params()["quantile"] == 0.9
+    assert not hasattr(est, "theta_")
+    X, y = sample(40, 0)
+    assert est.fit(X, y) is est
+    assert hasattr(est, "theta_") and hasattr(est, "bootstrap_thetas_")
+    assert clone(est).get_params() == est.get_params()
+
+
+def test_fit_recovers_the_workload() -> None:
+    X, y = sample(50, 1, gpu=True)
+    est = QueueingLatencyRegressor(n_bootstrap=4).fit(X, y)
+    Xt, yt = sample(200, 2, gpu=True)
+    pred = est.predict(Xt)
+    ok = np.isfinite(pred)
+    assert ok.mean() > 0.95
+    assert np.mean(np.abs(pred[ok] - yt[ok]) / yt[ok]) < 0.05
+    assert np.exp(est.theta_[2]) == pytest.approx(8.0, rel=0.15)   # GPU speed-up learned
+
+
+def test_bound_is_conservative_and_outliers_pull_little() -> None:
+    X, y = sample(60, 3)
+    y = y.copy()
+    y[:4] *= 6.0  # pods mid-restart inside the KPI window
+    est = QueueingLatencyRegressor(n_bootstrap=6).fit(X, y)
+    Xt, yt = sample(100, 4)
+    pred, bound = est.predict(Xt), est.predict_bound(Xt)
+    ok = np.isfinite(pred)
+    assert np.all(bound[ok] >= pred[ok])
+    assert np.mean(np.abs(pred[ok] - yt[ok]) / yt[ok]) < 0.08
+
+
+def test_support_knows_what_it_has_not_seen() -> None:
+    X, y = sample(30, 5)
+    X[:, 2] = 1.0
+    y = truth(X)
+    ok = np.isfinite(y)
+    est = QueueingLatencyRegressor(n_bootstrap=0).fit(X[ok], y[ok])
+    probe = np.array([[300, 6, 1.0, 0, -1], [300, 6, 2.0, 0, -1], [300, 6, 1.0, 1, -1]])
+    assert est.supported(probe).tolist() == [True, False, False]
+
+
+def test_too_little_data_is_an_error() -> None:
+    with pytest.raises(ValueError, match="at least 3"):
+        QueueingLatencyRegressor().fit(np.ones((2, 5)), np.ones(2))
+
+
+def test_availability_model() -> None:
+    X = np.array([[100, 1, 1, 0, -1]] * 10 + [[100, 3, 1, 0, -1]] * 10, dtype=float)
+    y = np.array([0.97] * 10 + [0.9995] * 10)
+    est = AvailabilityRegressor().fit(X, y)
+    p = est.predict(X[[0, 15]])
+    assert p[0] < 0.98 < p[1]
+    assert np.all(est.predict_bound(X) <= est.predict(X))
+
+
+def effect(est: Any) -> EffectModel:
+    return EffectModel("shop/checkout", "p95", KIND_LATENCY, est, ("a", "b"), 100.0, False,
+                       {"validation": {"mape": 0.01}})
+
+
+def test_round_trip_is_exact() -> None:
+    X, y = sample(30, 6)
+    est = QueueingLatencyRegressor(n_bootstrap=2).fit(X, y)
+    doc = to_document(effect(est))
+    assert isinstance(doc["blob"], bytes) and b"pickle" not in doc["blob"]
+    back = from_document(doc)
+    np.testing.assert_allclose(back.estimator.predict(X), est.predict(X))
+    np.testing.assert_allclose(back.estimator.predict_bound(X), est.predict_bound(X))
+    assert back.pools == ("a", "b") and back.metadata["samples"] == est.n_samples_
+
+
+def _blob(doc: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = json.loads(doc["blob"])
+    return out
+
+
+@pytest.mark.parametrize("mutate", [
+    lambda d: d.update(blob=b"\x80\x04\x95 pickle bytes"),                       # corrupt
+    lambda d: d.update(blob=json.dumps({**_blob(d), "class": "os.system"}).encode()),  # foreign
+    lambda d: d.update(blob=json.dumps({**_blob(d), "version": 99}).encode()),   # wrong version
+    lambda d: d.update(kind="tensorflow"),
+    lambda d: d.update(format="pickle"),
+    lambda d: d["metadata"].update(features=["rate"]),
+    lambda d: d.update(blob=json.dumps({**_blob(d), "params": {"evil": "x"}}).encode()),
+    lambda d: d.update(blob=json.dumps({**_blob(d), "fitted": {**_blob(d)["fitted"],
+                                        "theta_": {"__array__": [1], "dtype": "object"}}})
+                       .encode()),
+], ids=["corrupt", "foreign-class", "wrong-version", "unknown-kind", "pickle-format",
+        "feature-mismatch", "unknown-param", "object-array"])
+def test_untrusted_documents_are_refused(mutate: Any) -> None:
+    X, y = sample(20, 7)
+    doc = to_document(effect(QueueingLatencyRegressor(n_bootstrap=0).fit(X, y)))
+    mutate(doc)
+    with pytest.raises(serialization.ModelRefused):
+        from_document(doc)
+
+
+def test_cache_refuses_logs_once_and_falls_back(caplog: pytest.LogCaptureFixture) -> None:
+    kb = open_knowledge_base(None)
+    X, y = sample(20, 8)
+    doc = to_document(effect(QueueingLatencyRegressor(n_bootstrap=0).fit(X, y)))
+    doc["blob"] = b"not json"
+    kb.put_effect(doc)
+    cache = EffectCache(kb, refresh_s=0.0)
+    with caplog.at_level(logging.WARNING):
+        assert cache.get("shop/checkout", "p95", now=150.0) is None
+        assert cache.get("shop/checkout", "p95", now=160.0) is None
+    refusals = [r for r in caplog.records if "refused effect model" in r.getMessage()]
+    assert len(refusals) == 1 and "not a JSON model document" in refusals[0].getMessage()
+    assert cache.refusals == 1
+
+
+def test_dataset_keeps_only_settled_events() -> None:
+    def ev(t: float, replicas: int, ready: int, value: float | None) -> dict[str, Any]:
+        pods = [{"ready": i < ready, "cpu": 1.0, "device": "cpu"} for i in range(replicas)]
+        return {"time": t, "config": {"replicas": replicas, "cpu": 1.0, "device": "cpu",
+                                      "pool": None},
+                "resources": {"ready_replicas": ready}, "pods": pods,
+                "load": {"request_rate": 100.0}, "current": {"p95": value}}
+
+    events = [ev(0, 2, 2, 10), ev(30, 2, 2, 11), ev(75, 2, 2, 12),   # settles after 60 s
+              ev(90, 3, 2, 50),                                       # rollout
+              ev(120, 3, 3, 9), ev(160, 3, 3, None), ev(200, 3, 3, 8)]
+    ds = dataset(events, "p95")
+    assert ds.y.tolist() == [12, 8]

@@ -1,0 +1,173 @@
+"""The default planner: cheapest feasible configuration, tolerance, safety, fallbacks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from actuators import registry
+from knowledge.connect import open_knowledge_base
+from planner.admin import AdminConfig, CpuBounds, ReplicaBounds
+from planner.intents import parse_intent, parse_profile
+from planner.models.predictor import CandidateBatch, Prediction, Predictor
+from planner.planners.base import PlanningContext
+from planner.planners.optimizer import OptunaPlanner
+from planner.state import ClusterSnapshot, NodeState, PodState, WorkloadConfig, WorkloadState
+from simulator.characterize import characterize
+from simulator.runner import ScenarioRun
+from simulator.scenario import load_scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+SHOP = ROOT / "examples/scenarios/diurnal-shop.yaml"
+
+
+class TrueLatency(Predictor):
+    """An M/M/1-per-core oracle: mu = 100 req/s per core."""
+
+    kind = "learned"
+
+    def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
+        mu = 100.0 * batch.cpu
+        lam = rate / batch.replicas
+        with np.errstate(divide="ignore"):
+            p = np.where(lam < 0.98 * mu, 3 + 1000 * np.log(20) / (mu - lam), np.inf)
+        return Prediction(p, p * 1.05, np.ones(len(batch), dtype=bool))
+
+
+def context(replicas: int = 4, cpu: float = 1.0, latency: float | None = 40.0,
+            rate: float = 300.0, tolerance: float = 0.0, actuators: tuple[str, ...] =
+            ("replicas", "cpu"), cpu_sizes: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0),
+            max_replicas: int = 40) -> PlanningContext:
+    intent = parse_intent({"kind": "Intent", "metadata": {"name": "w", "namespace": "ns"},
+                           "spec": {"targetRef": {"name": "w"}, "objectives": [
+                               {"name": "p95", "value": 60, "measuredBy": "lat",
+                                "tolerance": tolerance}]}})
+    prof = parse_profile({"kind": "KPIProfile", "metadata": {"name": "lat", "namespace": "ns"},
+                          "spec": {"type": "latency"}})
+    cfg = WorkloadConfig(replicas, cpu)
+    pods = tuple(PodState(f"p{i}", "n0", cpu) for i in range(replicas))
+    wl = WorkloadState("ns", "w", cfg, pods, request_rate=rate, cpu_utilization=0.5)
+    nodes = (NodeState("n0", "general", "eu", 64.0, cost_per_core_hour=0.04),)
+    admin = AdminConfig(actuators=actuators, replicas=ReplicaBounds(min=1, max=max_replicas,
+                                                                    max_step=50),
+                        cpu=CpuBounds(sizes=cpu_sizes, cooldown_s=0), headroom=0.0)
+    acts = registry.create(actuators, admin)
+    snap = ClusterSnapshot(1000.0, nodes, {"ns/w": wl})
+    return PlanningContext(intent, {"p95": prof}, wl, snap, {"p95": latency}, admin, acts, None,
+                           1000.0)
+
+
+def planner_with(pred: Predictor, **kw: Any) -> OptunaPlanner:
+    p = OptunaPlanner(**kw)
+    p.predictors = lambda ctx: {"p95": pred}  # type: ignore[method-assign]
+    return p
+
+
+def brute_force(ctx: PlanningContext, pred: Predictor) -> float:
+    best = np.inf
+    for cpu in ctx.admin.cpu.sizes:
+        for r in range(1, ctx.admin.replicas.max + 1):
+            b = CandidateBatch.of([WorkloadConfig(r, cpu)])
+            if pred.predict(b, 300.0).bound[0] <= 60:
+                best = min(best, r * cpu * 0.04)
+                break
+    return float(best)
+
+
+def test_cheapest_feasible_configuration_matches_brute_force() -> None:
+    ctx = context(replicas=10, cpu=1.0, latency=20.0)
+    plan = planner_with(TrueLatency()).plan(ctx)
+    assert plan.cost_per_hour == pytest.approx(brute_force(ctx, TrueLatency()))
+    assert plan.predicted["p95"] <= 60
+    assert plan.actions and all(a.reason for a in plan.actions)
+
+
+def test_tpe_study_for_large_spaces_finds_a_feasible_cheap_plan() -> None:
+    ctx = context(replicas=10, latency=20.0)
+    plan = planner_with(TrueLatency(), grid_limit=10, n_trials=300, timeout_s=5.0).plan(ctx)
+    assert "optuna TPE" in plan.reason
+    assert plan.predicted["p95"] <= 60
+    assert plan.cost_per_hour is not None
+    assert plan.cost_per_hour <= brute_force(ctx, TrueLatency()) * 1.5
+
+
+def test_tolerance_keeps_a_configuration_within_it() -> None:
+    # 3 x 1 cpu at 170 req/s: bound ~ 76 ms, over the 60 ms target but within 50 % tolerance.
+    rate = 170.0
+    tight = planner_with(TrueLatency()).plan(context(replicas=3, rate=rate, tolerance=0.0))
+    loose = planner_with(TrueLatency()).plan(context(replicas=3, rate=rate, tolerance=0.5))
+    bound3 = TrueLatency().predict(CandidateBatch.of([WorkloadConfig(3, 1.0)]), rate).bound[0]
+    assert 60 < bound3 <= 90
+    assert tight.target != WorkloadConfig(3, 1.0)
+    assert loose.target == WorkloadConfig(3, 1.0) and not loose.actions
+
+
+def test_unknown_objective_means_no_action() -> None:
+    plan = planner_with(TrueLatency()).plan(context(latency=None))
+    assert plan.actions == () and "unknown" in plan.reason
+
+
+def test_no_scale_in_while_pods_are_replaced() -> None:
+    # 12 x 1 cpu -> cheapest is fewer, bigger pods; the resize must not come with a scale-in.
+    ctx = context(replicas=12, cpu=1.0, rate=900.0, latency=30.0, cpu_sizes=(1.0, 4.0))
+    plan = planner_with(TrueLatency()).plan(ctx)
+    assert plan.target.cpu == 4.0 and plan.target.replicas < 12
+    by = {a.actuator: a for a in plan.actions}
+    assert "cpu" in by
+    assert "replicas" not in by or by["replicas"].params["replicas"] >= 12
+
+
+def test_learns_and_stores_models_with_metadata() -> None:
+    kb = open_knowledge_base(None)
+    run = ScenarioRun(load_scenario(SHOP), "optuna", knowledge=kb)
+    run.run(duration=1800)
+    docs = kb.effects("shop/checkout")
+    assert docs and all("blob" not in d for d in docs)
+    meta = docs[0]["metadata"]
+    assert {"training_window", "features", "samples", "validation", "versions"} <= set(meta)
+    assert meta["samples"] >= 8 and "scikit-learn" in meta["versions"]
+    reasons = [e["plan"]["reason"] for e in kb.events("shop/checkout", limit=5)]
+    assert any("learned" in r for r in reasons)
+
+
+def test_corrupt_model_in_effects_falls_back_without_crashing() -> None:
+    kb = open_knowledge_base(None)
+    start = 1_767_225_600.0
+    kb.put_effect({"intent": "shop/checkout", "objective": "p95latency", "timestamp": start,
+                   "static": True, "kind": "queueing-latency",
+                   "format": "intent-planner/estimator-json", "blob": b"\x80\x04garbage",
+                   "metadata": {"features": ["rate", "replicas", "cpu", "gpu", "pool"]}})
+    run = ScenarioRun(load_scenario(SHOP), "optuna", knowledge=kb, start_time=start)
+    report = run.run(duration=600).as_dict()
+    assert report["cycles"] == 40
+    planner = run.controller.planner_for(run.scenario.intents[0])
+    assert isinstance(planner, OptunaPlanner) and planner.source is not None
+    assert planner.source.cache.refusals >= 1
+
+
+def test_characterize_seeds_effects() -> None:
+    kb = open_knowledge_base(None)
+    res = characterize(load_scenario(SHOP), "shop/checkout", 25, kb, seed=3)
+    assert res.recorded == 25
+    kinds = {m["kind"] for m in res.models}
+    assert "queueing-latency" in kinds
+    assert kb.count_events("shop/checkout") == 25
+    assert all(e["exploratory"] for e in kb.events("shop/checkout"))
+
+
+def test_characterize_cli_json() -> None:
+    res = subprocess.run([sys.executable, "-m", "planner.cli", "characterize", "-s", str(SHOP),
+                          "-w", "checkout", "-n", "12", "--json"], capture_output=True,
+                         text=True, timeout=120, cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)
+    assert data["workload"] == "shop/checkout" and data["trials"] == 12
+    bad = subprocess.run([sys.executable, "-m", "planner.cli", "characterize", "-s", str(SHOP),
+                          "-w", "nope"], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert bad.returncode == 2 and "--workload" in bad.stderr
