@@ -154,8 +154,7 @@ class OptunaPlanner(Planner):
 
     def _study(self, ctx: PlanningContext, space: SearchSpace, rate: float,
                preds: dict[str, Predictor]) -> tuple[Scored, str]:
-        sampler = optuna.samplers.TPESampler(
-            seed=self.seed, constraints_func=lambda t: [float(t.user_attrs["excess"])])
+        sampler = optuna.samplers.TPESampler(seed=self.seed)
         study = optuna.create_study(direction="minimize", sampler=sampler)
         configs: list[WorkloadConfig] = [ctx.config]
         study.enqueue_trial({"replicas": ctx.config.replicas, "cpu": ctx.config.cpu,
@@ -171,7 +170,8 @@ class OptunaPlanner(Planner):
             pool_s = trial.suggest_categorical("pool", pool_names)
             cfg = WorkloadConfig(r, float(cpu), str(dev), None if pool_s == "None" else pool_s)
             s = self.score(ctx, CandidateBatch.of([cfg]), rate, preds)
-            trial.set_user_attr("excess", float(s.excess[0]) if not s.feasible[0] else 0.0)
+            # Objectives as constraints: the worst relative violation, <= 0 when feasible.
+            trial.set_constraint("slo", float(s.excess[0]) if not s.feasible[0] else 0.0)
             study.tell(trial, float(s.score[0]))
             configs.append(cfg)
             if time.perf_counter() - started > self.timeout_s:

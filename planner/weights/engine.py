@@ -23,12 +23,15 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import logging
 import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 
 from planner.weights import base, metrics
+
+log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,14 +194,26 @@ class WeightEngine:
             for k, s in self._endpoints.items()
             if classes[k][0] is Status.COMPUTED and s.last_valid is not None
         }
-        suggestions = self.policy.compute(candidates, now) if candidates else {}
+        failure = None
+        try:
+            suggestions = self.policy.compute(candidates, now) if candidates else {}
+        except Exception as exc:  # a broken policy must not take the data planes down with it
+            log.exception("weight policy %s failed", self.policy.name)
+            suggestions, failure = {}, f"{type(exc).__name__}: {exc}"
         usable = {
             k: v
             for k, v in suggestions.items()
             if k in candidates and math.isfinite(v.value) and v.value >= 0
         }
         for k in candidates:
-            if k not in usable:
+            if k in usable:
+                continue
+            if failure is not None and self._endpoints[k].weight:
+                classes[k] = (
+                    Status.HELD,
+                    f"policy {self.policy.name} failed ({failure}): keeping last weight",
+                )
+            else:
                 classes[k] = (Status.NO_DATA, f"{self.policy.name}: no usable weight: mean weight")
         mean_value = sum(v.value for v in usable.values()) / len(usable) if usable else 0.0
 
