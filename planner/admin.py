@@ -50,7 +50,7 @@ class UtilityWeights(_Cfg):
 
 
 class AdminConfig(_Cfg):
-    planner: str = "queueing"
+    planner: str = "optuna"
     planners_by_namespace: dict[str, str] = Field(default_factory=dict, alias="plannersByNamespace")
     actuators: tuple[str, ...] = ("replicas",)
     replicas: ReplicaBounds = ReplicaBounds()
