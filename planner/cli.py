@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from planner.errors import SpecError
+from planner.k8s import command as k8s_command
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Intent-driven orchestration: declare SLOs, the planner decides how much.")
@@ -90,6 +91,10 @@ def run(
                                                  "(default: the scenario's).")] = None,
     kb: KbOpt = "memory",
     live: Annotated[bool, typer.Option(help="Live table (off: one log line per cycle).")] = True,
+    api: Annotated[bool, typer.Option("--api/--no-api", help="Serve the REST API beside the "
+                                      "controller (see docs/api.md).")] = False,
+    port: Annotated[int | None, typer.Option(help="API port (default: INTENT_PLANNER_PORT or "
+                                             "8080).")] = None,
 ) -> None:
     """Run the controller on the embedded default: a simulated cluster, in-memory knowledge."""
     from planner import live as live_view
@@ -117,10 +122,15 @@ def run(
     out.print(f"[bold]intent-planner[/] on the simulated cluster: scenario [cyan]{sc.name}[/], "
               f"planner [cyan]{runner.admin.planner}[/], {speed:g}x real time, "
               f"{total / 60:.0f} simulated minutes. Ctrl-C stops.")
+    server = _start_api(runner, port) if api else None
     view = live_view.LiveView(out, runner, enabled=live and out.is_terminal)
-    with view:
-        result = runner.run(total, speed=speed, on_cycle=view.update,
-                            should_stop=lambda: stop["now"])
+    try:
+        with view:
+            result = runner.run(total, speed=speed, on_cycle=view.update,
+                                should_stop=lambda: stop["now"])
+    finally:
+        if server is not None:
+            server.stop()
     report.print_report(out, result.as_dict())
 
 
@@ -201,6 +211,108 @@ def list_planners() -> None:
 
     out.print("planners:  " + ", ".join(sorted(planners.available())))
     out.print("actuators: " + ", ".join(sorted(actuators.available())))
+
+
+@app.command()
+def serve(
+    scenario: Annotated[Path | None, typer.Option(
+        "--scenario", "-s", help="Scenario YAML (default: INTENT_PLANNER_SCENARIO or "
+        "diurnal-shop).")] = None,
+    planner: PlannerOpt = None,
+    kb: Annotated[str | None, typer.Option(
+        "--kb", help="Knowledge base: 'memory' or a mongodb:// URI (default: "
+        "INTENT_PLANNER_KB or memory).")] = None,
+    warmup: Annotated[str | None, typer.Option(
+        help="Simulated time to run before serving; the cluster is then held still "
+        "(default: INTENT_PLANNER_WARMUP_S or 10m).")] = None,
+    host: Annotated[str | None, typer.Option(
+        help="Listen address (default: INTENT_PLANNER_HOST or 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(
+        help="Port (default: INTENT_PLANNER_PORT or 8080).")] = None,
+) -> None:
+    """Serve the REST API alone, over the embedded simulated cluster (warmed up, then held
+    still) and the knowledge base (see docs/api.md)."""
+    from planner.api import app as api_app
+    from planner.api import server
+
+    try:
+        changes: dict[str, Any] = {k: v for k, v in {
+            "scenario": scenario, "planner": planner, "kb": kb, "host": host, "port": port,
+            "warmup_s": _parse_duration(warmup)}.items() if v is not None}
+        settings, token = server.with_token(_api_settings(changes))
+        runtime = api_app.build_runtime(settings)
+    except SpecError as exc:
+        raise _fail(exc) from None
+    _announce_api(settings, token)
+    try:
+        server.serve(api_app.create_app(settings, runtime), settings.host, settings.port)
+    finally:
+        runtime.close()
+
+
+@app.command()
+def openapi(
+    output: Annotated[Path | None, typer.Option("--output", "-o",
+                                                help="Write to this file (default: stdout).")]
+    = None,
+) -> None:
+    """Print the REST API's OpenAPI document (JSON)."""
+    from planner.api import app as api_app
+    from planner.api.settings import Settings
+
+    text = json.dumps(api_app.create_app(Settings()).openapi(), indent=2) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.write_text(text)
+
+
+def _api_settings(changes: dict[str, Any]) -> Any:
+    """API settings from the environment, with command-line options on top."""
+    import pydantic
+
+    from planner.api.settings import Settings
+    from planner.validation import spec_error
+
+    try:
+        return Settings(**changes)
+    except pydantic.ValidationError as exc:
+        raise spec_error(exc, "") from None
+
+
+def _announce_api(settings: Any, token: str | None) -> None:
+    where = f"http://{settings.host}:{settings.port}"
+    if not settings.auth:
+        out.print(f"API on {where} [yellow](auth off)[/]")
+    elif token is not None:
+        out.print(f"API on {where}, bearer token (generated; set INTENT_PLANNER_API_TOKENS "
+                  f"to choose one): {token}", soft_wrap=True)
+    else:
+        out.print(f"API on {where}, bearer token from INTENT_PLANNER_API_TOKENS")
+
+
+def _start_api(runner: Any, port: int | None) -> Any:
+    from planner.api import app as api_app
+    from planner.api import server
+    from planner.api.runtime import Runtime
+
+    try:
+        settings, token = server.with_token(_api_settings({} if port is None else
+                                                          {"port": port}))
+    except SpecError as exc:
+        raise _fail(exc) from None
+    bg = server.BackgroundServer(
+        api_app.create_app(settings, Runtime.from_scenario_run(runner)), settings.host,
+        settings.port)
+    if not bg.start():
+        bg.stop()
+        raise _fail(SpecError("", "--port", f"cannot serve the API on {settings.host}:"
+                              f"{settings.port}", "choose a free port with --port"))
+    _announce_api(settings, token)
+    return bg
+
+
+app.command("operator")(k8s_command.operator)
 
 
 def _open_kb(uri: str) -> Any:

@@ -167,7 +167,9 @@ class IntentController:
     def _report(self, out: IntentOutcome, now: float,
                 unknown_reasons: dict[str, str] | None = None) -> None:
         key = out.intent.key
-        out.status = build_status(out.intent, self._statuses.get(key), now, out.current, out.met,
+        # After a restart the object's own status keeps transition times and the last plan.
+        previous = self._statuses.get(key) or out.intent.status
+        out.status = build_status(out.intent, previous, now, out.current, out.met,
                                   out.plan, out.applied, out.errors, out.invalid, unknown_reasons)
         self._statuses[key] = out.status
         self.source.report(out.intent, out.status)

@@ -98,11 +98,17 @@ def build_status(
     if applied:
         status["lastAction"] = applied[-1]
     if plan is not None:
-        status["lastPlan"] = {
+        new_plan = {
             "time": rfc3339(now), "planner": plan.planner, "reason": plan.reason,
+            "target": plan.target.as_dict(),
             "actions": [a.as_dict() for a in plan.actions],
             "predicted": dict(plan.predicted),
         }
+        old_plan = prev.get("lastPlan")
+        same = isinstance(old_plan, dict) and all(
+            old_plan.get(k) == new_plan[k] for k in ("planner", "target", "actions"))
+        # An unchanged plan keeps its time: no status write every cycle for nothing new.
+        status["lastPlan"] = old_plan if same else new_plan
     elif "lastPlan" in prev:
         status["lastPlan"] = prev["lastPlan"]
     return status

@@ -505,7 +505,7 @@ def test_intent_crd_shape() -> None:
     }
     assert condition["status"]["enum"] == ["True", "False", "Unknown"]
     plan = status["lastPlan"]["properties"]
-    assert set(plan) == {"time", "planner", "reason", "actions", "predicted"}
+    assert set(plan) == {"time", "planner", "reason", "target", "actions", "predicted"}
     assert (
         plan["actions"]["items"]["properties"]["params"]["x-kubernetes-preserve-unknown-fields"]
         is True
@@ -1038,14 +1038,15 @@ def test_clusterrole_grants_what_the_controller_needs() -> None:
             rules, "apps", resource, "update"
         )
     assert allows(rules, "apps", "deployments", "patch")
+    assert allows(rules, "apps", "statefulsets", "patch")  # resize/placement of StatefulSets
     for resource in ("intents/status", "kpiprofiles/status"):
         assert allows(rules, "intent-planner.io", resource, "patch")
     assert allows(rules, "", "events", "create")
     assert allows(rules, "kopf.dev", "clusterkopfpeerings", "patch")
-    # ... and nothing beyond: no direct writes to statefulsets/replicasets/pods/nodes,
-    # no updates of specs of our CRs, no cluster-wide configmaps.
+    # ... and nothing beyond: no direct writes to replicasets/pods/nodes (pod deletion for
+    # remove-pod is the opt-in deploy/optional/remove-pod-rbac.yaml), no updates of specs of
+    # our CRs, no cluster-wide configmaps.
     for group, resource, verb in [
-        ("apps", "statefulsets", "patch"),
         ("apps", "replicasets", "patch"),
         ("", "pods", "patch"),
         ("", "nodes", "patch"),

@@ -1,0 +1,67 @@
+"""``intent-planner operator``: run the planner in a cluster (kopf operator).
+
+Only ``typer`` and ``typing`` are imported at module level: kopf, the Kubernetes client and
+the planner are imported when the command runs, so the CLI starts fast.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+
+def operator(
+    namespace: Annotated[list[str] | None, typer.Option(
+        "--namespace", "-n", help="Namespace to serve (repeatable; default: all).")] = None,
+    kb: Annotated[str, typer.Option(
+        "--kb", help="Knowledge base: 'memory' or a mongodb:// URI.")] = "memory",
+    prometheus_url: Annotated[str, typer.Option(
+        "--prometheus-url", help="Prometheus base URL for KPIs and load metrics.")]
+        = "http://prometheus:9090",
+    peering: Annotated[str | None, typer.Option(
+        "--peering", help="kopf peering name: only the highest-priority replica plans.")]
+        = None,
+    standalone: Annotated[bool, typer.Option(
+        "--standalone", help="No peering: this replica plans regardless of others.")] = False,
+    health_port: Annotated[int, typer.Option(
+        "--health-port", help="Port of /healthz, /readyz and /metrics.")] = 8080,
+    planner: Annotated[str | None, typer.Option(
+        "--planner", "-p", help="Planner plugin (default: the admin config's).")] = None,
+    admin: Annotated[str | None, typer.Option(
+        "--admin", help="Admin config YAML (guardrails, cycleSeconds, planner).")] = None,
+) -> None:
+    """Run the operator: plan every Intent in the cluster, act, and report status."""
+    import logging
+    import sys
+
+    import yaml
+
+    from planner.admin import parse_admin
+    from planner.errors import SpecError
+    from planner.k8s.operator import OperatorConfig, run
+    from planner.planners import registry as planner_registry
+
+    if peering and standalone:
+        typer.echo("error: --peering and --standalone exclude each other", err=True)
+        raise typer.Exit(code=2)
+    try:
+        doc = None
+        if admin:
+            with open(admin) as f:
+                doc = yaml.safe_load(f)
+        cfg = parse_admin(doc, admin or "")
+        if planner:
+            cfg = cfg.model_copy(update={"planner": planner})
+        planner_registry.create(cfg.planner)
+    except (OSError, yaml.YAMLError) as exc:
+        typer.echo(f"error: --admin {admin}: {exc}", err=True)
+        raise typer.Exit(code=2) from None
+    except SpecError as exc:
+        typer.echo(f"error: {exc.line()}", err=True)
+        raise typer.Exit(code=2) from None
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    run(OperatorConfig(namespaces=tuple(namespace or ()), kb=kb, prometheus_url=prometheus_url,
+                       peering=peering, standalone=standalone, health_port=health_port,
+                       admin=cfg))

@@ -1,0 +1,103 @@
+"""Request rate and CPU utilisation of workloads, from Prometheus (two queries per cycle).
+
+The planners size a workload from its request rate and CPU utilisation
+(:class:`planner.state.WorkloadState`); in a cluster both come from Prometheus, not from the
+watch cache. :class:`PrometheusLoadMetrics` runs two instant queries per cycle for all
+workloads at once:
+
+* request rate: ``sum by (<namespace_label>, <workload_label>) (rate(<requests_metric>[w]))``
+  (the metric and label names of :class:`planner.kpi.templates.TemplateSettings`, as in the
+  default KPI templates);
+* CPU usage: ``sum by (namespace, pod) (rate(container_cpu_usage_seconds_total{container!=""}
+  [w]))`` (cAdvisor, scraped by every standard Prometheus set-up), summed over each workload's
+  ready pods and divided by their CPU requests.
+
+Any failure leaves the values unknown (``None``); it never raises. The backend applies the
+result with :meth:`planner.k8s.backend.KubernetesBackend.observe`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import httpx
+
+from planner.kpi.templates import DEFAULT_SETTINGS, TemplateSettings
+from planner.state import WorkloadState
+
+log = logging.getLogger(__name__)
+
+CPU_METRIC = "container_cpu_usage_seconds_total"
+
+
+@dataclass(frozen=True)
+class Load:
+    request_rate: float | None = None
+    cpu_utilization: float | None = None
+
+
+class LoadMetrics(Protocol):
+    """Request rate and CPU utilisation per workload key (``namespace/name``)."""
+
+    def __call__(self, workloads: Mapping[str, WorkloadState]) -> Mapping[str, Load]: ...
+
+
+class PrometheusLoadMetrics:
+    """:class:`LoadMetrics` from a Prometheus server; see the module docstring."""
+
+    def __init__(self, base_url: str, *, settings: TemplateSettings = DEFAULT_SETTINGS,
+                 timeout: float = 5.0, client: httpx.Client | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.settings = settings
+        self.timeout = timeout
+        self._own_client = client is None
+        self._client = client or httpx.Client(timeout=timeout)
+        self.last_error: str | None = None
+
+    def close(self) -> None:
+        if self._own_client:
+            self._client.close()
+
+    def _vector(self, promql: str) -> list[tuple[Mapping[str, str], float]]:
+        resp = self._client.get(f"{self.base_url}/api/v1/query", params={"query": promql})
+        resp.raise_for_status()
+        body: Any = resp.json()
+        if body.get("status") != "success":
+            raise ValueError(str(body.get("error", "query failed")))
+        out = []
+        for series in (body.get("data") or {}).get("result") or ():
+            value = float(series["value"][1])
+            if math.isfinite(value):
+                out.append((series.get("metric") or {}, value))
+        return out
+
+    def __call__(self, workloads: Mapping[str, WorkloadState]) -> Mapping[str, Load]:
+        s = self.settings
+        rates: dict[str, float] = {}
+        usage: dict[tuple[str, str], float] = {}
+        try:
+            for metric, v in self._vector(
+                    f"sum by ({s.namespace_label}, {s.workload_label}) "
+                    f"(rate({s.requests_metric}[{s.window}]))"):
+                rates[f"{metric.get(s.namespace_label)}/{metric.get(s.workload_label)}"] = v
+            for metric, v in self._vector(
+                    f'sum by (namespace, pod) (rate({CPU_METRIC}{{container!=""}}[{s.window}]))'):
+                usage[(str(metric.get("namespace")), str(metric.get("pod")))] = v
+            self.last_error = None
+        except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+            if self.last_error != str(exc):
+                log.warning("load metrics from %s unavailable: %s", self.base_url, exc)
+            self.last_error = str(exc)
+            return {}
+        out: dict[str, Load] = {}
+        for key, w in workloads.items():
+            ready = [p for p in w.pods if p.ready]
+            used = [usage[(w.namespace, p.name)] for p in ready if (w.namespace, p.name) in usage]
+            requested = sum(p.cpu for p in ready)
+            util = sum(used) / requested if used and requested > 0 else None
+            out[key] = Load(rates.get(key), util)
+        return out

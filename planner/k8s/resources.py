@@ -1,0 +1,54 @@
+"""The Kubernetes resource types the planner reads, and how to address them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.intents import API_GROUP
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    """One API resource: ``group``/``version``/``plural`` (``group`` is ``""`` for core)."""
+
+    plural: str
+    group: str
+    version: str
+    kind: str
+    namespaced: bool = True
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(self, namespace: str | None = None, name: str | None = None,
+             subresource: str | None = None) -> str:
+        """The URL path: cluster-wide when ``namespace`` is ``None`` (or not namespaced)."""
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace is not None:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.plural}"
+        if name is not None:
+            base += f"/{name}"
+        if subresource is not None:
+            base += f"/{subresource}"
+        return base
+
+    def __str__(self) -> str:
+        return f"{self.plural}.{self.api_version}"
+
+
+PODS = ResourceType("pods", "", "v1", "Pod")
+NODES = ResourceType("nodes", "", "v1", "Node", namespaced=False)
+SERVICES = ResourceType("services", "", "v1", "Service")
+DEPLOYMENTS = ResourceType("deployments", "apps", "v1", "Deployment")
+STATEFULSETS = ResourceType("statefulsets", "apps", "v1", "StatefulSet")
+ENDPOINTSLICES = ResourceType("endpointslices", "discovery.k8s.io", "v1", "EndpointSlice")
+INTENTS = ResourceType("intents", API_GROUP, "v1alpha1", "Intent")
+KPIPROFILES = ResourceType("kpiprofiles", API_GROUP, "v1alpha1", "KPIProfile")
+
+ALL: tuple[ResourceType, ...] = (PODS, NODES, DEPLOYMENTS, STATEFULSETS, SERVICES,
+                                 ENDPOINTSLICES, INTENTS, KPIPROFILES)
+BY_PLURAL: dict[str, ResourceType] = {r.plural: r for r in ALL}
+WORKLOADS: dict[str, ResourceType] = {"Deployment": DEPLOYMENTS, "StatefulSet": STATEFULSETS}
+"""Workload kinds the backend observes and scales, by ``spec.targetRef.kind``."""

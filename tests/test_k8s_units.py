@@ -1,0 +1,83 @@
+"""Small pure pieces of planner.k8s: the cycle runner, merge patches, quantities, selectors."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.k8s.quantities import cpu_quantity, parse_quantity, parse_time, selector_matches
+from planner.k8s.runner import CycleRunner
+from planner.k8s.source import keep_transitions, merge_patch
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_runner_coalesces_ticks_and_changes() -> None:
+    clock, ran = Clock(), []
+    runner = CycleRunner(lambda: ran.append(clock.t), interval_s=15, clock=clock)
+    assert runner.run() and not runner.run()  # a second tick in the same interval: no cycle
+    clock.t = 14.5
+    assert runner.run()  # due at 95 % of the interval (timers drift)
+    tickets = [runner.request() for _ in range(1000)]  # 1000 intents resumed together
+    assert sum(runner.run(t) for t in tickets) == 1
+    late = runner.request()
+    assert runner.run(late) and runner.cycles == 4 and len(ran) == 4
+
+
+def test_runner_survives_failures_and_waits_for_readiness() -> None:
+    ready = [False]
+
+    def boom() -> None:
+        raise RuntimeError("bug")
+
+    runner = CycleRunner(boom, interval_s=1, ready=lambda: ready[0])
+    assert not runner.due() and not runner.run()
+    ready[0] = True
+    assert runner.due() and not runner.run()
+    assert runner.failures == 1 and runner.last_error == "RuntimeError: bug"
+
+
+def test_merge_patch() -> None:
+    old = {"a": 1, "b": {"x": 1, "y": 2}, "c": [1], "gone": True}
+    new = {"a": 1, "b": {"x": 1, "y": 3, "z": 0}, "c": [1, 2]}
+    assert merge_patch(old, new) == {"b": {"y": 3, "z": 0}, "c": [1, 2], "gone": None}
+    assert merge_patch(new, new) == {}
+
+
+def test_keep_transitions_keeps_the_server_time_when_status_did_not_flip() -> None:
+    server = {"conditions": [{"type": "A", "status": "True", "lastTransitionTime": "old"},
+                             {"type": "B", "status": "False", "lastTransitionTime": "old"}]}
+    new = {"conditions": [{"type": "A", "status": "True", "lastTransitionTime": "now"},
+                          {"type": "B", "status": "True", "lastTransitionTime": "now"}]}
+    got = keep_transitions(new, server)["conditions"]
+    assert [c["lastTransitionTime"] for c in got] == ["old", "now"]
+
+
+@pytest.mark.parametrize(("text", "value"), [("500m", 0.5), ("2", 2.0), ("0.25", 0.25),
+                                             ("1Gi", 2.0**30), ("100u", 1e-4), (3, 3.0)])
+def test_parse_quantity(text: object, value: float) -> None:
+    assert parse_quantity(text) == pytest.approx(value)
+
+
+def test_quantity_helpers() -> None:
+    assert [cpu_quantity(c) for c in (0.5, 1.0, 2.25)] == ["500m", "1", "2250m"]
+    with pytest.raises(ValueError):
+        parse_quantity("lots")
+    assert parse_time("1970-01-01T00:01:00Z") == 60.0 and parse_time("never") is None
+
+
+def test_selector_matches() -> None:
+    labels = {"app": "web", "tier": "gold"}
+    assert selector_matches({"matchLabels": {"app": "web"}}, labels)
+    assert not selector_matches({"matchLabels": {"app": "api"}}, labels)
+    assert selector_matches({"matchExpressions": [
+        {"key": "tier", "operator": "In", "values": ["gold", "silver"]},
+        {"key": "canary", "operator": "DoesNotExist"}]}, labels)
+    assert not selector_matches({"matchExpressions": [
+        {"key": "tier", "operator": "NotIn", "values": ["gold"]}]}, labels)
+    assert not selector_matches({}, labels), "an empty selector owns nothing"
