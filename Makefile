@@ -46,8 +46,12 @@ pytest: install system-packages
 
 test: lint typecheck pytest
 
+# Benchmarks print their figures (see docs/benchmarks.md); about 15 minutes in all.
 bench: install system-packages
+	$(BIN)/python bench/models.py
+	$(BIN)/python bench/slo.py
 	$(BIN)/python bench/dispatch.py
+	$(BIN)/python bench/watch.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis build *.egg-info
