@@ -26,7 +26,14 @@ def register_actuator(name: str) -> Callable[[type[Actuator]], type[Actuator]]:
 
 
 def _load_builtins() -> None:
-    from actuators import cpu, device, placement, remove_pod, replicas  # noqa: F401 - register
+    from actuators import (  # noqa: F401 - register
+        cpu,
+        device,
+        placement,
+        remove_pod,
+        replicas,
+        weights,
+    )
 
 
 def _load_entry_points() -> None:

@@ -7,6 +7,7 @@ from typing import Any
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from planner import weights as dispatch_weights
 from planner.validation import spec_error
 
 
@@ -49,6 +50,159 @@ class UtilityWeights(_Cfg):
     disruption: float = Field(default=0.02, ge=0)
 
 
+#: Fields a dispatch template may use: ``{namespace}``, ``{name}`` (of the workload), ``{pod}``.
+TEMPLATE_FIELDS = ("namespace", "name", "pod")
+HAPROXY_MAX_WEIGHT = 256
+
+
+def render_template(template: str, namespace: str, name: str, pod: str = "") -> str:
+    """``template`` with ``{namespace}``, ``{name}`` and ``{pod}`` filled in."""
+    return template.format(namespace=namespace, name=name, pod=pod)
+
+
+def _check_template(value: str, what: str, needs: tuple[str, ...] = ()) -> str:
+    try:
+        rendered = render_template(value, "ns", "web", "web-0")
+    except (KeyError, IndexError, ValueError) as exc:
+        raise ValueError(f"{what}: bad template {value!r} ({exc}); the fields are "
+                         f"{', '.join('{' + f + '}' for f in TEMPLATE_FIELDS)}") from None
+    if not rendered:
+        raise ValueError(f"{what} must not be empty")
+    for field in needs:
+        if "{" + field + "}" not in value:
+            raise ValueError(f"{what} must contain {{{field}}} (one entry per {field})")
+    return value
+
+
+class HAProxyDispatch(_Cfg):
+    """Write weights through HAProxy's runtime API (``stats socket ... level admin``)."""
+
+    address: str = Field(min_length=1)
+    """``host:port`` of a TCP stats socket, or the path of a unix one (starts with ``/``)."""
+    backend: str = "{name}"
+    """HAProxy backend of a workload (template)."""
+    server: str = "{pod}"
+    """HAProxy server name of a pod (template)."""
+    timeout_s: float = Field(default=1.0, gt=0, le=30, alias="timeoutSeconds")
+    max_attempts: int = Field(default=2, ge=1, le=10, alias="maxAttempts")
+    """Tries per write within one cycle; a write that still fails is retried next cycle."""
+
+    @model_validator(mode="after")
+    def _valid(self) -> HAProxyDispatch:
+        self.parsed_address()
+        _check_template(self.backend, "haproxy.backend")
+        _check_template(self.server, "haproxy.server", needs=("pod",))
+        return self
+
+    def parsed_address(self) -> tuple[str, int] | str:
+        if self.address.startswith("/"):
+            return self.address
+        host, sep, port = self.address.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"haproxy.address {self.address!r}: give host:port or an absolute "
+                             "unix socket path")
+        return host.strip("[]"), int(port)
+
+
+class EnvoyDispatch(_Cfg):
+    """Write weights to a file-based EDS ``ClusterLoadAssignment`` per workload."""
+
+    path: str = Field(min_length=1)
+    """File Envoy watches (template, e.g. ``/etc/envoy/eds/{namespace}-{name}.json``)."""
+    cluster: str = "{name}"
+    """Envoy cluster name (template)."""
+    host: str = "{pod}"
+    """Address of a pod's endpoint (template)."""
+    port: int = Field(default=8080, gt=0, lt=65536)
+    max_attempts: int = Field(default=2, ge=1, le=10, alias="maxAttempts")
+
+    @model_validator(mode="after")
+    def _valid(self) -> EnvoyDispatch:
+        _check_template(self.path, "envoy.path")
+        _check_template(self.cluster, "envoy.cluster")
+        _check_template(self.host, "envoy.host", needs=("pod",))
+        return self
+
+
+class ConfigMapDispatch(_Cfg):
+    """Write weights as a ConfigMap (``data[key]`` = JSON pod -> weight) per workload."""
+
+    name: str = "{name}-dispatch-weights"
+    namespace: str = "{namespace}"
+    key: str = Field(default="weights.json", min_length=1)
+
+    @model_validator(mode="after")
+    def _valid(self) -> ConfigMapDispatch:
+        _check_template(self.name, "configmap.name")
+        _check_template(self.namespace, "configmap.namespace")
+        return self
+
+
+class EngineSettings(_Cfg):
+    """Guards of the weight engine (:class:`planner.weights.EngineConfig`)."""
+
+    blackout_s: float = Field(default=10.0, ge=0, alias="blackoutSeconds")
+    expiry_s: float = Field(default=180.0, gt=0, alias="expirySeconds")
+    min_share: float = Field(default=0.01, ge=0, lt=1, alias="minShare")
+    max_relative_change: float = Field(default=0.5, gt=0, alias="maxRelativeChange")
+    change_threshold: float = Field(default=0.05, ge=0, alias="changeThreshold")
+    reference_weight: int = Field(default=64, ge=1, alias="referenceWeight")
+    min_weight: int = Field(default=1, ge=1, alias="minWeight")
+    max_weight: int = Field(default=256, ge=1, alias="maxWeight")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> EngineSettings:
+        if not self.min_weight <= self.reference_weight <= self.max_weight:
+            raise ValueError("need minWeight <= referenceWeight <= maxWeight")
+        return self
+
+
+class DispatchConfig(_Cfg):
+    """How the ``weights`` actuator computes dispatch weights and where it writes them.
+
+    With no data plane configured the weights go to the backend only
+    (:meth:`planner.backend.ClusterBackend.set_weights`; the simulator dispatches by them).
+    """
+
+    policy: str = "slo"
+    """A registered weight policy: ``slo`` (ours), ``orca``, ``lvs``, or a third party's."""
+    policy_params: dict[str, Any] = Field(default_factory=dict, alias="policyParams")
+    """Keyword arguments of the policy, e.g. ``{headroom: 0.3}`` for ``slo``."""
+    engine: EngineSettings = EngineSettings()
+    workloads: tuple[str, ...] | None = None
+    """``namespace/name`` of the workloads to weight; ``None``: every planned workload."""
+    haproxy: HAProxyDispatch | None = None
+    envoy: EnvoyDispatch | None = None
+    configmap: ConfigMapDispatch | None = None
+
+    @model_validator(mode="after")
+    def _valid(self) -> DispatchConfig:
+        if self.policy not in dispatch_weights.POLICIES:
+            raise ValueError(f"unknown weight policy {self.policy!r}; use one of "
+                             f"{sorted(dispatch_weights.POLICIES)}")
+        try:
+            dispatch_weights.create_policy(self.policy, **self.policy_params)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"policyParams for {self.policy}: {exc}") from None
+        if self.haproxy is not None and self.engine.max_weight > HAPROXY_MAX_WEIGHT:
+            raise ValueError(f"engine.maxWeight must be <= {HAPROXY_MAX_WEIGHT} with haproxy")
+        for key in self.workloads or ():
+            ns, sep, name = key.partition("/")
+            if not sep or not ns or not name or "/" in name:
+                raise ValueError(f"dispatch.workloads: {key!r} is not namespace/name")
+        return self
+
+    def engine_config(self) -> dispatch_weights.EngineConfig:
+        """The :class:`planner.weights.EngineConfig` for these settings."""
+        e = self.engine
+        return dispatch_weights.EngineConfig(
+            e.blackout_s, e.expiry_s, e.min_share, e.max_relative_change, e.change_threshold,
+            e.reference_weight, e.min_weight, e.max_weight)
+
+    def applies_to(self, workload: str) -> bool:
+        return self.workloads is None or workload in self.workloads
+
+
 class AdminConfig(_Cfg):
     planner: str = "optuna"
     planners_by_namespace: dict[str, str] = Field(default_factory=dict, alias="plannersByNamespace")
@@ -64,6 +218,8 @@ class AdminConfig(_Cfg):
     headroom: float = Field(default=0.1, ge=0, le=1)
     """Safety margin on the load the planner provisions for."""
     utility: UtilityWeights = UtilityWeights()
+    dispatch: DispatchConfig = DispatchConfig()
+    """Dispatch weights (used by the ``weights`` actuator only)."""
 
     def planner_for(self, namespace: str) -> str:
         return self.planners_by_namespace.get(namespace, self.planner)

@@ -21,7 +21,7 @@ from planner.backend import ClusterBackend, IntentSource, KPISource
 from planner.errors import IntentPlannerError, PermanentError, TemporaryError
 from planner.events import build_event
 from planner.intents import Intent, KPIProfile, objective_met
-from planner.plan import Plan
+from planner.plan import Action, Plan
 from planner.planners import registry as planner_registry
 from planner.planners.base import Planner, PlanningContext
 from planner.state import ClusterSnapshot
@@ -39,6 +39,7 @@ class IntentOutcome:
     met: dict[str, bool | None] = field(default_factory=dict)
     plan: Plan | None = None
     applied: list[str] = field(default_factory=list)
+    applied_actions: list[Action] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     invalid: str | None = None
     status: dict[str, Any] = field(default_factory=dict)
@@ -141,7 +142,7 @@ class IntentController:
             self._act(plan, out, now)
         try:
             self.knowledge.record_event(build_event(intent, workload, snapshot, out.current, plan,
-                                                    bool(out.applied)))
+                                                    bool(out.applied), out.applied_actions))
         except TemporaryError as exc:
             log.warning("knowledge base unavailable, event not recorded: %s", exc)
         self._report(out, now, unknown_reasons)
@@ -163,6 +164,7 @@ class IntentController:
                 continue
             act.applied(action, now)
             out.applied.append(action.reason or action.actuator)
+            out.applied_actions.append(action)
 
     def _report(self, out: IntentOutcome, now: float,
                 unknown_reasons: dict[str, str] | None = None) -> None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from planner.intents import Intent
-from planner.plan import Plan
+from planner.plan import Action, Plan
 from planner.state import ClusterSnapshot, WorkloadState
 
 
@@ -16,6 +17,7 @@ def build_event(
     current: dict[str, float | None],
     plan: Plan | None,
     applied: bool,
+    applied_actions: Sequence[Action] | None = None,
 ) -> dict[str, Any]:
     hosting = {p.node for p in workload.pods if p.node}
     nodes = {n.name: {"pool": n.pool, "region": n.region, "cpu_capacity": n.cpu_capacity,
@@ -43,4 +45,36 @@ def build_event(
         "planner": plan.planner if plan is not None else None,
         "exploratory": plan.exploratory if plan is not None else False,
         "applied": applied,
+        "dispatch": dispatch_record(plan, applied, applied_actions),
     }
+
+
+WEIGHTS_ACTUATOR = "weights"
+
+
+def dispatch_record(plan: Plan | None, applied: bool,
+                    applied_actions: Sequence[Action] | None = None) -> list[dict[str, Any]]:
+    """The dispatch-weight changes of ``plan``: per workload, the weights, the policy, one
+    entry per changed pod with the engine's reason, and whether they were applied.
+
+    ``applied_actions`` (the actions that were carried out) makes ``applied`` exact per action;
+    without it every action shares the event's ``applied`` flag.
+    """
+    if plan is None:
+        return []
+    out: list[dict[str, Any]] = []
+    for action in plan.actions:
+        if action.actuator != WEIGHTS_ACTUATOR:
+            continue
+        done = action in applied_actions if applied_actions is not None else applied
+        params = action.params
+        out.append({
+            "workload": action.workload,
+            "policy": params.get("policy"),
+            "weights": dict(params.get("weights") or {}),
+            "changes": [dict(c) for c in params.get("changes") or ()],
+            "retry": dict(params.get("retry") or {}),
+            "reason": action.reason,
+            "applied": bool(done),
+        })
+    return out

@@ -50,6 +50,8 @@ class SimPod:
     down_until: float = -math.inf
     restarts: int = 0
     utilization: float = 0.0
+    utilization_samples: deque[tuple[float, float, float]] = field(default_factory=deque)
+    """(time, dt, utilisation) of the steps the pod served while ready (metrics window)."""
 
     def ready(self, t: float) -> bool:
         return self.node is not None and t >= self.ready_at and t >= self.down_until
@@ -210,19 +212,22 @@ class SimulatedCluster(ClusterBackend, KPISource):
                 pod.restarts += 1
                 failed[i] = min(svc.detection_s, dt) / dt
         mu = np.array([queueing.service_rate(svc.rate_per_core, p.cpu, svc.cpu_exponent,
-                                             svc.gpu_speedup, p.device) for p in ready])
+                                             svc.gpu_speedup, p.device)
+                       * (p.node.pool.speed if p.node else 1.0) for p in ready])
         base = np.array([svc.base_latency_ms + (p.node.pool.network_latency_ms if p.node else 0.0)
                          for p in ready])
-        raw = np.array([float(max(0, w.weights.get(p.name, 1))) for p in ready])
-        shares = raw / raw.sum() if raw.size and raw.sum() > 0 else np.full(len(ready), 1.0 /
-                                                                              max(1, len(ready)))
+        shares = dispatch_shares([p.name for p in ready], w.weights)
         servers = np.array([max(1, int(p.cpu)) for p in ready], dtype=np.int64)
         out = queueing.step_outcome(lam, shares, mu, base, svc.timeout_ms, failed, servers)
+        metrics_start = t - self.metrics_window_s
         for pod, u in zip(ready, out.utilization, strict=True):
             pod.utilization = float(u)
+            pod.utilization_samples.append((t, dt, float(u)))
         for pod in w.pods:
             if pod not in ready:
                 pod.utilization = 0.0
+            while pod.utilization_samples and pod.utilization_samples[0][0] < metrics_start:
+                pod.utilization_samples.popleft()
         scheduled = [p for p in w.pods if p.node is not None]
         cores = sum(p.cpu for p in scheduled)
         gpus = sum(p.gpus for p in scheduled)
@@ -250,13 +255,23 @@ class SimulatedCluster(ClusterBackend, KPISource):
             util = _mean([r.mean_utilization for r in recs if r.mean_utilization is not None])
             pods = tuple(
                 PodState(p.name, p.node.name if p.node else None, p.cpu, p.device, p.ready(t),
-                         p.restarts, p.created_at, p.utilization,
+                         p.restarts, p.created_at, self._pod_utilization(p, t),
                          p.node.pool.name if p.node else None)
                 for p in w.pods
             )
             workloads[key] = WorkloadState(w.spec.namespace, w.spec.name, w.config, pods,
                                            request_rate=rate, cpu_utilization=util)
         return ClusterSnapshot(t, nodes, workloads)
+
+    def _pod_utilization(self, pod: SimPod, t: float) -> float:
+        """CPU utilisation over the metrics window (as metrics-server reports it): the
+        time-weighted mean over the steps the pod served while ready; 0 when not ready."""
+        if not pod.ready(t):
+            return 0.0
+        recent = [(dt, u) for (at, dt, u) in pod.utilization_samples
+                  if at >= t - self.metrics_window_s]
+        span = sum(dt for dt, _ in recent)
+        return sum(dt * u for dt, u in recent) / span if span > 0 else pod.utilization
 
     def _workload(self, key: str) -> SimWorkload:
         try:
@@ -295,8 +310,17 @@ class SimulatedCluster(ClusterBackend, KPISource):
                 return
 
     def set_weights(self, workload: str, weights: dict[str, int]) -> None:
+        """Per-pod dispatch weights, level-based (replaces the previous set); see
+        :func:`dispatch_shares` for how they are used."""
         w = self._workload(workload)
         w.weights = {k: int(v) for k, v in weights.items()}
+
+    def traffic_shares(self, workload: str) -> dict[str, float]:
+        """Share of the workload's arrivals each ready pod receives now (sums to 1)."""
+        w = self._workload(workload)
+        ready = [p.name for p in w.pods if p.ready(self.time)]
+        return dict(zip(ready, (float(x) for x in dispatch_shares(ready, w.weights)),
+                        strict=True))
 
     # ------------------------------------------------------------------ KPISource
     def window(self, key: str, seconds: float | None = None,
@@ -312,6 +336,28 @@ class SimulatedCluster(ClusterBackend, KPISource):
             return value
         noise = float(np.exp(self.noise_rng.normal(0.0, self.measurement_noise)))
         return value * noise
+
+
+def dispatch_shares(ready: list[str], weights: dict[str, int]) -> queueing.FloatArray:
+    """How the simulated load balancer splits arrivals over the ``ready`` pods.
+
+    Only ready pods receive traffic (a not-ready pod is not in ``ready``). A ready pod's share
+    is its weight over the sum; a ready pod without a positive weight (new since the weights
+    were written, or written as 0 while it was not ready) gets the mean of the positive weights,
+    as the weight engine gives a new endpoint the mean weight during its blackout. No weights
+    at all: equal shares (round robin).
+    """
+    n = len(ready)
+    if n == 0:
+        return np.zeros(0)
+    given = [weights.get(name, 0) for name in ready]
+    positive = [float(v) for v in given if v > 0]
+    if not positive:
+        return np.full(n, 1.0 / n)
+    mean = sum(positive) / len(positive)
+    raw = np.array([float(v) if v > 0 else mean for v in given])
+    shares: queueing.FloatArray = raw / raw.sum()
+    return shares
 
 
 def _mean(xs: list[float]) -> float | None:

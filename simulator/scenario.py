@@ -43,6 +43,8 @@ class PoolSpec(_S):
     cost_per_core_hour: float = Field(default=0.04, ge=0)
     cost_per_gpu_hour: float = Field(default=2.5, ge=0)
     network_latency_ms: float = Field(default=0.0, ge=0, description="extra latency to clients")
+    speed: float = Field(default=1.0, gt=0, le=100, description="service-rate factor of this "
+                         "pool's nodes (CPU generation, clock): a pod here serves speed x as fast")
 
 
 class ServiceModel(_S):

@@ -40,6 +40,8 @@ FULL_GRID_LIMIT = 4_000
 GRID_LIMIT = 200_000
 """Up to this many, a monotone binary search over replicas; beyond, an optuna TPE study."""
 HYSTERESIS = 0.05
+SATURATED_EXCESS = 1e8
+"""``excess`` at or above this means a prediction of an unstable queue (infinite latency)."""
 
 
 @dataclass(frozen=True)
@@ -196,7 +198,9 @@ class OptunaPlanner(Planner):
         if not shape_change:
             return target, ""
         acts = steps_towards(ctx, target)
-        if any(a.actuator not in ("replicas", "remove-pod") for a in acts):
+        restarting = {"cpu", "device", "pool"}
+        if any(restarting & set(ctx.actuators[a.actuator].knobs) for a in acts
+               if a.actuator in ctx.actuators):
             if target.replicas < cur.replicas:
                 return target.with_(replicas=cur.replicas), (
                     "replicas held while pods are replaced; scale-in follows the rollout")
@@ -248,6 +252,11 @@ class OptunaPlanner(Planner):
             idx = int(order[0])
             why = "no configuration is predicted feasible: the least violating"
         best = scored.batch.config(idx)
+        if not scored.feasible.any() and scored.excess[idx] >= SATURATED_EXCESS:
+            # Every candidate is predicted saturated: the models know nothing useful here
+            # (load beyond anything seen). Add capacity in the current shape, never remove it.
+            best = cfg.with_(replicas=ctx.admin.replicas.max)
+            why = "every configuration predicted saturated: scaling out at the maximum step"
         if keep_current and scored.score[idx] > current.score[0] * (1 - HYSTERESIS):
             best, why, exploratory = cfg, "current configuration still meets every objective", \
                 False

@@ -1,0 +1,546 @@
+"""The ``weights`` actuator: engine input from the snapshot, guards seen through the actuator,
+data planes (HAProxy down and back, Envoy EDS, ConfigMap), events, the simulator's dispatch,
+and the end-to-end effect on a cluster with pods of different speeds."""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import math
+import socket
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from actuators import registry
+from actuators import weights as aw
+from actuators.dataplanes import haproxy as hw
+from knowledge.connect import open_knowledge_base
+from planner import events
+from planner.admin import AdminConfig, parse_admin
+from planner.backend import ClusterBackend, UnsupportedOperation
+from planner.errors import SpecError
+from planner.intents import KPIProfile, parse_profile
+from planner.plan import Action, Plan
+from planner.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
+from simulator import cluster as sim_cluster
+from simulator.cluster import SimulatedCluster, StepRecord, kpi_value
+from simulator.runner import ScenarioRun
+from simulator.scenario import Scenario, load_scenario, parse_scenario
+from tests.support import haproxy as sh
+
+ROOT = Path(__file__).resolve().parents[1]
+HETEROGENEOUS = ROOT / "examples/scenarios/heterogeneous.yaml"
+KEY = "video/analytics"
+CFG = WorkloadConfig(3, 2.0)
+REF = 64
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+class RecordingBackend(ClusterBackend):
+    """Records the weights it is given; ``supported=False``: a backend without weights."""
+
+    name = "recording"
+
+    def __init__(self, supported: bool = True) -> None:
+        self.supported = supported
+        self.weights: dict[str, dict[str, int]] = {}
+
+    def now(self) -> float:
+        return 0.0
+
+    def observe(self) -> ClusterSnapshot:
+        raise NotImplementedError
+
+    def scale(self, workload: str, replicas: int) -> None:
+        raise NotImplementedError
+
+    def set_weights(self, workload: str, weights: dict[str, int]) -> None:
+        if not self.supported:
+            super().set_weights(workload, weights)
+        self.weights[workload] = dict(weights)
+
+
+def pod(name: str, util: float | None = 0.5, ready: bool = True) -> PodState:
+    return PodState(name, "node-1" if ready else None, 2.0, ready=ready, cpu_utilization=util)
+
+
+def snapshot(t: float, pods: Sequence[PodState], rate: float | None = 90.0) -> ClusterSnapshot:
+    ws = WorkloadState("video", "analytics", CFG.with_(replicas=len(pods)), tuple(pods),
+                       request_rate=rate)
+    return ClusterSnapshot(t, (), {KEY: ws})
+
+
+def admin(**dispatch: Any) -> AdminConfig:
+    return parse_admin({"actuators": ["replicas", "weights"], "dispatch": dispatch})
+
+
+def cycle(act: aw.WeightsActuator, backend: ClusterBackend, snap: ClusterSnapshot
+          ) -> Action | None:
+    """What the controller does for this actuator in one cycle."""
+    act.observe(snap)
+    actions = act.steps(KEY, CFG, CFG, snap.time)
+    assert len(actions) <= 1
+    for a in actions:
+        act.apply(a, backend)
+    return actions[0] if actions else None
+
+
+def with_admin(scenario: Scenario, **changes: Any) -> Scenario:
+    spec = scenario.spec.model_copy(update={"admin": scenario.spec.admin.model_copy(
+        update=changes)})
+    return Scenario(spec, scenario.intents, scenario.profiles, scenario.base_dir)
+
+
+def latency_profile(percentile: int) -> KPIProfile:
+    return parse_profile({"apiVersion": "intent-planner.io/v1alpha1", "kind": "KPIProfile",
+                          "metadata": {"name": f"p{percentile}", "namespace": "video"},
+                          "spec": {"type": "latency", "percentile": percentile}})
+
+
+def run_scenario(scenario: Scenario, duration: float) -> tuple[dict[str, Any],
+                                                                  list[StepRecord]]:
+    """Run and keep every step's record (the cluster keeps only a sliding window)."""
+    run = ScenarioRun(scenario)
+    records: list[StepRecord] = []
+    while run.elapsed + 1e-9 < duration:
+        run.advance()
+        records.extend(run.sim.window(KEY, seconds=run.step_s + 1e-9)[-1:])
+    return run.report(0.0).as_dict(), records
+
+
+# -- registry, config ------------------------------------------------------------------------
+
+
+def test_enabling_weights_needs_no_other_config() -> None:
+    cfg = AdminConfig(actuators=("replicas", "weights"))
+    acts = registry.create(cfg.actuators, cfg)
+    act = acts["weights"]
+    assert isinstance(act, aw.WeightsActuator)
+    assert act.knobs == ("weights",)
+    assert act.candidates(snapshot(0, [pod("a")]).workloads[KEY], CFG) == []
+    assert act.engine(KEY).policy.name == "slo"
+    assert act.writers(KEY) == []
+
+
+@pytest.mark.parametrize("dispatch, field", [
+    ({"policy": "nope"}, "admin.dispatch"),
+    ({"policyParams": {"smoothing": 7}}, "admin.dispatch"),
+    ({"engine": {"minShare": 1.5}}, "admin.dispatch.engine.minShare"),
+    ({"haproxy": {"address": "no-port"}}, "admin.dispatch.haproxy"),
+    ({"haproxy": {"address": "/run/haproxy.sock", "server": "static"}},
+     "admin.dispatch.haproxy"),
+    ({"haproxy": {"address": "127.0.0.1:1"}, "engine": {"maxWeight": 1000}}, "admin.dispatch"),
+    ({"envoy": {"path": "/x/{cluster}.json"}}, "admin.dispatch.envoy"),
+    ({"workloads": ["no-namespace"]}, "admin.dispatch"),
+    ({"bogus": 1}, "admin.dispatch.bogus"),
+])
+def test_dispatch_config_is_validated(dispatch: dict[str, Any], field: str) -> None:
+    with pytest.raises(SpecError) as err:
+        admin(**dispatch)
+    assert err.value.field == field
+
+
+# -- guards through the actuator -------------------------------------------------------------
+
+
+_util = st.one_of(st.none(), st.floats(0.0, 1.0), st.sampled_from(
+    [math.nan, math.inf, -0.5, 3.0]))
+_pod = st.tuples(st.booleans(), _util)
+_cycle = st.tuples(st.lists(_pod, min_size=1, max_size=6),
+                   st.one_of(st.none(), st.floats(0.0, 500.0), st.just(math.nan)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_cycle, min_size=1, max_size=12), st.sampled_from(["slo", "orca", "lvs"]))
+def test_no_ready_pod_ever_gets_weight_zero(cycles: list[Any], policy: str) -> None:
+    act = aw.WeightsActuator(admin(policy=policy, engine={"blackoutSeconds": 0}))
+    backend = RecordingBackend()
+    for i, (pods, rate) in enumerate(cycles):
+        snap = snapshot(15.0 * i, [pod(f"p{j}", u, r) for j, (r, u) in enumerate(pods)], rate)
+        action = cycle(act, backend, snap)
+        if action is not None:
+            for p in snap.workloads[KEY].pods:
+                w = action.params["weights"][p.name]
+                assert (w > 0) if p.ready else (w == 0), (p, w)
+        held = backend.weights.get(KEY, {})
+        for p in snap.workloads[KEY].pods:  # what the load balancer holds after the cycle
+            if p.ready:
+                assert held.get(p.name, 0) > 0
+
+
+def test_missing_or_malformed_metric_keeps_the_last_weight() -> None:
+    act = aw.WeightsActuator(admin(policy="orca"))
+    backend = RecordingBackend()
+    t = 0.0
+    busy = {"a": 0.9, "b": 0.3, "c": 0.3}
+    for _ in range(8):  # past the blackout: weights follow qps / utilisation
+        cycle(act, backend, snapshot(t, [pod(n, u) for n, u in busy.items()]))
+        t += 15.0
+    before = dict(backend.weights[KEY])
+    assert before["a"] < before["b"]
+    for bad in (math.nan, None, -1.0):
+        # c's metric is malformed or missing while a and b change: c keeps its weight
+        busy = {"a": busy["b"], "b": busy["a"]}
+        action = cycle(act, backend, snapshot(t, [pod("a", busy["a"]), pod("b", busy["b"]),
+                                                  pod("c", bad)]))
+        t += 15.0
+        assert action is not None
+        assert backend.weights[KEY]["c"] == before["c"]
+        assert act.last_update[KEY].decisions["c"].status.value == "held"
+        assert "keeping last weight" in act.last_update[KEY].decisions["c"].reason
+        assert not any(c["pod"] == "c" for c in action.params["changes"])
+    # no valid data for longer than the expiry: c falls back to the mean weight
+    for _ in range(14):
+        cycle(act, backend, snapshot(t, [pod("a", 0.5), pod("b", 0.5), pod("c", None)]))
+        t += 15.0
+    assert act.last_update[KEY].decisions["c"].status.value == "expired"
+    assert backend.weights[KEY]["c"] == REF
+
+
+@pytest.mark.parametrize("policy", ["slo", "orca", "lvs"])
+def test_action_reason_names_the_policy_and_each_change(policy: str) -> None:
+    act = aw.WeightsActuator(admin(policy=policy, engine={"blackoutSeconds": 0}))
+    backend = RecordingBackend()
+    actions = []
+    for i in range(6):
+        a = cycle(act, backend, snapshot(15.0 * i, [pod("fast", 0.2), pod("slow", 0.8)]))
+        if a is not None:
+            actions.append(a)
+    computed = [a for a in actions if any(c["status"] == "computed" for c in a.params["changes"])]
+    assert computed, "the weights never moved"
+    for a in actions:
+        assert a.actuator == "weights" and a.workload == KEY
+        assert f"policy {policy}" in a.reason
+        assert a.params["policy"] == policy
+        for c in a.params["changes"]:
+            assert c["reason"] and c["to"] == a.params["weights"][c["pod"]]
+    last = computed[-1].params["changes"]
+    assert any(c["reason"].startswith(f"{policy}:") for c in last)
+    assert backend.weights[KEY]["fast"] > backend.weights[KEY]["slow"]
+
+
+def test_steps_are_computed_once_per_cycle() -> None:
+    """Planners may ask twice in a cycle (the optuna planner does); the change must not be
+    consumed by the first, discarded, call."""
+    act = aw.WeightsActuator(admin(engine={"blackoutSeconds": 0}))
+    act.observe(snapshot(0.0, [pod("a"), pod("b")]))
+    first = act.steps(KEY, CFG, CFG, 0.0)
+    again = act.steps(KEY, CFG, CFG, 0.0)
+    assert first and first == again
+
+
+def test_pods_that_leave_are_forgotten() -> None:
+    act = aw.WeightsActuator(admin())
+    backend = RecordingBackend()
+    cycle(act, backend, snapshot(0.0, [pod("a"), pod("b")]))
+    action = cycle(act, backend, snapshot(15.0, [pod("a")]))
+    assert set(act.engine(KEY).weights) == {"a"}
+    assert action is None or set(action.params["weights"]) == {"a"}
+    assert set(act.view) == {f"{KEY}/a"}
+
+
+def test_actuator_copies_are_independent() -> None:
+    act = aw.WeightsActuator(admin(engine={"blackoutSeconds": 0}))
+    backend = RecordingBackend()
+    for i in range(3):
+        cycle(act, backend, snapshot(15.0 * i, [pod("a", 0.2), pod("b", 0.8)]))
+    twin = copy.deepcopy(act)
+    assert twin.view == act.view
+    cycle(twin, RecordingBackend(), snapshot(45.0, [pod("a", 0.9), pod("b", 0.1)]))
+    assert twin.engines[KEY] is not act.engines[KEY]
+    assert act.engine(KEY).weights == {k.rsplit("/", 1)[1]: v for k, v in act.view.items()}
+    assert act.last_update[KEY].timestamp == 30.0
+
+
+# -- data planes -----------------------------------------------------------------------------
+
+
+class FakeRuntimeAPI:
+    """A port that refuses connections until :meth:`start`, then answers like HAProxy's
+    runtime API to ``set server`` (an empty answer)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))  # bound, not listening: connections are refused
+        self.port = int(self.sock.getsockname()[1])
+        self.commands: list[str] = []
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    def start(self) -> None:
+        self.sock.listen(16)
+        self.sock.settimeout(0.05)
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            conn.settimeout(2.0)
+            with conn:
+                data = b""
+                while not data.endswith(b"\n"):
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+                self.commands.extend(c.strip() for c in data.decode().split(";"))
+                conn.sendall(b"\n")
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+        self.sock.close()
+
+
+@pytest.fixture
+def runtime_api() -> Iterator[FakeRuntimeAPI]:
+    api = FakeRuntimeAPI()
+    yield api
+    api.close()
+
+
+def test_haproxy_unreachable_is_logged_and_retried_and_the_cycle_completes(
+        runtime_api: FakeRuntimeAPI, caplog: pytest.LogCaptureFixture) -> None:
+    sc = load_scenario(HETEROGENEOUS)
+    sc = with_admin(sc, actuators=("replicas", "weights"), dispatch=admin(
+        haproxy={"address": f"127.0.0.1:{runtime_api.port}", "backend": "be_{name}",
+                 "server": "srv-{pod}"}).dispatch)
+    run = ScenarioRun(sc)
+    act = run.controller.actuators["weights"]
+    assert isinstance(act, aw.WeightsActuator)
+    with caplog.at_level(logging.WARNING):
+        while run.controller.cycles < 3:  # HAProxy down: every cycle completes regardless
+            run.advance()
+    assert "runtime API unreachable" in caplog.text
+    outcome = run.last[0]
+    assert not outcome.errors
+    assert "haproxy" in act.failures[KEY]
+    assert run.sim.workloads[KEY].weights  # the simulator got the weights all the same
+    retry = [a for a in outcome.plan.actions if a.actuator == "weights"] if outcome.plan else []
+    assert retry and "retrying haproxy" in retry[0].reason
+    runtime_api.start()  # HAProxy is back: the next cycle delivers
+    while run.controller.cycles < 4:
+        run.advance()
+    assert "haproxy" not in act.failures[KEY]
+    holding = act.delivered[KEY]["haproxy"]
+    for pod_name, weight in holding.items():
+        assert f"set server be_analytics/srv-{pod_name} weight {weight}" in runtime_api.commands
+
+
+@pytest.mark.skipif(sh.find_binary() is None, reason=sh.SKIP_REASON)
+def test_weights_reach_a_real_haproxy_and_survive_it_going_away(
+        caplog: pytest.LogCaptureFixture) -> None:
+    sc = load_scenario(HETEROGENEOUS)
+    replicas = sc.spec.admin.replicas.model_copy(update={"min": 6, "max": 6})
+    servers = [sh.ServerSpec(f"analytics-{i}", "127.0.0.1", 9) for i in range(6)]
+    with sh.HAProxyProcess(servers, backend="be_video") as proxy:
+        host, port = proxy.api_address
+        sc = with_admin(sc, actuators=("replicas", "weights"), replicas=replicas,
+                        dispatch=admin(haproxy={"address": f"{host}:{port}",
+                                                "backend": "be_{namespace}"}).dispatch)
+        run = ScenarioRun(sc)
+        act = run.controller.actuators["weights"]
+        assert isinstance(act, aw.WeightsActuator)
+        run.run(duration=240)
+        writer = act.writers(KEY)[0]
+        assert isinstance(writer, hw.HAProxyWriter)
+        in_haproxy = writer.read_weights()
+        assert in_haproxy == act.delivered[KEY]["haproxy"] == run.sim.workloads[KEY].weights
+        assert len(set(in_haproxy.values())) > 1, "heterogeneous pods, equal weights"
+    with caplog.at_level(logging.WARNING):  # HAProxy stopped: logged, no exception
+        while "haproxy" not in act.failures[KEY] and run.elapsed < 1800:
+            run.advance()  # until the weights move and have to be written
+    assert "unreachable" in caplog.text and "haproxy" in act.failures[KEY]
+    assert run.last and not run.last[0].errors
+    assert run.sim.workloads[KEY].weights == act.delivered[KEY]["backend"]
+
+
+def test_envoy_eds_file_and_backend_without_weights(tmp_path: Path) -> None:
+    path = tmp_path / "{namespace}-{name}.json"
+    act = aw.WeightsActuator(admin(engine={"blackoutSeconds": 0},
+                                   envoy={"path": str(path), "host": "{pod}.{name}.svc",
+                                          "port": 8443}))
+    backend = RecordingBackend(supported=False)
+    action = cycle(act, backend, snapshot(0.0, [pod("a"), pod("b", ready=False)]))
+    assert action is not None
+    doc = json.loads((tmp_path / "video-analytics.json").read_text())
+    (cla,) = doc["resources"]
+    assert cla["cluster_name"] == "analytics"
+    eps = {e["endpoint"]["address"]["socket_address"]["address"]: e
+           for e in cla["endpoints"][0]["lb_endpoints"]}
+    assert eps["a.analytics.svc"]["load_balancing_weight"] == REF
+    assert eps["a.analytics.svc"]["endpoint"]["address"]["socket_address"]["port_value"] == 8443
+    assert eps["b.analytics.svc"]["health_status"] == "DRAINING"
+    assert act.failures[KEY] == {}
+    # nothing changed: nothing to do (the unsupported backend is not retried)
+    assert cycle(act, backend, snapshot(15.0, [pod("a"), pod("b", ready=False)])) is None
+
+
+def test_backend_without_weights_and_no_data_plane_is_a_permanent_error() -> None:
+    act = aw.WeightsActuator(admin())
+    act.observe(snapshot(0.0, [pod("a")]))
+    (action,) = act.steps(KEY, CFG, CFG, 0.0)
+    with pytest.raises(UnsupportedOperation, match="configure a data plane"):
+        act.apply(action, RecordingBackend(supported=False))
+
+
+def test_configmap_output_through_an_attached_apply_function() -> None:
+    applied: list[dict[str, Any]] = []
+    act = aw.WeightsActuator(admin(configmap={}))
+    assert act.writers(KEY) == []  # no apply function: disabled, with a warning
+    act.attach_configmap(applied.append)
+    cycle(act, RecordingBackend(), snapshot(0.0, [pod("a"), pod("b")]))
+    (manifest,) = applied
+    assert manifest["metadata"] == {"name": "analytics-dispatch-weights", "namespace": "video",
+                                    "labels": {"app.kubernetes.io/managed-by": "intent-planner"}}
+    assert json.loads(manifest["data"]["weights.json"]) == {"a": REF, "b": REF}
+
+
+# -- events ----------------------------------------------------------------------------------
+
+
+def test_every_weight_change_is_an_event_with_its_reasons() -> None:
+    kb = open_knowledge_base(None)
+    run = ScenarioRun(load_scenario(HETEROGENEOUS), knowledge=kb)
+    run.run(duration=240)
+    recorded = [d for e in kb.events(KEY) for d in e["dispatch"]]
+    assert recorded
+    for d in recorded:
+        assert d["workload"] == KEY and d["policy"] == "slo" and d["applied"] is True
+        assert "policy slo" in d["reason"]
+        assert all(c["reason"] and c["pod"] in d["weights"] for c in d["changes"])
+    assert any(c["status"] == "computed" and c["reason"].startswith("slo: capacity")
+               for d in recorded for c in d["changes"])
+    # applied exactly per action when the controller passes the actions it carried out
+    a = Action("weights", KEY, {"weights": {"x": 1}, "changes": [], "policy": "slo"}, "r")
+    b = Action("replicas", KEY, {"replicas": 3, "from": 2}, "scale")
+    plan = Plan(KEY, "optuna", CFG, CFG, (b, a))
+    assert events.dispatch_record(plan, True, [b]) == [
+        {"workload": KEY, "policy": "slo", "weights": {"x": 1}, "changes": [], "retry": {},
+         "reason": "r", "applied": False}]
+    assert events.dispatch_record(plan, True)[0]["applied"] is True
+    assert events.dispatch_record(None, False) == []
+
+
+# -- the simulator dispatches by the weights ---------------------------------------------------
+
+
+def two_speed_cluster(replicas: int = 3) -> SimulatedCluster:
+    doc = {
+        "name": "two-speeds", "duration": "10m",
+        "cluster": {"pools": [{"name": "slow", "nodes": 1, "cpu": 8, "speed": 1.0},
+                              {"name": "fast", "nodes": 1, "cpu": 8, "speed": 2.0}]},
+        "workloads": [{"name": "analytics", "namespace": "video", "replicas": replicas,
+                       "cpu": 2, "service": {"rate_per_core": 10, "cpu_exponent": 1.0,
+                                             "startup_s": "30s"},
+                       "trace": {"kind": "constant", "rate": 30}}],
+        "manifests": [
+            {"apiVersion": "intent-planner.io/v1alpha1", "kind": "KPIProfile",
+             "metadata": {"name": "p95", "namespace": "video"},
+             "spec": {"type": "latency", "percentile": 95}},
+            {"apiVersion": "intent-planner.io/v1alpha1", "kind": "Intent",
+             "metadata": {"name": "analytics", "namespace": "video"},
+             "spec": {"targetRef": {"kind": "Deployment", "name": "analytics"},
+                      "objectives": [{"name": "p95", "value": 500, "measuredBy": "p95"}]}}],
+    }
+    return SimulatedCluster(parse_scenario(doc), seed=1, measurement_noise=0.0, start_time=0.0)
+
+
+def test_simulated_traffic_follows_the_weights() -> None:
+    sim = two_speed_cluster()
+    pods = sim.workloads[KEY].pods
+    assert [p.node.pool.name for p in pods if p.node] == ["slow", "fast", "slow"]
+    sim.step(5.0)
+    equal = {p.name: p.utilization for p in pods}  # round robin: 10 req/s each
+    assert equal[pods[0].name] == pytest.approx(10 / 20)  # 2 cores x 10 req/s x speed 1
+    assert equal[pods[1].name] == pytest.approx(10 / 40)  # speed 2
+    sim.set_weights(KEY, {pods[0].name: 10, pods[1].name: 40, pods[2].name: 10})
+    assert sim.traffic_shares(KEY) == pytest.approx(
+        {pods[0].name: 1 / 6, pods[1].name: 4 / 6, pods[2].name: 1 / 6})
+    sim.step(5.0)
+    assert pods[0].utilization == pytest.approx(30 / 6 / 20)
+    assert pods[1].utilization == pytest.approx(30 * 4 / 6 / 40)
+    # the windowed utilisation the snapshot reports (metrics window: 15 s)
+    by_name = {p.name: p for p in sim.observe().workloads[KEY].pods}
+    assert by_name[pods[1].name].cpu_utilization == pytest.approx((0.25 + 0.5) / 2)
+
+
+def test_new_pod_gets_the_mean_weight_and_a_not_ready_pod_gets_nothing() -> None:
+    sim = two_speed_cluster()
+    names = [p.name for p in sim.workloads[KEY].pods]
+    sim.set_weights(KEY, {names[0]: 20, names[1]: 60, names[2]: 0})  # 0: written while not ready
+    # a ready pod at 0 counts as new: the mean of the positive weights, (20 + 60) / 2
+    assert sim.traffic_shares(KEY) == pytest.approx({names[0]: 20 / 120, names[1]: 60 / 120,
+                                                     names[2]: 40 / 120})
+    sim.scale(KEY, 4)
+    sim.step(5.0)  # the new pod starts (30 s): no traffic while not ready
+    new = sim.workloads[KEY].pods[-1]
+    assert new.name not in sim.traffic_shares(KEY) and new.utilization == 0.0
+    sim.step(30.0)
+    shares = sim.traffic_shares(KEY)
+    assert shares[new.name] == shares[names[2]] == pytest.approx(40 / (20 + 60 + 40 + 40))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text("abcdef", min_size=1, max_size=3), unique=True, max_size=6),
+       st.dictionaries(st.text("abcdef", min_size=1, max_size=3), st.integers(0, 256)))
+def test_actuator_and_simulator_agree_on_the_dispatch_rule(
+        ready: list[str], weights: dict[str, int]) -> None:
+    mine = aw.traffic_shares(ready, weights)
+    theirs = sim_cluster.dispatch_shares(ready, weights)
+    assert list(mine) == ready
+    np.testing.assert_allclose(list(mine.values()), theirs)
+    if ready:
+        assert sum(mine.values()) == pytest.approx(1.0)
+
+
+# -- end to end: pods of two speeds ----------------------------------------------------------
+
+
+def test_weights_lower_tail_latency_on_heterogeneous_pods() -> None:
+    """The controller with [replicas, weights] against [replicas] alone, same trace and seed:
+    the weighted run has lower p95 and p99 over the run, and uses no more cores."""
+    sc = load_scenario(HETEROGENEOUS)
+    duration = 1800.0  # the diurnal trace's rise to its peak
+    p95, p99 = latency_profile(95), latency_profile(99)
+    rr_report, rr = run_scenario(with_admin(sc, actuators=("replicas",)), duration)
+    w_report, w = run_scenario(with_admin(sc, actuators=("replicas", "weights")), duration)
+    rr95, rr99, w95, w99 = (kpi_value(p, r) for r in (rr, w) for p in (p95, p99))
+    assert rr95 is not None and rr99 is not None and w95 is not None and w99 is not None
+    assert w95 < 0.95 * rr95
+    assert w99 < 0.95 * rr99
+    assert w_report["totals"]["core_hours"] <= rr_report["totals"]["core_hours"]
+
+
+def test_weights_at_a_fixed_replica_count() -> None:
+    """Same pods, same cores: only the dispatch differs. Round robin saturates the slow pods
+    at the peak; the weights do not."""
+    sc = load_scenario(HETEROGENEOUS)
+    fixed = sc.spec.admin.replicas.model_copy(update={"min": 12, "max": 12})
+    p95 = latency_profile(95)
+    rr_report, rr = run_scenario(with_admin(sc, actuators=("replicas",), replicas=fixed), 1800)
+    w_report, w = run_scenario(with_admin(sc, actuators=("replicas", "weights"),
+                                          replicas=fixed), 1800)
+    assert w_report["totals"]["core_hours"] == rr_report["totals"]["core_hours"]
+    rr95, w95 = kpi_value(p95, rr), kpi_value(p95, w)
+    assert rr95 is not None and w95 is not None
+    assert w95 < 0.5 * rr95
+    assert sum(r.dropped * r.dt for r in w) < sum(r.dropped * r.dt for r in rr)
