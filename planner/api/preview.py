@@ -1,0 +1,396 @@
+"""Plan previews: what the planner would do now for an intent, without doing it.
+
+A preview reads the live state under the runtime's lock (one cluster snapshot, the KPI values,
+the intent source) and copies what planning mutates: the live planner (its per-intent memory:
+online estimates, model cache, hysteresis) and the actuators (their cooldown bookkeeping and
+``held`` reasons). It then plans on the copies, outside the lock. Nothing is applied, recorded
+or reported: the next controller cycle sees exactly the state it would have seen without the
+preview, and for the same snapshot it makes the same plan.
+
+What-if overrides change the observed workload before planning: ``load`` replaces the request
+rate, ``replicas``/``cpu``/``device``/``pool`` the configuration (and its pods). The CPU
+utilisation is rescaled so that the service rate the explicit estimate infers stays the one
+observed; the measured objective values stay the measured ones. Learned models predict from
+(load, configuration) and need no such adjustment.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import math
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pydantic
+
+from actuators import topology
+from actuators.base import Actuator
+from knowledge.base import KnowledgeBase
+from planner.admin import AdminConfig
+from planner.api import schemas
+from planner.api.runtime import Runtime
+from planner.errors import IntentPlannerError, SpecError, TemporaryError
+from planner.intents import Intent, KPIProfile, parse_intent
+from planner.models import effects as effect_models
+from planner.models import online
+from planner.models.predictor import CandidateBatch, Predictor
+from planner.planners import optimizer
+from planner.planners import registry as planner_registry
+from planner.planners.base import Planner, PlanningContext
+from planner.search_space import prices
+from planner.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
+from planner.validation import spec_error
+
+log = logging.getLogger(__name__)
+
+KNOBS = ("replicas", "cpu", "device", "pool")
+
+
+class PreviewInvalid(Exception):
+    """The request names something that does not fit: rendered as a 422 naming the field."""
+
+    def __init__(self, loc: Sequence[str | int], problem: str, fix: str,
+                 kind: str = "invalid_intent") -> None:
+        self.loc = tuple(loc)
+        self.problem = problem
+        self.fix = fix
+        self.kind = kind
+        super().__init__(f"{'.'.join(map(str, self.loc))}: {problem}; fix: {fix}")
+
+    def detail(self) -> list[dict[str, Any]]:
+        field_name = _render_loc(self.loc[2:] if self.loc[:2] == ("body", "intent")
+                                 else self.loc[1:])
+        return [{"loc": list(self.loc), "msg": f"{self.problem}; fix: {self.fix}",
+                 "type": self.kind, "field": field_name, "fix": self.fix}]
+
+
+class PreviewFailed(Exception):
+    def __init__(self, status: int, detail: str) -> None:
+        self.status = status
+        self.detail = detail
+        super().__init__(detail)
+
+
+_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def field_loc(path: str) -> list[str | int]:
+    """``spec.objectives[0].value`` -> ``["spec", "objectives", 0, "value"]``."""
+    if path in ("", "(document)"):
+        return []
+    return [int(i) if i else name for name, i in _PART.findall(path)]
+
+
+def _render_loc(loc: Sequence[str | int]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(document)"
+
+
+def finite(v: float | None) -> float | None:
+    if v is None:
+        return None
+    f = float(v)
+    return f if math.isfinite(f) else None
+
+
+@dataclass
+class Prepared:
+    """Everything a preview plans from, detached from the live controller."""
+
+    intent: Intent
+    profiles: dict[str, KPIProfile]
+    workload: WorkloadState
+    snapshot: ClusterSnapshot
+    current: dict[str, float | None]
+    admin: AdminConfig
+    actuators: dict[str, Actuator]
+    planner: Planner
+    probe: Planner
+    """A second copy, to ask afterwards which predictors the planner used."""
+    knowledge: KnowledgeBase
+    notes: list[str] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------------------ prepare
+def _resolve_intent(runtime: Runtime, req: schemas.PreviewRequest) -> tuple[Intent, bool]:
+    if req.ref is not None:
+        key = f"{req.ref.namespace}/{req.ref.name}"
+        for intent in runtime.source.intents():
+            if intent.key == key:
+                return intent, False
+        raise PreviewFailed(404, f"unknown intent {key!r}: the controller plans no such "
+                                 "intent; give it inline as 'intent' instead")
+    doc = req.intent or {}
+    try:
+        intent = parse_intent(doc)
+        # The types the CRD's schema enforces (kubectl would refuse "active: 0"): the same
+        # document validated strictly as JSON.
+        try:
+            Intent.model_validate_json(json.dumps(doc), strict=True)
+        except pydantic.ValidationError as exc:
+            raise spec_error(exc, "") from None
+    except SpecError as exc:
+        raise PreviewInvalid(("body", "intent", *field_loc(exc.field)), exc.problem,
+                             exc.fix) from None
+    return intent, True
+
+
+def _profiles(intent: Intent, known: Mapping[str, KPIProfile], inline: bool
+              ) -> dict[str, KPIProfile]:
+    out: dict[str, KPIProfile] = {}
+    for i, obj in enumerate(intent.spec.objectives):
+        ref = obj.profile_key(intent.metadata.namespace)
+        prof = known.get(ref)
+        if prof is None:
+            have = ", ".join(sorted(known)) or "none"
+            loc: tuple[str | int, ...] = (("body", "intent", "spec", "objectives", i,
+                                           "measuredBy") if inline else ("body", "ref"))
+            raise PreviewInvalid(loc, f"unknown KPIProfile {ref!r}",
+                                 f"reference one of: {have}")
+        out[obj.name] = prof
+    return out
+
+
+def _what_if(workload: WorkloadState, snapshot: ClusterSnapshot,
+             overrides: schemas.Overrides | None) -> WorkloadState:
+    if overrides is None:
+        return workload
+    if overrides.pool is not None:
+        pools = sorted({n.pool for n in snapshot.nodes})
+        if overrides.pool not in pools:
+            raise PreviewInvalid(("body", "overrides", "pool"),
+                                 f"no node pool {overrides.pool!r} in the cluster",
+                                 f"use one of {pools}", kind="invalid_override")
+    old = workload.config
+    cfg = WorkloadConfig(
+        replicas=old.replicas if overrides.replicas is None else overrides.replicas,
+        cpu=old.cpu if overrides.cpu is None else float(overrides.cpu),
+        device=old.device if overrides.device is None else overrides.device,
+        pool=old.pool if overrides.pool is None else overrides.pool,
+    )
+    rate = workload.request_rate if overrides.load is None else float(overrides.load)
+    pods = workload.pods
+    ready, ready_new = workload.ready_replicas, workload.ready_replicas
+    if cfg != old:
+        base = list(workload.pods) or [PodState("what-if", None, cfg.cpu, cfg.device)]
+        pods = tuple(
+            replace(base[i % len(base)],
+                    name=base[i].name if i < len(base) else f"{base[0].name}-what-if-{i}",
+                    cpu=cfg.cpu, device=cfg.device, ready=True,
+                    pool=cfg.pool if cfg.pool is not None else base[i % len(base)].pool)
+            for i in range(cfg.replicas))
+        ready_new = cfg.replicas
+    util = workload.cpu_utilization
+    if util is not None and workload.request_rate and rate is not None and ready_new > 0:
+        # Keep the service rate the utilisation implies: util ~ rate / (pods * cpu * mu).
+        util = util * (rate / workload.request_rate) * (ready * old.cpu) / (ready_new * cfg.cpu)
+        util = min(util, 0.99)
+    return replace(workload, config=cfg, pods=pods, request_rate=rate, cpu_utilization=util)
+
+
+def _copy(obj: Any, memo: dict[int, Any]) -> Any:
+    return copy.deepcopy(obj, dict(memo))
+
+
+def prepare(runtime: Runtime, req: schemas.PreviewRequest) -> Prepared:
+    """Read and copy the live state (under the runtime's lock); raise the API errors."""
+    controller = runtime.controller
+    with runtime.lock:
+        intent, inline = _resolve_intent(runtime, req)
+        profiles = _profiles(intent, runtime.source.profiles(), inline)
+        try:
+            snapshot = runtime.backend.observe()
+        except TemporaryError as exc:
+            raise PreviewFailed(503, f"the cluster cannot be read right now: {exc}") from None
+        observed = snapshot.workload(intent.workload_key)
+        if observed is None:
+            where: tuple[str, ...] = (("body", "intent", "spec", "targetRef", "name") if inline
+                                      else ("body", "ref"))
+            have = sorted(snapshot.workloads)
+            raise PreviewInvalid(where, f"no workload {intent.workload_key!r} in the cluster",
+                                 f"target one of {have}")
+        workload = _what_if(observed, snapshot, req.overrides)
+        if workload is not observed:
+            snapshot = replace(snapshot,
+                               workloads={**snapshot.workloads, workload.key: workload})
+        current = {o.name: runtime.measure(intent, profiles[o.name])
+                   for o in intent.spec.objectives}
+        admin = controller.admin
+        name = req.planner or admin.planner_for(intent.metadata.namespace)
+        fresh_type = planner_registry.available().get(name)
+        if fresh_type is None:
+            raise PreviewInvalid(("body", "planner"), f"unknown planner {name!r}",
+                                 f"use one of {sorted(planner_registry.available())}",
+                                 kind="invalid_planner")
+        memo: dict[int, Any] = {id(o): o for o in (
+            runtime.knowledge, runtime.backend, runtime.kpis, runtime.source, controller,
+            admin, snapshot)}
+        for act in controller.actuators.values():
+            seen = getattr(act, "snapshot", None)
+            if seen is not None:
+                memo[id(seen)] = seen  # immutable; re-observed below
+        notes: list[str] = []
+        live: Planner | None = getattr(controller, "_planners", {}).get(name)
+        planner: Planner
+        if live is not None:
+            try:
+                planner = _copy(live, memo)
+                probe = _copy(live, memo)
+                notes.append("planner state copied from the live controller")
+            except Exception as exc:  # a planner that cannot be copied plans from scratch
+                log.warning("cannot copy planner %s (%s); previewing with a fresh one", name,
+                            exc)
+                live = None
+        if live is None:
+            planner, probe = fresh_type(), fresh_type()
+            notes.append("fresh planner instance: no memory of earlier cycles")
+        actuators: dict[str, Actuator] = _copy(dict(controller.actuators), memo)
+    topology.observe_all(actuators.values(), snapshot)
+    if req.overrides is not None:
+        given = req.overrides.model_dump(exclude_none=True)
+        notes.append("what-if: " + ", ".join(f"{k}={v}" for k, v in given.items())
+                     if given else "what-if: no overrides given")
+    return Prepared(intent, profiles, workload, snapshot, current, admin, actuators, planner,
+                    probe, runtime.knowledge, notes)
+
+
+# ------------------------------------------------------------------------------ compute
+def _predictors(planner: Planner, ctx: PlanningContext) -> dict[str, Predictor]:
+    """The predictors ``planner`` plans with for ``ctx`` (called on a copy that has not
+    planned yet, so its per-intent memory is updated exactly as the planning copy's was)."""
+    if isinstance(planner, optimizer.OptunaPlanner):
+        return planner.predictors(ctx)
+    estimates = getattr(planner, "estimates", None)
+    if isinstance(estimates, online.OnlineEstimates):
+        est = estimates.update(ctx)
+        return online.explicit_predictors(ctx, est) if est is not None else {}
+    return {}
+
+
+def _models(intent: Intent, preds: Mapping[str, Predictor]) -> list[schemas.ModelUsed]:
+    out: list[schemas.ModelUsed] = []
+    for o in intent.spec.objectives:
+        p = preds.get(o.name)
+        model = getattr(p, "model", None)
+        if isinstance(model, effect_models.EffectModel):
+            validation = model.metadata.get("validation")
+            out.append(schemas.ModelUsed(
+                objective=o.name, source=p.kind if p is not None else "learned",
+                kind=model.kind, samples=model.samples, trained_at=finite(model.timestamp),
+                validation=_json_safe(validation) if isinstance(validation, dict) else None))
+        else:
+            out.append(schemas.ModelUsed(objective=o.name,
+                                         source=p.kind if p is not None else "none"))
+    return out
+
+
+def _after(cfg: WorkloadConfig, params: Mapping[str, Any]) -> WorkloadConfig:
+    changes: dict[str, Any] = {}
+    if "replicas" in params:
+        changes["replicas"] = int(params["replicas"])
+    if "cpu" in params:
+        changes["cpu"] = float(params["cpu"])
+    if "device" in params:
+        changes["device"] = str(params["device"])
+    if "pool" in params:
+        changes["pool"] = None if params["pool"] is None else str(params["pool"])
+    return cfg.with_(**changes)
+
+
+def config_out(cfg: WorkloadConfig) -> schemas.ConfigOut:
+    return schemas.ConfigOut(replicas=cfg.replicas, cpu=cfg.cpu, device=cfg.device,
+                             pool=cfg.pool)
+
+
+def compute(p: Prepared) -> schemas.PreviewOut:
+    t0 = time.perf_counter()
+    ctx = PlanningContext(p.intent, p.profiles, p.workload, p.snapshot, p.current, p.admin,
+                          p.actuators, p.knowledge, p.snapshot.time)
+    try:
+        plan = p.planner.plan(ctx)
+    except TemporaryError as exc:
+        raise PreviewFailed(503, f"planner {p.planner.name}: {exc}") from None
+    except IntentPlannerError as exc:
+        raise PreviewInvalid(("body",), f"planner {p.planner.name} cannot plan this intent: "
+                             f"{exc}", "check the intent and the admin bounds",
+                             kind="planning_failed") from None
+    planning_ms = (time.perf_counter() - t0) * 1000.0
+    preds = _predictors(p.probe, ctx)
+    rate = p.workload.request_rate
+    planned = rate * (1.0 + p.admin.headroom) if rate is not None else None
+    configs = [plan.current]
+    actions = list(plan.actions)
+    for a in actions:
+        configs.append(_after(configs[-1], a.params))
+    reaches = configs[-1] == plan.target
+    if not reaches:
+        configs.append(plan.target)
+    batch = CandidateBatch.of(configs)
+    costs = prices(p.snapshot, batch)
+    per_objective = {name: pred.predict(batch, planned or 0.0) for name, pred in preds.items()}
+    steps: list[schemas.StepOut] = []
+    for i, cfg in enumerate(configs):
+        this_cycle = i <= len(actions)
+        action = actions[i - 1] if 0 < i <= len(actions) else None
+        steps.append(schemas.StepOut(
+            step=i,
+            action=_action_out(action.as_dict()) if action is not None else None,
+            config=config_out(cfg),
+            predicted={n: finite(float(pr.mean[i])) for n, pr in per_objective.items()},
+            bound={n: finite(float(pr.bound[i])) for n, pr in per_objective.items()},
+            cost_per_hour=finite(float(costs[i])),
+            this_cycle=this_cycle))
+    reasons = [r for r in plan.reason.split("; ") if r] + p.notes
+    return schemas.PreviewOut(
+        intent=p.intent.key, planner=plan.planner, applied=False, observed_at=p.snapshot.time,
+        observed={k: finite(v) for k, v in p.current.items()},
+        desired={o.name: o.value for o in p.intent.spec.objectives},
+        observed_rate=finite(rate), planned_rate=finite(planned),
+        overrides=None, current=config_out(plan.current), target=config_out(plan.target),
+        actions=[_action_out(a.as_dict()) for a in actions], steps=steps,
+        predicted={k: v for k, v in plan.predicted.items() if math.isfinite(v)},
+        cost_per_hour=finite(plan.cost_per_hour), current_cost_per_hour=finite(float(costs[0])),
+        reasons=reasons, exploratory=plan.exploratory, models=_models(p.intent, preds),
+        planning_ms=planning_ms, total_ms=0.0)
+
+
+def _action_out(d: Mapping[str, Any]) -> schemas.ActionOut:
+    return schemas.ActionOut(actuator=str(d["actuator"]), workload=str(d["workload"]),
+                             params=_json_safe(dict(d["params"])), reason=str(d["reason"]))
+
+
+def preview(runtime: Runtime, req: schemas.PreviewRequest) -> schemas.PreviewOut:
+    """Prepare and compute one preview (blocking: run it in a worker thread)."""
+    t0 = time.perf_counter()
+    out = compute(prepare(runtime, req))
+    return out.model_copy(update={"overrides": req.overrides,
+                                  "total_ms": (time.perf_counter() - t0) * 1000.0})
+
+
+def _json_safe(value: Any) -> Any:
+    """JSON-safe copy: non-finite floats become ``None``, tuples lists, keys strings."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, bytes | bytearray):
+        return None
+    if value is None or isinstance(value, str | int | bool):
+        return value
+    try:
+        f = float(value)  # numpy scalars
+    except (TypeError, ValueError):
+        return str(value)
+    return f if math.isfinite(f) else None
+
+
+json_safe = _json_safe
