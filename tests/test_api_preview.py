@@ -142,7 +142,7 @@ def test_preview_equals_next_cycle_and_changes_nothing() -> None:
                 assert all(s["cost_per_hour"] is not None for s in steps)
                 assert set(steps[-1]["predicted"]) == {"p95latency", "availability"}
     assert compared == 48
-    assert with_actions >= 5, "the load peaks in this window: plans must act"
+    assert with_actions >= 3, "the load rises in this window: some plans must act"
     sources = {m["source"] for m in preview["models"]}
     assert sources == {"learned"}
 

@@ -40,6 +40,9 @@ FULL_GRID_LIMIT = 4_000
 GRID_LIMIT = 200_000
 """Up to this many, a monotone binary search over replicas; beyond, an optuna TPE study."""
 HYSTERESIS = 0.05
+SCALE_IN_MARGIN = 0.05
+"""A cheaper configuration must also hold at this much more load before the planner moves to
+it from a configuration that meets its objectives (hysteresis in load, against flapping)."""
 SATURATED_EXCESS = 1e8
 """``excess`` at or above this means a prediction of an unstable queue (infinite latency)."""
 
@@ -61,6 +64,15 @@ def _met(pred: NDArray[np.float64], target: float, minimize: bool, slack: float)
     out: NDArray[np.bool_] = (pred <= target * (1 + slack)) if minimize else (
         pred >= target * (1 - slack))
     return out
+
+
+def _rollout_in_progress(ctx: PlanningContext) -> bool:
+    cfg = ctx.config
+    pods = ctx.workload.pods
+    if not pods:
+        return False
+    stale = any(p.cpu != cfg.cpu or p.device != cfg.device for p in pods)
+    return stale or ctx.workload.ready_replicas < min(cfg.replicas, len(pods))
 
 
 @register_planner("optuna")
@@ -182,6 +194,10 @@ class OptunaPlanner(Planner):
         return (self.score(ctx, CandidateBatch.of(uniq), rate, preds),
                 f"optuna TPE, {len(study.trials)} trials")
 
+    def _holds_at(self, ctx: PlanningContext, cfg: WorkloadConfig, rate: float,
+                  preds: dict[str, Predictor]) -> bool:
+        return bool(self.score(ctx, CandidateBatch.of([cfg]), rate, preds).feasible[0])
+
     # ---------------------------------------------------------------- transitions
     def _safe_step(self, ctx: PlanningContext, target: WorkloadConfig, rate: float,
                    preds: dict[str, Predictor]) -> tuple[WorkloadConfig, str]:
@@ -193,6 +209,10 @@ class OptunaPlanner(Planner):
         are now.
         """
         cur = ctx.config
+        if target.replicas < cur.replicas and _rollout_in_progress(ctx):
+            # Pods of an earlier shape change are still starting: the old ones leave as the
+            # new ones become ready, so removing replicas now takes capacity twice.
+            return target.with_(replicas=cur.replicas), "scale-in waits for the rollout"
         shape_change = (target.cpu, target.device, target.pool) != (cur.cpu, cur.device,
                                                                    cur.pool)
         if not shape_change:
@@ -257,7 +277,11 @@ class OptunaPlanner(Planner):
             # (load beyond anything seen). Add capacity in the current shape, never remove it.
             best = cfg.with_(replicas=ctx.admin.replicas.max)
             why = "every configuration predicted saturated: scaling out at the maximum step"
-        if keep_current and scored.score[idx] > current.score[0] * (1 - HYSTERESIS):
+        if keep_current and scored.score[idx] < current.score[0] and not self._holds_at(
+                ctx, scored.batch.config(idx), rate * (1 + SCALE_IN_MARGIN), preds):
+            # Cheaper, but only just feasible: moving there now would come back next cycle.
+            idx = -1
+        if keep_current and (idx < 0 or scored.score[idx] > current.score[0] * (1 - HYSTERESIS)):
             best, why, exploratory = cfg, "current configuration still meets every objective", \
                 False
             chosen, i_chosen = current, 0
