@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,3 +22,22 @@ def root() -> Path:
 def scenario_path(request: pytest.FixtureRequest) -> Path:
     path: Path = request.param
     return path
+
+
+@pytest.fixture
+def api() -> Iterator[Any]:
+    """A Kubernetes API server (kmock's emulator plus tests/support/apiserver.py) over HTTP."""
+    from support.apiserver import running_apiserver
+
+    with running_apiserver() as server:
+        yield server
+
+
+@pytest.fixture
+def kube(api: Any) -> Iterator[Any]:
+    """A small client for ``api``."""
+    from support.apiserver import Kube
+
+    k = Kube(api.url)
+    yield k
+    k.close()

@@ -13,7 +13,6 @@ from support.apiserver import (
     deployment,
     node,
     pod,
-    running_apiserver,
     wait_until,
 )
 
@@ -27,12 +26,6 @@ from planner.k8s.transport import ApiClientTransport
 from planner.k8s.watchcache import CacheSettings, WatchCache
 
 NS = "shop"
-
-
-@pytest.fixture
-def api() -> Iterator[RunningApiserver]:
-    with running_apiserver() as server:
-        yield server
 
 
 @pytest.fixture

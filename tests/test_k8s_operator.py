@@ -14,13 +14,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import httpx
 import kopf
-import pytest
 import typer
 from kubernetes.client import ApiClient, Configuration
 from support.apiserver import (
@@ -31,7 +30,6 @@ from support.apiserver import (
     node,
     pod,
     profile,
-    running_apiserver,
     wait_until,
 )
 from typer.testing import CliRunner
@@ -86,17 +84,6 @@ def api_client(url: str) -> ApiClient:
     return ApiClient(cfg)
 
 
-@pytest.fixture
-def api() -> Iterator[RunningApiserver]:
-    with running_apiserver() as server:
-        yield server
-
-
-@pytest.fixture
-def kube(api: RunningApiserver) -> Iterator[Kube]:
-    k = Kube(api.url)
-    yield k
-    k.close()
 
 
 def seed(kube: Kube, workloads: Mapping[str, int]) -> None:

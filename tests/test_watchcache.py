@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from kubernetes.client import ApiClient, Configuration
 from prometheus_client import generate_latest
-from support.apiserver import Kube, RunningApiserver, node, pod, running_apiserver, wait_until
+from support.apiserver import Kube, RunningApiserver, node, pod, wait_until
 
 from planner.errors import TemporaryError
 from planner.k8s.resources import NODES, PODS
@@ -19,17 +19,6 @@ FAST = CacheSettings(page_size=3, watch_timeout_s=30, backoff_initial_s=0.05,
                      backoff_max_s=0.2)
 
 
-@pytest.fixture
-def api() -> Iterator[RunningApiserver]:
-    with running_apiserver() as server:
-        yield server
-
-
-@pytest.fixture
-def kube(api: RunningApiserver) -> Iterator[Kube]:
-    k = Kube(api.url)
-    yield k
-    k.close()
 
 
 @pytest.fixture

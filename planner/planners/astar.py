@@ -65,7 +65,14 @@ from planner.intents import KPIType
 from planner.models.online import OnlineEstimates, explicit_predictors
 from planner.models.predictor import CandidateBatch, FloatArray, Prediction, Predictor
 from planner.plan import Plan
-from planner.planners.base import Planner, PlanningContext, clip_target, held_reasons, steps_towards
+from planner.planners.base import (
+    Planner,
+    PlanningContext,
+    clip_target,
+    held_reasons,
+    hold_if_unknown,
+    steps_towards,
+)
 from planner.planners.registry import register_planner
 from planner.state import ClusterSnapshot, WorkloadConfig
 
@@ -187,10 +194,9 @@ class AStarPlanner(Planner):
     def plan(self, ctx: PlanningContext) -> Plan:
         cfg = ctx.config
         self.last = None
-        unknown = [n for n, v in ctx.current.items() if v is None]
-        if unknown:
-            return Plan(ctx.intent.key, self.name, cfg, cfg,
-                        reason=f"no action: objective(s) {', '.join(unknown)} unknown")
+        on_hold = hold_if_unknown(ctx, self.name)
+        if on_hold is not None:
+            return on_hold
         prices = _Prices(ctx.snapshot)
         preds = self.predictors(ctx, prices)
         if ctx.workload.request_rate is None:

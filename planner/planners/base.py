@@ -82,3 +82,12 @@ def clip_target(ctx: PlanningContext, target: WorkloadConfig) -> WorkloadConfig:
     for a in ctx.actuators.values():
         out = a.clip(out)
     return out
+
+
+def hold_if_unknown(ctx: PlanningContext, planner: str) -> Plan | None:
+    """An empty plan when an objective's current value is unknown: no action on missing data."""
+    unknown = [n for n, v in ctx.current.items() if v is None]
+    if not unknown:
+        return None
+    return Plan(ctx.intent.key, planner, ctx.config, ctx.config,
+                reason=f"no action: objective(s) {', '.join(unknown)} unknown")

@@ -27,7 +27,14 @@ from numpy.typing import NDArray
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
 from planner.models.select import PredictorSource
 from planner.plan import Plan
-from planner.planners.base import Planner, PlanningContext, clip_target, held_reasons, steps_towards
+from planner.planners.base import (
+    Planner,
+    PlanningContext,
+    clip_target,
+    held_reasons,
+    hold_if_unknown,
+    steps_towards,
+)
 from planner.planners.registry import register_planner
 from planner.search_space import SearchSpace, gpu_capacity_ok, prices, space_for
 from planner.state import WorkloadConfig
@@ -239,10 +246,9 @@ class OptunaPlanner(Planner):
     # ---------------------------------------------------------------- plan
     def plan(self, ctx: PlanningContext) -> Plan:
         cfg = ctx.config
-        unknown = [n for n, v in ctx.current.items() if v is None]
-        if unknown:
-            return Plan(ctx.intent.key, self.name, cfg, cfg,
-                        reason=f"no action: objective(s) {', '.join(unknown)} unknown")
+        on_hold = hold_if_unknown(ctx, self.name)
+        if on_hold is not None:
+            return on_hold
         preds = self.predictors(ctx)
         if not preds:
             return Plan(ctx.intent.key, self.name, cfg, cfg,

@@ -10,7 +10,14 @@ from planner.explicit import QueueEstimate
 from planner.intents import KPIType
 from planner.models.online import OnlineEstimates
 from planner.plan import Plan
-from planner.planners.base import Planner, PlanningContext, clip_target, held_reasons, steps_towards
+from planner.planners.base import (
+    Planner,
+    PlanningContext,
+    clip_target,
+    held_reasons,
+    hold_if_unknown,
+    steps_towards,
+)
 from planner.planners.registry import register_planner
 from planner.state import WorkloadConfig
 
@@ -61,10 +68,9 @@ class QueueingPlanner(Planner):
 
     def plan(self, ctx: PlanningContext) -> Plan:
         cfg = ctx.config
-        unknown = [n for n, v in ctx.current.items() if v is None]
-        if unknown:
-            return Plan(ctx.intent.key, self.name, cfg, cfg,
-                        reason=f"no action: objective(s) {', '.join(unknown)} unknown")
+        on_hold = hold_if_unknown(ctx, self.name)
+        if on_hold is not None:
+            return on_hold
         est = self.estimates.update(ctx)
         if est is None:
             return Plan(ctx.intent.key, self.name, cfg, cfg,
