@@ -6,6 +6,7 @@ Third-party packages declare ``[project.entry-points."intent_planner.actuators"]
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from importlib.metadata import entry_points
 
@@ -39,9 +40,17 @@ def _load_builtins() -> None:
 def _load_entry_points() -> None:
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name not in _REGISTRY:
-            cls = ep.load()
+            try:
+                cls = ep.load()
+            except Exception:  # a broken plugin must not take the CLI down
+                logging.getLogger(__name__).exception("cannot load plugin %s", ep.value)
+                continue
             if isinstance(cls, type) and issubclass(cls, Actuator):
+                cls.name = ep.name  # the registry key is the name actions carry
                 _REGISTRY[ep.name] = cls
+            else:
+                logging.getLogger(__name__).error("plugin %s is not a Actuator subclass",
+                                                  ep.value)
 
 
 def available() -> dict[str, type[Actuator]]:

@@ -26,7 +26,8 @@ DEFAULT_SCENARIO = Path(__file__).resolve().parents[1] / "examples" / "scenarios
 Scenario = Annotated[Path, typer.Option("--scenario", "-s", help="Scenario YAML file.")]
 PlannerOpt = Annotated[str | None, typer.Option("--planner", "-p",
                                                 help="Planner plugin (default: the scenario's).")]
-SeedOpt = Annotated[int | None, typer.Option("--seed", help="Random seed (default: scenario's).")]
+SeedOpt = Annotated[int | None, typer.Option("--seed", min=0,
+                                             help="Random seed (default: scenario's).")]
 KbOpt = Annotated[str, typer.Option("--kb", help="Knowledge base: 'memory' or a mongodb:// URI.")]
 
 
@@ -35,15 +36,19 @@ def _fail(exc: SpecError) -> typer.Exit:
     return typer.Exit(code=2)
 
 
-def _parse_duration(value: str | None) -> float | None:
+def _parse_duration(value: str | None, field: str = "--duration",
+                    allow_zero: bool = False) -> float | None:
     from simulator.durations import parse_duration
 
     if value is None:
         return None
     try:
-        return parse_duration(value)
+        seconds = parse_duration(value)
     except ValueError as exc:
-        raise SpecError("", "--duration", str(exc), "use e.g. 30m or 2h") from None
+        raise SpecError("", field, str(exc), "use e.g. 30m or 2h") from None
+    if seconds <= 0 and not allow_zero:
+        raise SpecError("", field, "must be longer than 0", "use e.g. 30m or 2h")
+    return seconds
 
 
 @app.command()
@@ -64,7 +69,8 @@ def simulate(
 
     try:
         sc = load_scenario(scenario)
-        total = _parse_duration(duration) or sc.spec.duration
+        given = _parse_duration(duration)
+        total = sc.spec.duration if given is None else given
         knowledge = _open_kb(kb)
         run = ScenarioRun(sc, planner, seed, knowledge)
     except SpecError as exc:
@@ -97,6 +103,8 @@ def run(
                                              "8080).")] = None,
 ) -> None:
     """Run the controller on the embedded default: a simulated cluster, in-memory knowledge."""
+    import time
+
     from planner import live as live_view
     from planner import report
     from simulator.runner import ScenarioRun
@@ -104,9 +112,10 @@ def run(
 
     try:
         sc = load_scenario(scenario)
-        total = _parse_duration(duration) or sc.spec.duration
+        given = _parse_duration(duration)
+        total = sc.spec.duration if given is None else given
         knowledge = _open_kb(kb)
-        runner = ScenarioRun(sc, planner, seed, knowledge, start_time=None,
+        runner = ScenarioRun(sc, planner, seed, knowledge, start_time=time.time(),
                              threaded_training=True)
     except SpecError as exc:
         raise _fail(exc) from None
@@ -200,6 +209,9 @@ def validate(
         except yaml.YAMLError as exc:
             raise _fail(SpecError(str(f), "(document)", f"not valid YAML: {exc}",
                                   "fix the syntax")) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise _fail(SpecError(str(f), "(file)", f"cannot read: {exc}",
+                                  "give a readable YAML file")) from None
         out.print(f"{f}: ok")
 
 
@@ -238,7 +250,7 @@ def serve(
     try:
         changes: dict[str, Any] = {k: v for k, v in {
             "scenario": scenario, "planner": planner, "kb": kb, "host": host, "port": port,
-            "warmup_s": _parse_duration(warmup)}.items() if v is not None}
+            "warmup_s": _parse_duration(warmup, "--warmup", allow_zero=True)}.items() if v is not None}
         settings, token = server.with_token(_api_settings(changes))
         runtime = api_app.build_runtime(settings)
     except SpecError as exc:

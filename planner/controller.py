@@ -28,6 +28,7 @@ from planner.state import ClusterSnapshot
 from planner.status import build_status
 
 log = logging.getLogger(__name__)
+RETENTION_EVERY_S = 3600.0
 
 
 @dataclass
@@ -70,6 +71,7 @@ class IntentController:
         self._statuses: dict[str, dict[str, Any]] = {}
         self.hooks: list[CycleHook] = []
         self.cycles = 0
+        self._last_retention = -float("inf")
 
     def planner_for(self, intent: Intent) -> Planner:
         name = self.admin.planner_for(intent.metadata.namespace)
@@ -87,7 +89,8 @@ class IntentController:
         topology.observe_all(self.actuators.values(), snapshot)
         profiles = self.source.profiles()
         intents = sorted(self.source.intents(), key=lambda i: -i.spec.priority)
-        outcomes = [self._reconcile(i, snapshot, profiles) for i in intents]
+        outcomes = [self._reconcile_isolated(i, snapshot, profiles) for i in intents]
+        self._retention(snapshot.time)
         self.cycles += 1
         for hook in self.hooks:
             try:
@@ -95,6 +98,30 @@ class IntentController:
             except Exception:  # a hook must not stop the controller
                 log.exception("cycle hook failed")
         return outcomes
+
+    def _reconcile_isolated(self, intent: Intent, snapshot: ClusterSnapshot,
+                            profiles: Mapping[str, KPIProfile]) -> IntentOutcome:
+        """One intent's failure (a plugin's bug, a bad document) never stops the others."""
+        try:
+            return self._reconcile(intent, snapshot, profiles)
+        except Exception as exc:
+            log.exception("reconciling %s failed", intent.key)
+            out = IntentOutcome(intent, errors=[f"internal error: {type(exc).__name__}: {exc}"])
+            self._report(out, snapshot.time)
+            return out
+
+    def _retention(self, now: float) -> None:
+        """Apply the knowledge base's event retention about once an hour."""
+        if now - self._last_retention < RETENTION_EVERY_S:
+            return
+        self._last_retention = now
+        try:
+            deleted = self.knowledge.apply_retention(now)
+        except TemporaryError as exc:
+            log.warning("retention not applied: %s", exc)
+            return
+        if deleted:
+            log.info("retention: %d old event(s) deleted", deleted)
 
     def _reconcile(self, intent: Intent, snapshot: ClusterSnapshot,
                    profiles: Mapping[str, KPIProfile]) -> IntentOutcome:
@@ -131,7 +158,9 @@ class IntentController:
         t0 = time.perf_counter()
         try:
             plan = planner.plan(ctx)
-        except IntentPlannerError as exc:
+        except Exception as exc:  # a planner plugin's failure is this intent's, not the cycle's
+            if not isinstance(exc, IntentPlannerError):
+                log.exception("planner %s failed on %s", planner.name, intent.key)
             out.errors.append(f"planner {planner.name}: {exc}")
             plan = None
         elapsed = (time.perf_counter() - t0) * 1000.0
@@ -145,6 +174,8 @@ class IntentController:
                                                     bool(out.applied), out.applied_actions))
         except TemporaryError as exc:
             log.warning("knowledge base unavailable, event not recorded: %s", exc)
+        except PermanentError as exc:
+            log.error("event of %s refused by the knowledge base: %s", intent.key, exc)
         self._report(out, now, unknown_reasons)
         return out
 

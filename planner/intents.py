@@ -231,8 +231,9 @@ def load_manifests(path: str | Path) -> tuple[list[Intent], list[KPIProfile]]:
         docs = [d for d in yaml.safe_load_all(p.read_text()) if d is not None]
     except yaml.YAMLError as exc:
         raise SpecError(str(p), "(document)", f"not valid YAML: {exc}", "fix the syntax") from None
-    except OSError as exc:
-        raise SpecError(str(p), "(file)", str(exc), "give an existing readable file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(str(p), "(file)", f"cannot read: {exc}",
+                        "give an existing, readable YAML file") from None
     return parse_documents(docs, str(p))
 
 

@@ -80,12 +80,16 @@ def build_status(
         conds.append(objectives_condition(met, unknown_reasons))
         if plan is not None:
             conds.append(Condition("Planned", TRUE, "PlanComputed", plan.reason or "planned"))
+        else:
+            conds.append(Condition("Planned", FALSE, "PlannerError",
+                                   "; ".join(errors) or "no plan this cycle"))
         mode = "Active" if intent.spec.active else "Shadow"
         msg = ("actions are applied" if intent.spec.active
                else "shadow mode: plans are recorded, not applied")
         conds.append(Condition("Actuating", TRUE if intent.spec.active else FALSE, mode, msg))
-        if errors:
-            conds.append(Condition("ActuationFailed", TRUE, "ActionError", "; ".join(errors)))
+        conds.append(Condition("ActuationFailed", TRUE, "ActionError", "; ".join(errors))
+                     if errors else Condition("ActuationFailed", FALSE, "NoErrors",
+                                              "every action applied"))
     prev = previous or {}
     status: dict[str, Any] = {
         "observedGeneration": gen,

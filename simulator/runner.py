@@ -77,7 +77,8 @@ class ScenarioRun:
                                            admin)
         self.accountant = Accountant(self.sim, scenario.intents, self.source.profiles())
         self.trainer: Trainer | None = None
-        if planner_registry.available()[admin.planner].uses_models:
+        if any(planner_registry.available()[n].uses_models
+               for n in {admin.planner, *admin.planners_by_namespace.values()}):
             self.trainer = Trainer(self.knowledge, self.source, threaded=threaded_training)
             self.controller.hooks.append(self.trainer)
         self.step_s = scenario.spec.step_s

@@ -150,7 +150,7 @@ class ClusterSpec(_S):
 class ScenarioSpec(_S):
     name: str = Field(min_length=1)
     description: str = ""
-    seed: int = 0
+    seed: int = Field(default=0, ge=0)
     duration: Seconds = 3600.0
     step_s: float = Field(default=5.0, gt=0, le=60)
     kpi_window_s: float = Field(default=60.0, gt=0)
@@ -226,6 +226,7 @@ def parse_scenario(doc: Any, source: str = "", base_dir: Path | None = None) -> 
             raise SpecError(source, f"{prefix}.kind", f"unsupported kind {kind!r}",
                             "use kind: Intent or kind: KPIProfile")
     check_references(intents, profiles, source)
+    check_admin_names(spec.admin, source)
     workloads = {w.key for w in spec.workloads}
     intent_docs = [i for i, m in enumerate(spec.manifests) if m.get("kind") == "Intent"]
     for doc_index, intent in zip(intent_docs, intents, strict=True):
@@ -244,13 +245,31 @@ def parse_scenario(doc: Any, source: str = "", base_dir: Path | None = None) -> 
     return scenario
 
 
+def check_admin_names(admin: AdminConfig, source: str) -> None:
+    """Planner and actuator names must be installed plugins, pools must exist."""
+    from actuators import registry as actuators
+    from planner.planners import registry as planners
+
+    known_planners = sorted(planners.available())
+    for field, name in [("admin.planner", admin.planner),
+                        *((f"admin.plannersByNamespace.{ns}", n)
+                          for ns, n in admin.planners_by_namespace.items())]:
+        if name not in known_planners:
+            raise SpecError(source, field, f"unknown planner {name!r}",
+                            f"use one of {known_planners}")
+    try:
+        actuators.create(admin.actuators, admin)
+    except SpecError as exc:
+        raise SpecError(source, f"admin.{exc.field}", exc.problem, exc.fix) from None
+
+
 def load_scenario(path: str | Path) -> Scenario:
     p = Path(path)
     try:
         doc = yaml.safe_load(p.read_text())
-    except OSError as exc:
-        raise SpecError(str(p), "(file)", str(exc), "give an existing scenario file, e.g. "
-                        "examples/scenarios/steady-shop.yaml") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(str(p), "(file)", f"cannot read: {exc}", "give a readable scenario "
+                        "YAML file, e.g. examples/scenarios/diurnal-shop.yaml") from None
     except yaml.YAMLError as exc:
         raise SpecError(str(p), "(document)", f"not valid YAML: {exc}", "fix the syntax") from None
     return parse_scenario(doc, str(p), p.parent)

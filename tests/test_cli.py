@@ -106,3 +106,23 @@ def test_unknown_planner_and_missing_file() -> None:
     assert res.returncode == 2 and "planner" in res.stderr and "hpa" in res.stderr
     res = cli("simulate", "-s", "nope.yaml")
     assert res.returncode == 2 and "nope.yaml" in res.stderr
+
+
+@pytest.mark.parametrize("args, field", [
+    (["simulate", "-s", str(SHOP), "--seed", "-1"], "--seed"),
+    (["simulate", "-s", str(SHOP), "--duration", "0"], "--duration"),
+    (["validate", "/tmp"], "(file)"),
+])
+def test_more_bad_input_exits_2(args: list[str], field: str) -> None:
+    res = cli(*args)
+    assert res.returncode == 2 and field in res.stderr
+
+
+def test_validate_checks_admin_plugin_names(tmp_path: Path) -> None:
+    bad = mutate(SHOP, tmp_path, lambda d: d["admin"].__setitem__("actuators",
+                                                                  ["replicas", "teleport"]))
+    res = cli("validate", str(bad))
+    assert res.returncode == 2 and "admin.actuators" in res.stderr and "teleport" in res.stderr
+    bad = mutate(SHOP, tmp_path, lambda d: d["admin"].__setitem__("planner", "magic"))
+    res = cli("validate", str(bad))
+    assert res.returncode == 2 and "admin.planner" in res.stderr

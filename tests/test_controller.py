@@ -139,3 +139,32 @@ def test_missing_workload_is_invalid_and_others_continue() -> None:
 def test_planners_run_through_the_same_controller(planner: str) -> None:
     report = ScenarioRun(load_scenario(SHOP), planner=planner).run(duration=600).as_dict()
     assert report["planner"] == planner and report["cycles"] == 40
+
+
+class BrokenPlanner:
+    name = "broken"
+    uses_models = False
+
+    def plan(self, ctx: Any) -> Any:
+        raise ZeroDivisionError("a plugin bug")
+
+
+def test_a_crashing_planner_fails_only_its_intent() -> None:
+    sc = load_scenario(MULTI)
+    ctl, _ = controller_for(sc)
+    real = ctl.planner_for(sc.intents[0])
+    ctl.planner_for = lambda intent: (  # type: ignore[method-assign]
+        BrokenPlanner() if intent.key == "ml/inference" else real)
+    outs = {o.intent.key: o for o in ctl.cycle()}
+    assert outs["ml/inference"].plan is None
+    cond = {c["type"]: c for c in outs["ml/inference"].status["conditions"]}
+    assert cond["Planned"]["status"] == "False" and "a plugin bug" in cond["Planned"]["message"]
+    assert outs["search/api"].plan is not None
+
+
+def test_retention_runs_from_the_controller() -> None:
+    kb = open_knowledge_base(None, retention_s=600.0)
+    run = ScenarioRun(load_scenario(SHOP), "queueing", knowledge=kb)
+    run.run(duration=2 * 3600 + 60)
+    times = [e["time"] for e in kb.events("shop/checkout")]
+    assert times and max(times) - min(times) < 3600 + 600  # old events were deleted

@@ -171,3 +171,30 @@ def test_characterize_cli_json() -> None:
     bad = subprocess.run([sys.executable, "-m", "planner.cli", "characterize", "-s", str(SHOP),
                           "-w", "nope"], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert bad.returncode == 2 and "--workload" in bad.stderr
+
+
+def test_cost_objective_is_a_constraint() -> None:
+    from planner.models.select import ComputedCost
+
+    ctx = context(replicas=10, latency=20.0)
+    cost_profile = parse_profile({"kind": "KPIProfile", "metadata": {"name": "cost",
+                                  "namespace": "ns"}, "spec": {"type": "cost"}})
+    intent = ctx.intent.model_copy(update={"spec": ctx.intent.spec.model_copy(update={
+        "objectives": [*ctx.intent.spec.objectives,
+                       ctx.intent.spec.objectives[0].model_copy(update={
+                           "name": "cost", "value": 0.05, "measured_by": "cost"})]})})
+    from dataclasses import replace
+
+    ctx = replace(ctx, intent=intent, profiles={**ctx.profiles, "cost": cost_profile},
+                  current={"p95": 20.0, "cost": 0.4})
+    p = OptunaPlanner()
+    p.predictors = lambda c: {"p95": TrueLatency(),  # type: ignore[method-assign]
+                              "cost": ComputedCost(c.snapshot)}
+    plan = p.plan(ctx)
+    # 300 req/s needs more than 0.05/h of cores: nothing is feasible, the reason says so.
+    assert "no configuration is predicted feasible" in plan.reason
+    ctx2 = replace(ctx, intent=intent.model_copy(update={"spec": intent.spec.model_copy(update={
+        "objectives": [intent.spec.objectives[0], intent.spec.objectives[1].model_copy(
+            update={"value": 1.0})]})}))
+    plan2 = p.plan(ctx2)
+    assert plan2.cost_per_hour is not None and plan2.cost_per_hour <= 1.0

@@ -61,6 +61,8 @@ from planner.k8s.runner import CycleRunner
 from planner.k8s.source import KubernetesIntentSource
 from planner.k8s.watchcache import WatchCache
 from planner.kpi.prometheus import PrometheusKPISource
+from planner.models.training import Trainer
+from planner.planners import registry as planner_registry
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +128,11 @@ class Runtime:
             kpis = KubernetesKPISource(self._prometheus, self.backend.workload)
         self.controller = IntentController(self.backend, kpis, self.source, knowledge,
                                            config.admin)
+        self.trainer = Trainer(knowledge, self.source, threaded=True)
+        if any(planner_registry.available()[n].uses_models for n in {
+                config.admin.planner, *config.admin.planners_by_namespace.values()}
+               if n in planner_registry.available()):
+            self.controller.hooks.append(self.trainer)
         self.runner = CycleRunner(self.controller.cycle, config.admin.cycle_s,
                                   ready=lambda: cache.ready(*KubernetesBackend.OBSERVED))
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="planner")

@@ -3,6 +3,8 @@ else the explicit queueing estimate."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from knowledge.base import KnowledgeBase
 from planner.intents import KPIType
 from planner.models.effects import (
@@ -14,8 +16,23 @@ from planner.models.effects import (
     LearnedThroughput,
 )
 from planner.models.online import OnlineEstimates, explicit_predictors
-from planner.models.predictor import Predictor
+from planner.models.predictor import CandidateBatch, Prediction, Predictor
 from planner.planners.base import PlanningContext
+from planner.search_space import prices
+from planner.state import ClusterSnapshot
+
+
+class ComputedCost(Predictor):
+    """Cost per hour is computed from node-pool prices, not learned: exact, always supported."""
+
+    kind = "computed"
+
+    def __init__(self, snapshot: ClusterSnapshot) -> None:
+        self.snapshot = snapshot
+
+    def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
+        cost = prices(self.snapshot, batch)
+        return Prediction(cost, cost, np.ones(len(batch), dtype=bool))
 
 
 class PredictorSource:
@@ -44,4 +61,7 @@ class PredictorSource:
             for o in ctx.intent.spec.objectives:
                 if ctx.profiles[o.name].spec.type is KPIType.THROUGHPUT:
                     out[o.name] = LearnedThroughput(latency_model)
+        for o in ctx.intent.spec.objectives:
+            if ctx.profiles[o.name].spec.type is KPIType.COST:
+                out[o.name] = ComputedCost(ctx.snapshot)
         return out

@@ -62,6 +62,12 @@ def fit_latency(ds: Dataset, percentile: float, validate: bool = True) -> tuple[
     return QueueingLatencyRegressor(quantile=q).fit(ds.X, ds.y), score
 
 
+def _log_failure(fut: Future[list[EffectModel]]) -> None:
+    exc = fut.exception() if not fut.cancelled() else None
+    if exc is not None:
+        log.error("training failed: %s", exc, exc_info=exc)
+
+
 class Trainer:
     def __init__(self, knowledge: KnowledgeBase, source: IntentSource,
                  cache: EffectCache | None = None, min_samples: int = 8,
@@ -97,8 +103,9 @@ class Trainer:
                     running = self._running.get(key)
                     if running is not None and not running.done():
                         continue
-                    self._running[key] = self._pool.submit(self.train, out.intent, profiles,
-                                                           snapshot.time)
+                    fut = self._pool.submit(self.train, out.intent, profiles, snapshot.time)
+                    fut.add_done_callback(_log_failure)
+                    self._running[key] = fut
 
     def close(self) -> None:
         if self._pool is not None:

@@ -254,6 +254,7 @@ class OptunaPlanner(Planner):
             return Plan(ctx.intent.key, self.name, cfg, cfg,
                         reason="no action: no model yet (load too low to estimate)")
         kinds = sorted({p.kind for p in preds.values()})
+        blind = [o.name for o in ctx.intent.spec.objectives if o.name not in preds]
         rate = (ctx.workload.request_rate or 0.0) * (1.0 + ctx.admin.headroom)
         space = space_for(ctx)
         if space.size <= min(FULL_GRID_LIMIT, self.grid_limit):
@@ -303,6 +304,8 @@ class OptunaPlanner(Planner):
                   + (f" in {target.pool}" if target.pool else ""))
         reason = (f"{why}: {pretty} at {float(chosen.cost[i_chosen]):.3f}/h "
                   f"({how}, {'+'.join(kinds)} models, {rate:.0f} req/s planned)")
+        if blind:
+            reason += f"; no model for {', '.join(blind)}: not planned for"
         if transition:
             reason += f"; {transition}"
         if held and not actions:

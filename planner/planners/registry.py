@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from importlib.metadata import entry_points
 
@@ -26,9 +27,17 @@ def _load() -> None:
 
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name not in _REGISTRY:
-            cls = ep.load()
+            try:
+                cls = ep.load()
+            except Exception:  # a broken plugin must not take the CLI down
+                logging.getLogger(__name__).exception("cannot load plugin %s", ep.value)
+                continue
             if isinstance(cls, type) and issubclass(cls, Planner):
+                cls.name = ep.name  # the registry key is the name actions carry
                 _REGISTRY[ep.name] = cls
+            else:
+                logging.getLogger(__name__).error("plugin %s is not a Planner subclass",
+                                                  ep.value)
 
 
 def available() -> dict[str, type[Planner]]:
