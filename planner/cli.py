@@ -248,9 +248,10 @@ def serve(
     from planner.api import server
 
     try:
+        warmup_s = _parse_duration(warmup, "--warmup", allow_zero=True)
         changes: dict[str, Any] = {k: v for k, v in {
             "scenario": scenario, "planner": planner, "kb": kb, "host": host, "port": port,
-            "warmup_s": _parse_duration(warmup, "--warmup", allow_zero=True)}.items() if v is not None}
+            "warmup_s": warmup_s}.items() if v is not None}
         settings, token = server.with_token(_api_settings(changes))
         runtime = api_app.build_runtime(settings)
     except SpecError as exc:
