@@ -47,6 +47,8 @@ FULL_GRID_LIMIT = 4_000
 GRID_LIMIT = 200_000
 """Up to this many, a monotone binary search over replicas; beyond, an optuna TPE study."""
 HYSTERESIS = 0.05
+RISK_FREE = 0.7
+RISK_SCALE = 2.0
 SCALE_IN_MARGIN = 0.05
 """A cheaper configuration must also hold at this much more load before the planner moves to
 it from a configuration that meets its objectives (hysteresis in load, against flapping)."""
@@ -110,6 +112,7 @@ class OptunaPlanner(Planner):
         feasible = np.ones(n, dtype=bool)
         supported = np.ones(n, dtype=bool)
         excess = np.zeros(n)
+        closeness = np.zeros(n)
         predictions: dict[str, Prediction] = {}
         for o in ctx.intent.spec.objectives:
             p = preds.get(o.name)
@@ -124,6 +127,7 @@ class OptunaPlanner(Planner):
             with np.errstate(divide="ignore", invalid="ignore"):
                 rel = (pr.bound / max(o.value, 1e-12) - 1.0) if minimize else (
                     1.0 - pr.bound / max(o.value, 1e-12))
+            closeness = np.maximum(closeness, np.nan_to_num(1.0 + rel, nan=1e9, posinf=1e9))
             excess = np.maximum(excess, np.nan_to_num(np.maximum(rel, 0.0), nan=1e9,
                                                       posinf=1e9))
         cost = prices(ctx.snapshot, batch)
@@ -134,7 +138,11 @@ class OptunaPlanner(Planner):
                     + (batch.gpu != (1.0 if cur.device == "gpu" else 0.0)).astype(float)
                     + np.array([p != cur.pool for p in batch.pool], dtype=float))
         u = ctx.admin.utility
-        score = u.cost * cost + u.disruption * cost * restarts
+        # Risk, weighted by the intent's priority: a configuration that uses more than
+        # RISK_FREE of an objective's budget (bound / target) pays for the thin margin.
+        risk = np.clip(closeness - RISK_FREE, 0.0, 1.0)
+        score = (u.cost * cost + u.disruption * cost * restarts
+                 + u.slo_risk * RISK_SCALE * ctx.intent.spec.priority * cost * risk)
         budget = ctx.admin.budget_per_hour
         if budget is not None and not monotone_only:
             feasible &= cost <= budget
