@@ -124,9 +124,10 @@ class OptunaPlanner(Planner):
             tol = o.tolerance if slack else 0.0
             feasible &= _met(pr.bound, o.value, minimize, tol)
             supported &= pr.supported
+            limit = o.value * (1 + tol) if minimize else o.value * (1 - tol)
             with np.errstate(divide="ignore", invalid="ignore"):
-                rel = (pr.bound / max(o.value, 1e-12) - 1.0) if minimize else (
-                    1.0 - pr.bound / max(o.value, 1e-12))
+                rel = (pr.bound / max(limit, 1e-12) - 1.0) if minimize else (
+                    1.0 - pr.bound / max(limit, 1e-12))
             closeness = np.maximum(closeness, np.nan_to_num(1.0 + rel, nan=1e9, posinf=1e9))
             excess = np.maximum(excess, np.nan_to_num(np.maximum(rel, 0.0), nan=1e9,
                                                       posinf=1e9))
