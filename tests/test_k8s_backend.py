@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -173,3 +174,21 @@ def test_unreachable_api_server_is_temporary(kube: Kube) -> None:
     finally:
         backend.cache.stop()
         client.close()
+
+
+def test_dispatch_weights_configmap_is_created_then_updated(api: RunningApiserver,
+                                                            kube: Kube) -> None:
+    from actuators.dataplanes.configmap import ConfigMapWriter
+    from planner.k8s.configmaps import configmap_applier
+
+    client = ApiClient(Configuration(host=api.url))
+    try:
+        writer = ConfigMapWriter("checkout-dispatch-weights", NS, configmap_applier(client))
+        assert writer.write({"checkout-0": 64, "checkout-1": 32}).ok
+        first = kube.get("ConfigMap", NS, "checkout-dispatch-weights")
+        assert writer.write({"checkout-0": 80, "checkout-1": 20}).ok
+        second = kube.get("ConfigMap", NS, "checkout-dispatch-weights")
+    finally:
+        client.close()
+    assert first["data"] != second["data"]
+    assert "80" in json.dumps(second["data"])

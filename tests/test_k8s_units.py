@@ -81,3 +81,22 @@ def test_selector_matches() -> None:
     assert not selector_matches({"matchExpressions": [
         {"key": "tier", "operator": "NotIn", "values": ["gold"]}]}, labels)
     assert not selector_matches({}, labels), "an empty selector owns nothing"
+
+
+def test_load_metrics_per_pod_utilisation_and_unbiased_mean() -> None:
+    """Per-pod CPU utilisation reaches the pods (dispatch weights need it), and the workload
+    mean divides usage by the requests of the same pods (a starting pod does not dilute it)."""
+    from planner.k8s.loadmetrics import PrometheusLoadMetrics
+    from planner.state import PodState, WorkloadConfig, WorkloadState
+
+    lm = PrometheusLoadMetrics("http://127.0.0.1:1")
+    answers = iter([
+        [({"namespace": "shop", "service": "w"}, 120.0)],
+        [({"namespace": "shop", "pod": "a"}, 0.5), ({"namespace": "shop", "pod": "b"}, 1.5)],
+    ])
+    lm._vector = lambda promql: next(answers)  # type: ignore[method-assign]
+    pods = (PodState("a", "n", 1.0), PodState("b", "n", 2.0), PodState("c", "n", 2.0))
+    wl = WorkloadState("shop", "w", WorkloadConfig(3, 1.0), pods)
+    load = lm({"shop/w": wl})["shop/w"]
+    assert load.pod_utilization == {"a": 0.5, "b": 0.75}
+    assert load.cpu_utilization == pytest.approx(2.0 / 3.0)

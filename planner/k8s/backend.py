@@ -215,8 +215,12 @@ class KubernetesBackend(ClusterBackend):
             loads = self.load(workloads)
             for key, load in loads.items():
                 if key in workloads:
+                    wl = workloads[key]
+                    measured = tuple(dataclasses.replace(
+                        p, cpu_utilization=load.pod_utilization.get(p.name, p.cpu_utilization))
+                        for p in wl.pods)
                     workloads[key] = dataclasses.replace(
-                        workloads[key], request_rate=load.request_rate,
+                        wl, pods=measured, request_rate=load.request_rate,
                         cpu_utilization=load.cpu_utilization)
         snap = ClusterSnapshot(now, nodes, workloads)
         self.last_snapshot = snap

@@ -18,6 +18,7 @@ result with :meth:`planner.k8s.backend.KubernetesBackend.observe`.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from collections.abc import Mapping
@@ -38,6 +39,8 @@ CPU_METRIC = "container_cpu_usage_seconds_total"
 class Load:
     request_rate: float | None = None
     cpu_utilization: float | None = None
+    pod_utilization: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    """CPU usage / request per pod name (pods without data are absent)."""
 
 
 class LoadMetrics(Protocol):
@@ -88,16 +91,20 @@ class PrometheusLoadMetrics:
                     f'sum by (namespace, pod) (rate({CPU_METRIC}{{container!=""}}[{s.window}]))'):
                 usage[(str(metric.get("namespace")), str(metric.get("pod")))] = v
             self.last_error = None
-        except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+        except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError,
+                IndexError) as exc:
             if self.last_error != str(exc):
                 log.warning("load metrics from %s unavailable: %s", self.base_url, exc)
             self.last_error = str(exc)
             return {}
         out: dict[str, Load] = {}
         for key, w in workloads.items():
-            ready = [p for p in w.pods if p.ready]
-            used = [usage[(w.namespace, p.name)] for p in ready if (w.namespace, p.name) in usage]
-            requested = sum(p.cpu for p in ready)
-            util = sum(used) / requested if used and requested > 0 else None
-            out[key] = Load(rates.get(key), util)
+            # Usage and requests over the same pods: ready pods that report usage.
+            measured = [p for p in w.pods if p.ready and (w.namespace, p.name) in usage]
+            used = sum(usage[(w.namespace, p.name)] for p in measured)
+            requested = sum(p.cpu for p in measured)
+            util = used / requested if measured and requested > 0 else None
+            per_pod = {p.name: usage[(w.namespace, p.name)] / p.cpu for p in measured
+                       if p.cpu > 0}
+            out[key] = Load(rates.get(key), util, per_pod)
         return out

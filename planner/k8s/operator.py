@@ -54,6 +54,7 @@ from planner.backend import KPISource
 from planner.controller import IntentController
 from planner.intents import API_GROUP
 from planner.k8s.backend import KubernetesBackend, LabelKeys
+from planner.k8s.configmaps import configmap_applier
 from planner.k8s.kpi import KubernetesKPISource
 from planner.k8s.loadmetrics import LoadMetrics, PrometheusLoadMetrics
 from planner.k8s.projections import project_custom
@@ -128,6 +129,11 @@ class Runtime:
             kpis = KubernetesKPISource(self._prometheus, self.backend.workload)
         self.controller = IntentController(self.backend, kpis, self.source, knowledge,
                                            config.admin)
+        apply_configmap = configmap_applier(api_client)
+        for act in self.controller.actuators.values():
+            attach = getattr(act, "attach_configmap", None)
+            if callable(attach):  # the dispatch-weight ConfigMap output
+                attach(apply_configmap)
         self.trainer = Trainer(knowledge, self.source, threaded=True)
         if any(planner_registry.available()[n].uses_models for n in {
                 config.admin.planner, *config.admin.planners_by_namespace.values()}

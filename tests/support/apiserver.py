@@ -64,6 +64,8 @@ BUILTIN_RESOURCES: dict[str, ResourceInfo] = {
                              verbs={"get", "list", "watch", "create", "patch", "delete"}),
     "v1/services": ResourceInfo(kind="Service", namespaced=True, subresources={"status"},
                                 verbs={"get", "list", "watch", "create", "patch", "delete"}),
+    "v1/configmaps": ResourceInfo(kind="ConfigMap", namespaced=True,
+                                  verbs={"get", "list", "watch", "create", "patch", "delete"}),
     "v1/events": ResourceInfo(kind="Event", namespaced=True,
                               verbs={"get", "list", "watch", "create", "patch"}),
     "v1/namespaces": ResourceInfo(kind="Namespace", namespaced=False,
@@ -602,6 +604,7 @@ def path_of(api_version: str, plural: str, namespace: str | None = None,
 
 
 PLURALS = {"Pod": ("v1", "pods"), "Node": ("v1", "nodes"), "Service": ("v1", "services"),
+           "ConfigMap": ("v1", "configmaps"),
            "Deployment": ("apps/v1", "deployments"),
            "StatefulSet": ("apps/v1", "statefulsets"),
            "EndpointSlice": ("discovery.k8s.io/v1", "endpointslices"),
