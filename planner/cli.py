@@ -236,7 +236,7 @@ def serve(
         "INTENT_PLANNER_KB or memory).")] = None,
     warmup: Annotated[str | None, typer.Option(
         help="Simulated time to run before serving; the cluster is then held still "
-        "(default: INTENT_PLANNER_WARMUP_S or 10m).")] = None,
+        "(default: INTENT_PLANNER_WARMUP_S or 10m; 0 with --kb mongodb://...).")] = None,
     host: Annotated[str | None, typer.Option(
         help="Listen address (default: INTENT_PLANNER_HOST or 127.0.0.1).")] = None,
     port: Annotated[int | None, typer.Option(
@@ -252,6 +252,9 @@ def serve(
         changes: dict[str, Any] = {k: v for k, v in {
             "scenario": scenario, "planner": planner, "kb": kb, "host": host, "port": port,
             "warmup_s": warmup_s}.items() if v is not None}
+        if warmup_s is None and kb is not None and kb != "memory":
+            # A shared store is read, not filled with simulated events: no warm-up unless asked.
+            changes["warmup_s"] = 0.0
         settings, token = server.with_token(_api_settings(changes))
         runtime = api_app.build_runtime(settings)
     except SpecError as exc:
