@@ -96,6 +96,8 @@ def run(
     duration: Annotated[str | None, typer.Option(help="Stop after this much simulated time "
                                                  "(default: the scenario's).")] = None,
     kb: KbOpt = "memory",
+    retention: Annotated[str, typer.Option(
+        help="Keep events this long (e.g. 7d, 12h); older ones are deleted hourly.")] = "7d",
     live: Annotated[bool, typer.Option(help="Live table (off: one log line per cycle).")] = True,
     api: Annotated[bool, typer.Option("--api/--no-api", help="Serve the REST API beside the "
                                       "controller (see docs/api.md).")] = False,
@@ -114,7 +116,7 @@ def run(
         sc = load_scenario(scenario)
         given = _parse_duration(duration)
         total = sc.spec.duration if given is None else given
-        knowledge = _open_kb(kb)
+        knowledge = _open_kb(kb, _parse_duration(retention, "--retention"))
         runner = ScenarioRun(sc, planner, seed, knowledge, start_time=time.time(),
                              threaded_training=True)
     except SpecError as exc:
@@ -331,10 +333,12 @@ def _start_api(runner: Any, port: int | None) -> Any:
 app.command("operator")(k8s_command.operator)
 
 
-def _open_kb(uri: str) -> Any:
+def _open_kb(uri: str, retention_s: float | None = None) -> Any:
     from knowledge.connect import open_knowledge_base
+    from knowledge.mongo import DEFAULT_RETENTION_S
 
-    return open_knowledge_base(uri, resilient=True)
+    return open_knowledge_base(uri, resilient=True,
+                               retention_s=retention_s or DEFAULT_RETENTION_S)
 
 
 def main() -> None:

@@ -94,7 +94,7 @@ def test_bad_input_writes_nothing_to_the_knowledge_base(tmp_path: Path,
     from planner import cli as cli_mod
 
     opened: list[str] = []
-    monkeypatch.setattr(cli_mod, "_open_kb", lambda uri: opened.append(uri))
+    monkeypatch.setattr(cli_mod, "_open_kb", lambda uri, *a: opened.append(uri))
     bad = mutate(SHOP, tmp_path, BAD["negative target"][0])
     res = CliRunner().invoke(cli_mod.app, ["simulate", "--scenario", str(bad), "--kb", "memory"])
     assert res.exit_code == 2
