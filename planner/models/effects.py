@@ -98,7 +98,9 @@ def from_document(doc: dict[str, Any]) -> EffectModel:
                        meta)
 
 
-class LearnedLatency(Predictor):
+class LearnedKPI(Predictor):
+    """A learned model's own prediction: mean, conservative bound and support."""
+
     kind = "learned"
 
     def __init__(self, model: EffectModel) -> None:
@@ -106,8 +108,12 @@ class LearnedLatency(Predictor):
 
     def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
         X = self.model.features(batch, rate)
-        est: QueueingLatencyRegressor = self.model.estimator
+        est: QueueingLatencyRegressor | AvailabilityRegressor = self.model.estimator
         return Prediction(est.predict(X), est.predict_bound(X), est.supported(X))
+
+
+LearnedLatency = LearnedKPI
+LearnedAvailability = LearnedKPI
 
 
 class LearnedThroughput(Predictor):
@@ -126,18 +132,6 @@ class LearnedThroughput(Predictor):
         cap = X[:, 1] * mu * SATURATION
         served = np.minimum(rate, cap)
         return Prediction(served, np.minimum(rate, cap * 0.9), est.supported(X))
-
-
-class LearnedAvailability(Predictor):
-    kind = "learned"
-
-    def __init__(self, model: EffectModel) -> None:
-        self.model = model
-
-    def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
-        X = self.model.features(batch, rate)
-        est: AvailabilityRegressor = self.model.estimator
-        return Prediction(est.predict(X), est.predict_bound(X), est.supported(X))
 
 
 class EffectCache:
