@@ -48,7 +48,10 @@ GRID_LIMIT = 200_000
 """Up to this many, a monotone binary search over replicas; beyond, an optuna TPE study."""
 HYSTERESIS = 0.05
 RISK_FREE = 0.7
-RISK_SCALE = 2.0
+ALARM_DECAY = 0.995
+ALARM_GAIN = 1.0
+"""Per cycle; at 15 s cycles a violation's extra margin halves in about 35 minutes."""
+RISK_SCALE = 1.0
 SCALE_IN_MARGIN = 0.05
 """A cheaper configuration must also hold at this much more load before the planner moves to
 it from a configuration that meets its objectives (hysteresis in load, against flapping)."""
@@ -75,6 +78,13 @@ def _met(pred: NDArray[np.float64], target: float, minimize: bool, slack: float)
     return out
 
 
+def _violated_any(ctx: PlanningContext) -> bool:
+    from planner.intents import objective_met
+
+    return any(objective_met(ctx.current.get(o.name), o, ctx.profiles[o.name]) is False
+               for o in ctx.intent.spec.objectives)
+
+
 def _rollout_in_progress(ctx: PlanningContext) -> bool:
     cfg = ctx.config
     pods = ctx.workload.pods
@@ -95,6 +105,9 @@ class OptunaPlanner(Planner):
         self.timeout_s = timeout_s
         self.grid_limit = grid_limit
         self.source: PredictorSource | None = None
+        self._alarm: dict[str, float] = {}
+        """Per intent, how recently objectives were violated (1 after a violation, decaying):
+        the risk margin grows where the models have been too optimistic."""
 
     def predictors(self, ctx: PlanningContext) -> dict[str, Predictor]:
         if self.source is None:
@@ -143,7 +156,8 @@ class OptunaPlanner(Planner):
         # RISK_FREE of an objective's budget (bound / target) pays for the thin margin.
         risk = np.clip(closeness - RISK_FREE, 0.0, 1.0)
         score = (u.cost * cost + u.disruption * cost * restarts
-                 + u.slo_risk * RISK_SCALE * ctx.intent.spec.priority * cost * risk)
+                 + u.slo_risk * RISK_SCALE * (1.0 + ALARM_GAIN * self._alarm.get(ctx.intent.key, 0.0))
+                 * ctx.intent.spec.priority * cost * risk)
         budget = ctx.admin.budget_per_hour
         if budget is not None and not monotone_only:
             feasible &= cost <= budget
@@ -258,6 +272,8 @@ class OptunaPlanner(Planner):
         on_hold = hold_if_unknown(ctx, self.name)
         if on_hold is not None:
             return on_hold
+        key = ctx.intent.key
+        self._alarm[key] = 1.0 if _violated_any(ctx) else self._alarm.get(key, 0.0) * ALARM_DECAY
         preds = self.predictors(ctx)
         if not preds:
             return Plan(ctx.intent.key, self.name, cfg, cfg,
