@@ -155,9 +155,9 @@ class OptunaPlanner(Planner):
         # Risk, weighted by the intent's priority: a configuration that uses more than
         # RISK_FREE of an objective's budget (bound / target) pays for the thin margin.
         risk = np.clip(closeness - RISK_FREE, 0.0, 1.0)
+        alarm = 1.0 + ALARM_GAIN * self._alarm.get(ctx.intent.key, 0.0)
         score = (u.cost * cost + u.disruption * cost * restarts
-                 + u.slo_risk * RISK_SCALE * (1.0 + ALARM_GAIN * self._alarm.get(ctx.intent.key, 0.0))
-                 * ctx.intent.spec.priority * cost * risk)
+                 + u.slo_risk * RISK_SCALE * alarm * ctx.intent.spec.priority * cost * risk)
         budget = ctx.admin.budget_per_hour
         if budget is not None and not monotone_only:
             feasible &= cost <= budget
