@@ -57,14 +57,15 @@ def prices(snapshot: ClusterSnapshot, batch: CandidateBatch) -> NDArray[np.float
     could host it, as :func:`planner.cost.pool_prices`)."""
     from planner.cost import pool_prices
 
-    table: dict[tuple[str | None, bool], tuple[float, float]] = {}
+    # Pool names as strings ("" for "anywhere") so one comparison selects the rows.
+    pools = np.asarray(["" if p is None else p for p in batch.pool])
+    gpu = batch.gpu > 0.5
     core = np.empty(len(batch))
     gpu_price = np.empty(len(batch))
-    for i, (pool, g) in enumerate(zip(batch.pool, batch.gpu > 0.5, strict=True)):
-        key = (pool, bool(g))
-        if key not in table:
-            table[key] = pool_prices(snapshot, pool, "gpu" if g else "cpu")
-        core[i], gpu_price[i] = table[key]
+    # A handful of (pool, device) pairs, not one look-up per candidate.
+    for pool, g in set(zip(batch.pool, gpu.tolist(), strict=True)):
+        rows = (pools == ("" if pool is None else pool)) & (gpu == g)
+        core[rows], gpu_price[rows] = pool_prices(snapshot, pool, "gpu" if g else "cpu")
     out: NDArray[np.float64] = batch.replicas * (batch.cpu * core + batch.gpu * gpu_price)
     return out
 

@@ -198,3 +198,17 @@ def test_cost_objective_is_a_constraint() -> None:
             update={"value": 1.0})]})}))
     plan2 = p.plan(ctx2)
     assert plan2.cost_per_hour is not None and plan2.cost_per_hour <= 1.0
+
+
+def test_vectorised_prices_match_the_per_configuration_cost() -> None:
+    from planner.cost import cost_per_hour
+    from planner.search_space import prices
+
+    nodes = (NodeState("a", "p1", "eu", 8, cost_per_core_hour=0.04),
+             NodeState("b", "p2", "us", 8, gpus=2, cost_per_core_hour=0.05,
+                       cost_per_gpu_hour=2.0))
+    snap = ClusterSnapshot(0.0, nodes, {})
+    configs = [WorkloadConfig(r, c, d, p) for r in (1, 3) for c in (0.5, 2.0)
+               for d in ("cpu", "gpu") for p in (None, "p1", "p2")]
+    got = prices(snap, CandidateBatch.of(configs))
+    assert got.tolist() == pytest.approx([cost_per_hour(c, snap) for c in configs])

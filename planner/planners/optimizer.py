@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
 from planner.models.select import PredictorSource
-from planner.plan import Plan
+from planner.plan import Action, Plan
 from planner.planners.base import (
     Planner,
     PlanningContext,
@@ -230,31 +230,34 @@ class OptunaPlanner(Planner):
 
     # ---------------------------------------------------------------- transitions
     def _safe_step(self, ctx: PlanningContext, target: WorkloadConfig, rate: float,
-                   preds: dict[str, Predictor]) -> tuple[WorkloadConfig, str]:
+                   preds: dict[str, Predictor]) -> tuple[WorkloadConfig, str, list[Action]]:
         """This cycle's step towards ``target`` without an unsafe intermediate state.
 
         Changing CPU size, device or pool replaces every pod (a rolling update sized by the
         new replica count), so the replica count must not drop in the same cycle; and while
         such a change is held back (cooldown), the replicas must suffice for the pods as they
-        are now.
+        are now. Returns the step's target, why it differs from ``target`` and its actions
+        (each actuator is asked once per cycle).
         """
         cur = ctx.config
         if target.replicas < cur.replicas and _rollout_in_progress(ctx):
             # Pods of an earlier shape change are still starting: the old ones leave as the
             # new ones become ready, so removing replicas now takes capacity twice.
-            return target.with_(replicas=cur.replicas), "scale-in waits for the rollout"
+            step = target.with_(replicas=cur.replicas)
+            return step, "scale-in waits for the rollout", steps_towards(ctx, step)
+        acts = steps_towards(ctx, target)
         shape_change = (target.cpu, target.device, target.pool) != (cur.cpu, cur.device,
                                                                    cur.pool)
         if not shape_change:
-            return target, ""
-        acts = steps_towards(ctx, target)
+            return target, "", acts
         restarting = {"cpu", "device", "pool"}
-        if any(restarting & set(ctx.actuators[a.actuator].knobs) for a in acts
-               if a.actuator in ctx.actuators):
+        if any(restarting & set(ctx.actuators[a.actuator].knobs) for a in acts):
             if target.replicas < cur.replicas:
+                # Same actions, but the replica count stays: drop the scale-in step.
+                held = [a for a in acts if "replicas" not in ctx.actuators[a.actuator].knobs]
                 return target.with_(replicas=cur.replicas), (
-                    "replicas held while pods are replaced; scale-in follows the rollout")
-            return target, ""
+                    "replicas held while pods are replaced; scale-in follows the rollout"), held
+            return target, "", acts
         # The shape change waits: size replicas for the current pods.
         reps = np.asarray(space_for(ctx).replicas, dtype=float)
         n = len(reps)
@@ -263,8 +266,9 @@ class OptunaPlanner(Planner):
         s = self.score(ctx, batch, rate, preds)
         ok = np.flatnonzero(s.feasible)
         need = int(reps[ok[0]]) if ok.size else int(reps[-1])
-        return cur.with_(replicas=need), (f"until the resize to {target.cpu:g} cpu can start, "
-                                          f"{need} replica(s) of the current size")
+        step = cur.with_(replicas=need)
+        return step, (f"until the resize to {target.cpu:g} cpu can start, {need} replica(s) of "
+                      "the current size"), steps_towards(ctx, step)
 
     # ---------------------------------------------------------------- plan
     def plan(self, ctx: PlanningContext) -> Plan:
@@ -322,8 +326,7 @@ class OptunaPlanner(Planner):
         predicted = {n: float(p.mean[i_chosen]) for n, p in chosen.predictions.items()
                      if math.isfinite(float(p.mean[i_chosen]))}
         target = clip_target(ctx, best)
-        step_target, transition = self._safe_step(ctx, target, rate, preds)
-        actions = steps_towards(ctx, step_target)
+        _, transition, actions = self._safe_step(ctx, target, rate, preds)
         held = held_reasons(ctx)
         pretty = (f"{target.replicas} x {target.cpu:g} cpu {target.device}"
                   + (f" in {target.pool}" if target.pool else ""))
