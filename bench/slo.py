@@ -58,42 +58,11 @@ def run_one(path: str, planner: str, seed: int, trials: int,
 
 
 def oracle_core_hours(path: str, seed: int) -> float:
-    """A lower bound: core-hours of the cheapest (replicas, CPU size) that keeps every latency
-    objective at each minute's peak load, with perfect knowledge and instant scaling (the
-    simulator's ground-truth M/M/c model; min replicas from the admin bounds)."""
-    import math
-
-    import numpy as np
-
-    from planner.models.latency import sojourn_quantile
+    """Core-hours of the perfect-knowledge reference (``bench/oracle.py``) over active intents."""
+    from bench.oracle import oracle
     from simulator.scenario import load_scenario
 
-    sc = load_scenario(path)
-    profiles = {p.key: p for p in sc.profiles}
-    total = 0.0
-    for intent in (i for i in sc.intents if i.spec.active):
-        w = next(x for x in sc.spec.workloads if x.key == intent.workload_key)
-        trace, svc, admin = sc.trace_for(w, seed), w.service, sc.spec.admin
-        objs = [(o, profiles[o.profile_key(intent.metadata.namespace)]) for o in
-                intent.spec.objectives]
-        lat = [(o.value * (1 + o.tolerance), p.spec.latency_percentile / 100) for o, p in objs
-               if p.spec.type.value == "latency"]
-        sizes = admin.cpu.sizes if "cpu" in admin.actuators else (w.cpu,)
-        for m in range(int(sc.spec.duration // 60)):
-            lam = max(trace.base_rate(m * 60 + s) for s in range(0, 60, 5))
-            best = math.inf
-            for cpu in sizes:
-                mu = svc.rate_per_core * cpu ** svc.cpu_exponent
-                c = float(max(1, math.floor(cpu)))
-                for r in range(max(1, admin.replicas.min), admin.replicas.max + 1):
-                    ok = all(svc.base_latency_ms + sojourn_quantile(
-                        q, np.array([lam / r]), np.array([mu]), np.array([c]))[0] <= target
-                        for target, q in lat)
-                    if ok:
-                        best = min(best, r * cpu)
-                        break
-            total += best / 60.0 if math.isfinite(best) else 0.0
-    return total
+    return sum(v["core_hours"] for v in oracle(load_scenario(path), seed).values())
 
 
 def summarise(rows: list[dict[str, Any]], planners: list[str]) -> dict[str, Any]:
@@ -175,8 +144,8 @@ def main() -> None:
         print(f"  {p:<12} violation-min {d['violation_minutes']:>5}  core-h {d['core_hours']:>8}"
               f"  cost {d['cost']:>7}  actions {d['actions']:>5}  "
               f"worst plan p99 {d['plan_ms_p99_max']:.2f} ms")
-    print(f"  {'oracle':<12} core-h {summary['oracle_core_hours']:>8} (lower bound to keep every "
-          "latency objective with perfect knowledge and instant scaling)")
+    print(f"  {'oracle':<12} core-h {summary['oracle_core_hours']:>8} (every latency objective "
+          "kept with perfect knowledge of load and workload, instant start-up: bench/oracle.py)")
     for k, v in summary["ratios"].items():
         print(f"  {k:<18} violation-min x{v['violation_minutes']}  core-h x{v['core_hours']}  "
               f"cost x{v['cost']}")

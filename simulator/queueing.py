@@ -80,7 +80,7 @@ def erlang_c(c: int, a: float) -> float:
     return last / (total + last)
 
 
-def _pod_components(served: float, mu: float, c: int, lam: float, base: float,
+def pod_components(served: float, mu: float, c: int, lam: float, base: float,
                     timeout_ms: float, saturated: bool) -> list[tuple[float, float, float]]:
     """(weight, offset ms, rate 1/ms) terms of one pod's response-time survival function."""
     if saturated:
@@ -121,7 +121,7 @@ def step_outcome(
     terms: list[tuple[float, float, float]] = []
     for i in range(mu.size):
         if served_i[i] > 0:
-            terms.extend(_pod_components(float(served_i[i]), float(mu[i]), int(cs[i]),
+            terms.extend(pod_components(float(served_i[i]), float(mu[i]), int(cs[i]),
                                          float(lam_i[i]), float(base_ms[i]), timeout_ms,
                                          bool(saturated[i])))
     arr = np.asarray(terms, dtype=float).reshape(-1, 3)

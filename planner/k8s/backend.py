@@ -197,6 +197,7 @@ class KubernetesBackend(ClusterBackend):
 
         nodes = tuple(sorted((self._node(n, pods_by_node) for n in raw_nodes),
                              key=lambda n: n.name))
+        pool_of = {n.name: n.pool for n in nodes}
         workloads: dict[str, WorkloadState] = {}
         for kind, w in sorted(raw_workloads, key=lambda kw: kw[0] != "Deployment"):
             meta = w["metadata"]
@@ -208,6 +209,8 @@ class KubernetesBackend(ClusterBackend):
             for labels, members in groups.get(meta.get("namespace") or "", {}).values():
                 if selector_matches(selector, labels):
                     pods.extend(members)
+            pods = [dataclasses.replace(p, pool=pool_of.get(p.node)) if p.node else p
+                    for p in pods]
             pods.sort(key=lambda p: p.name)
             workloads[key] = WorkloadState(str(meta.get("namespace")), str(meta["name"]),
                                            self._config(w), tuple(pods), kind=kind)

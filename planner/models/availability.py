@@ -45,6 +45,11 @@ class AvailabilityRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc
         self.n_samples_ = len(y)
         return self
 
+    def check_fitted(self) -> None:
+        """``ValueError`` unless the fitted attributes fit together (a loaded document)."""
+        if not (self.loss_.shape == self.spread_.shape == self.counts_.shape == (2,)):
+            raise ValueError("loss_, spread_ and counts_ must hold two numbers each")
+
     def _idx(self, X: FloatArray) -> NDArray[np.int64]:
         out: NDArray[np.int64] = np.where(X[:, 1] < 1.5, 0, 1).astype(np.int64)
         return out

@@ -9,6 +9,7 @@ anything it cannot trust (:class:`planner.models.serialization.ModelRefused`).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import metadata as importlib_metadata
 from typing import Any
@@ -20,8 +21,8 @@ from knowledge.base import KnowledgeBase
 from planner.errors import TemporaryError
 from planner.models import serialization
 from planner.models.availability import AvailabilityRegressor
-from planner.models.latency import SATURATION, QueueingLatencyRegressor
-from planner.models.observations import FEATURES, pool_code
+from planner.models.latency import QueueingLatencyRegressor
+from planner.models.observations import UNKNOWN_CLASS, feature_names, pool_code
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
 
 log = logging.getLogger(__name__)
@@ -52,11 +53,34 @@ class EffectModel:
     timestamp: float
     static: bool = False
     metadata: dict[str, Any] = field(default_factory=dict)
+    classes: tuple[str, ...] = ()
+    """Node classes of the share columns (see :func:`planner.models.observations.node_mix`)."""
 
-    def features(self, batch: CandidateBatch, rate: float) -> np.ndarray:
+    def features(self, batch: CandidateBatch, rate: float,
+                 mix: Mapping[str, float] | None = None) -> np.ndarray:
+        """The model's columns for ``batch`` at ``rate``. A pinned candidate's pods all run in
+        its pool; an unpinned one's are spread as ``mix`` says (node pool -> share; default:
+        unknown). A row whose pods would run on a class the model does not know is all zero
+        in the share columns (the model treats it as unsupported)."""
         codes = np.array([pool_code(p, self.pools) for p in batch.pool], dtype=float)
-        return np.column_stack([np.full(len(batch), rate), batch.replicas, batch.cpu, batch.gpu,
+        base = np.column_stack([np.full(len(batch), rate), batch.replicas, batch.cpu, batch.gpu,
                                 codes])
+        if not self.classes:
+            return base
+        index = {c: i for i, c in enumerate(self.classes)}
+        unpinned = np.zeros(len(self.classes))
+        spread = dict(mix) if mix else {UNKNOWN_CLASS: 1.0}
+        if all(k in index for k, v in spread.items() if v > 0):
+            for k, v in spread.items():
+                if v > 0:
+                    unpinned[index[k]] = v
+        shares = np.zeros((len(batch), len(self.classes)))
+        for i, pool in enumerate(batch.pool):
+            if pool is None:
+                shares[i] = unpinned
+            elif pool in index:
+                shares[i, index[pool]] = 1.0
+        return np.column_stack([base, shares])
 
     @property
     def samples(self) -> int:
@@ -68,7 +92,8 @@ def to_document(model: EffectModel) -> dict[str, Any]:
         "intent": model.intent, "objective": model.objective, "timestamp": model.timestamp,
         "static": model.static, "kind": model.kind, "format": serialization.FORMAT,
         "blob": serialization.dumps(model.estimator),
-        "metadata": {**model.metadata, "features": list(FEATURES), "pools": list(model.pools),
+        "metadata": {**model.metadata, "features": feature_names(model.classes),
+                     "pools": list(model.pools), "classes": list(model.classes),
                      "samples": model.samples,
                      "format_version": serialization.FORMAT_VERSION},
     }
@@ -81,9 +106,15 @@ def from_document(doc: dict[str, Any]) -> EffectModel:
     if doc.get("format") != serialization.FORMAT:
         raise serialization.ModelRefused(f"unknown format {doc.get('format')!r}")
     meta = doc.get("metadata")
-    if not isinstance(meta, dict) or list(meta.get("features", [])) != list(FEATURES):
-        raise serialization.ModelRefused("features do not match this planner's "
-                                         f"{list(FEATURES)}")
+    if not isinstance(meta, dict):
+        raise serialization.ModelRefused("no metadata")
+    classes = meta.get("classes", [])
+    if not isinstance(classes, list) or not all(isinstance(c, str) for c in classes):
+        raise serialization.ModelRefused("metadata.classes must be a list of node pool names")
+    want = feature_names(classes)
+    if list(meta.get("features", [])) != want:
+        raise serialization.ModelRefused(f"features {meta.get('features')!r} do not match "
+                                         f"this planner's {want}")
     blob = doc.get("blob")
     if not isinstance(blob, bytes | bytearray):
         raise serialization.ModelRefused("no model blob")
@@ -93,9 +124,12 @@ def from_document(doc: dict[str, Any]) -> EffectModel:
     pools = meta.get("pools", [])
     if not isinstance(pools, list) or not all(isinstance(p, str) for p in pools):
         raise serialization.ModelRefused("metadata.pools must be a list of names")
+    if isinstance(est, QueueingLatencyRegressor) and est.share_columns_ != len(classes):
+        raise serialization.ModelRefused(f"the model has {est.share_columns_} node classes, "
+                                         f"metadata.classes {len(classes)}")
     return EffectModel(str(doc.get("intent")), str(doc.get("objective")), str(kind), est,
                        tuple(pools), float(doc.get("timestamp", 0.0)), bool(doc.get("static")),
-                       meta)
+                       meta, tuple(classes))
 
 
 class LearnedKPI(Predictor):
@@ -103,11 +137,12 @@ class LearnedKPI(Predictor):
 
     kind = "learned"
 
-    def __init__(self, model: EffectModel) -> None:
+    def __init__(self, model: EffectModel, mix: Mapping[str, float] | None = None) -> None:
         self.model = model
+        self.mix = mix
 
     def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
-        X = self.model.features(batch, rate)
+        X = self.model.features(batch, rate, self.mix)
         est: QueueingLatencyRegressor | AvailabilityRegressor = self.model.estimator
         return Prediction(est.predict(X), est.predict_bound(X), est.supported(X))
 
@@ -121,15 +156,14 @@ class LearnedThroughput(Predictor):
 
     kind = "learned"
 
-    def __init__(self, model: EffectModel) -> None:
+    def __init__(self, model: EffectModel, mix: Mapping[str, float] | None = None) -> None:
         self.model = model
+        self.mix = mix
 
     def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
-        X = self.model.features(batch, rate)
+        X = self.model.features(batch, rate, self.mix)
         est: QueueingLatencyRegressor = self.model.estimator
-        theta = est.theta_
-        mu = np.exp(theta[0]) * X[:, 2] ** theta[1] * np.where(X[:, 3] > 0.5, np.exp(theta[2]), 1)
-        cap = X[:, 1] * mu * SATURATION
+        cap = est.capacity(X)
         served = np.minimum(rate, cap)
         return Prediction(served, np.minimum(rate, cap * 0.9), est.supported(X))
 

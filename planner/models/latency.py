@@ -1,12 +1,17 @@
 """A learned latency model: a queueing-shaped regressor with bootstrap uncertainty.
 
 The shape is physics, the numbers are learned. Each pod is taken as an M/M/c queue with
-``c = max(1, floor(cpu))`` servers and service rate ``mu * cpu**alpha * gpu_speedup``; the
-predicted percentile of response time is solved from the Erlang-C sojourn-time distribution and
-shifted by a base latency plus a per-pool offset (network distance). The parameters
-(``log mu``, ``alpha``, ``log gpu_speedup``, base, pool offsets) are fitted by robust nonlinear
-least squares on log latency (``soft_l1`` loss: outliers - pods mid-restart, load spikes inside
-the KPI window - pull little). A bootstrap ensemble of refits gives the uncertainty band.
+``c = max(1, floor(cpu))`` servers and service rate ``mu * cpu**alpha * gpu_speedup * speed_k``,
+where ``k`` is the pod's node class (node pool): node generations differ in speed. A
+configuration's pods are a mix over node classes (the share of pods in each); the load balancer
+sends a pod of class ``k`` a share proportional to ``speed_k**beta`` (``beta`` = 1: by
+capacity, as dispatch weights do; 0: round robin), and the predicted percentile is solved from
+the resulting mixture of Erlang-C sojourn-time distributions, shifted by a base latency plus the
+mix's per-class offset (network distance). The parameters (``log mu``, ``alpha``,
+``log gpu_speedup``, base, ``beta``, per-class log speeds and offsets) are fitted by robust
+nonlinear least squares on log latency (``soft_l1`` loss: outliers - pods mid-restart, load
+spikes inside the KPI window - pull little). A bootstrap ensemble of refits gives the
+uncertainty band.
 
 Follows the scikit-learn estimator API: ``__init__`` stores parameters, ``fit`` returns self,
 fitted attributes end in ``_``.
@@ -22,54 +27,26 @@ from numpy.typing import NDArray
 from scipy.optimize import least_squares
 from sklearn.base import BaseEstimator, RegressorMixin
 
+from planner.models.sojourn import SATURATION, mixture_sojourn_quantile, sojourn_quantile
+
 FloatArray = NDArray[np.float64]
-SATURATION = 0.98
+BASE_COLUMNS = 5
+"""``X`` columns before the node-class shares: rate, replicas, cpu, gpu, pool code."""
+N_FIXED = 5
+"""Leading parameters: log mu, alpha, log gpu speed-up, base latency, dispatch exponent beta."""
+SPEED_BOUND = 2.5
+"""Per-class log speed bound (relative to the reference class): 0.08x to 12x."""
 
-
-def _erlang_c(c: FloatArray, a: FloatArray) -> FloatArray:
-    """Vectorised Erlang C for integer server counts ``c`` (<= 64) and loads ``a < c``."""
-    cmax = int(np.max(c)) if c.size else 1
-    term = np.ones_like(a)
-    total = np.ones_like(a)
-    for k in range(1, cmax):
-        term = np.where(k < c, term * a / k, term)
-        total = np.where(k < c, total + term, total)
-    last = term * a / c / np.maximum(1.0 - a / c, 1e-12)
-    out: FloatArray = last / (total + last)
-    return out
-
-
-def sojourn_quantile(q: float, lam: FloatArray, mu: FloatArray, c: FloatArray,
-                     iterations: int = 7) -> FloatArray:
-    """``q`` quantile (ms) of the M/M/c sojourn time; ``inf`` where the queue is unstable.
-
-    Solves ``log S(t) = log(1 - q)`` by Newton's method from ``t = 0``: ``log S`` is convex
-    and decreasing, so the iterates rise monotonically to the root (to ~1e-11 relative in 6
-    steps over utilisations 1-97 % and 1-8 servers; checked against bisection in the tests).
-    """
-    stable = lam < SATURATION * mu
-    lam_s = np.where(stable, lam, 0.0)
-    s = mu / c / 1000.0
-    theta = (mu - lam_s) / 1000.0
-    close = np.abs(theta - s) < 1e-3 * s
-    theta = np.where(close, s * 1.001, theta)
-    wait = _erlang_c(c, lam_s / (mu / c))
-    a1 = (1.0 - wait) - wait * theta / (s - theta)
-    a2 = wait * s / (s - theta)
-    log_p = math.log(1.0 - q)
-    t = np.zeros_like(s)
-    for _ in range(iterations):
-        e1 = a1 * np.exp(-s * t)
-        e2 = a2 * np.exp(-theta * t)
-        surv = np.maximum(e1 + e2, 1e-300)
-        slope = np.minimum(-s * e1 - theta * e2, -1e-300)
-        t = t - (np.log(surv) - log_p) * surv / slope
-    out: FloatArray = np.where(stable, t, np.inf)
-    return out
+__all__ = ["SATURATION", "QueueingLatencyRegressor", "sojourn_quantile"]
 
 
 class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc]
-    """Predicts a latency percentile (ms) from ``X`` = [rate, replicas, cpu, gpu, pool].
+    """Predicts a latency percentile (ms) from ``X`` = [rate, replicas, cpu, gpu, pool,
+    share_0, ..., share_{K-1}].
+
+    ``pool`` is the pinned node pool's code (-1: none). The optional ``share_k`` columns are
+    the fraction of the pods on node class ``k``; without them, each pool code is its own class
+    (the pods of a pinned configuration all run in its pool) and "none" is one more.
 
     Parameters
     ----------
@@ -89,30 +66,51 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         self.timeout_ms = timeout_ms
         self.random_state = random_state
 
-    # -- parameter vector: [log_mu, alpha, log_gpu, base, offsets...]
-    def _unpack(self, theta: FloatArray) -> tuple[float, float, float, float, FloatArray]:
-        return (float(theta[0]), float(theta[1]), float(theta[2]), float(theta[3]),
-                np.asarray(theta[4:], dtype=float))
+    # -- node classes
+    def _shares(self, X: FloatArray) -> FloatArray:
+        """``(n, n_classes_)`` share of the pods per node class; all-zero rows: unknown."""
+        if self.share_columns_ > 0:
+            shares = np.zeros((X.shape[0], self.n_classes_))
+            k = min(X.shape[1] - BASE_COLUMNS, self.n_classes_)
+            shares[:, :k] = np.clip(X[:, BASE_COLUMNS:BASE_COLUMNS + k], 0.0, None)
+            total = shares.sum(axis=1, keepdims=True)
+            out: FloatArray = np.divide(shares, total, out=np.zeros_like(shares),
+                                        where=total > 0)
+            return out
+        codes = X[:, 4].astype(int)
+        idx = np.clip(np.where(codes >= 0, codes, self.n_classes_ - 1), 0, self.n_classes_ - 1)
+        onehot: FloatArray = np.zeros((X.shape[0], self.n_classes_))
+        onehot[np.arange(X.shape[0]), idx] = 1.0
+        return onehot
 
-    def _forward(self, theta: FloatArray, X: FloatArray) -> FloatArray:
-        log_mu, alpha, log_gpu, base, offsets = self._unpack(theta)
-        rate, replicas, cpu, gpu, pool = (X[:, i] for i in range(5))
+    # -- parameter vector: [log_mu, alpha, log_gpu, base, beta, log_speeds..., offsets...]
+    def _forward(self, theta: FloatArray, X: FloatArray,
+                 shares: FloatArray | None = None) -> FloatArray:
+        k = self.n_classes_
+        log_mu, alpha, log_gpu, base, beta = (float(v) for v in theta[:N_FIXED])
+        speed = np.exp(np.asarray(theta[N_FIXED:N_FIXED + k], dtype=float))
+        offsets = np.asarray(theta[N_FIXED + k:N_FIXED + 2 * k], dtype=float)
+        f = self._shares(X) if shares is None else shares
+        f = np.where(f.sum(axis=1, keepdims=True) > 0, f, 1.0 / k)
+        rate, replicas, cpu, gpu = (X[:, i] for i in range(4))
         mu = np.exp(log_mu) * cpu**alpha * np.where(gpu > 0.5, np.exp(log_gpu), 1.0)
         c = np.clip(np.floor(cpu), 1.0, 64.0)
-        lam = rate / np.maximum(replicas, 1e-9)
-        # offsets[-1] is "no pool pinned" (pods spread over pools); offsets[k] is pool k.
-        codes = pool.astype(int)
-        idx = np.where(codes >= 0, codes, len(offsets) - 1)
-        off = offsets[np.clip(idx, 0, len(offsets) - 1)]
-        out: FloatArray = max(base, 0.0) + off + sojourn_quantile(self.quantile, lam, mu, c)
+        pull = speed**beta                               # relative dispatch share of a pod
+        norm = f @ pull                                  # mean pull over the pods
+        lam = (rate / np.maximum(replicas, 1e-9) / norm)[:, None] * pull[None, :]
+        weight = f * pull[None, :] / norm[:, None]       # share of the requests per class
+        mus = mu[:, None] * speed[None, :]
+        cs = np.broadcast_to(c[:, None], lam.shape)
+        q = mixture_sojourn_quantile(self.quantile, lam, mus, cs, weight)
+        out: FloatArray = max(base, 0.0) + weight @ offsets + q
         return out
 
-    def _fit_theta(self, X: FloatArray, y: FloatArray, start: FloatArray, lo: FloatArray,
-                   hi: FloatArray, max_nfev: int = 200) -> FloatArray:
+    def _fit_theta(self, X: FloatArray, y: FloatArray, shares: FloatArray, start: FloatArray,
+                   lo: FloatArray, hi: FloatArray, max_nfev: int = 200) -> FloatArray:
         logy = np.log(y)
 
         def residuals(theta: FloatArray) -> FloatArray:
-            pred = self._forward(theta, X)
+            pred = self._forward(theta, X, shares)
             # An unstable prediction for an observed (finite) latency: a large, smooth penalty.
             r: FloatArray = np.where(np.isfinite(pred), np.log(np.maximum(pred, 1e-6)) - logy,
                                      5.0)
@@ -126,31 +124,46 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
     def fit(self, X: Any, y: Any) -> QueueingLatencyRegressor:
         X = np.asarray(X, dtype=float)
         y = np.asarray(y, dtype=float)
-        if X.ndim != 2 or X.shape[1] != 5 or X.shape[0] != y.shape[0]:
-            raise ValueError("X must be (n, 5): rate, replicas, cpu, gpu, pool; y (n,)")
+        if X.ndim != 2 or X.shape[1] < BASE_COLUMNS or X.shape[0] != y.shape[0]:
+            raise ValueError("X must be (n, 5 + K): rate, replicas, cpu, gpu, pool, then K "
+                             "node-class shares; y (n,)")
         keep = np.isfinite(y) & (y > 0) & (y < self.timeout_ms) & (X[:, 0] > 0)
         X, y = X[keep], y[keep]
         if len(y) < 3:
             raise ValueError(f"need at least 3 usable observations, got {len(y)}")
-        n_pools = int(max(X[:, 4].max() + 1, 0)) + 1  # + the "no pool pinned" offset
-        self.n_pools_ = n_pools
+        self.share_columns_ = X.shape[1] - BASE_COLUMNS
+        # Without share columns: one class per pool code, plus "no pool pinned".
+        self.n_classes_ = (self.share_columns_ if self.share_columns_ > 0
+                           else int(max(X[:, 4].max() + 1, 0)) + 1)
+        shares = self._shares(X)
+        usable = shares.sum(axis=1) > 0
+        X, y, shares = X[usable], y[usable], shares[usable]
+        if len(y) < 3:
+            raise ValueError(f"need at least 3 observations with known node classes, got {len(y)}")
+        k = self.n_classes_
         self.seen_gpu_ = bool((X[:, 3] > 0.5).any())
         self.seen_cpu_device_ = bool((X[:, 3] < 0.5).any())
-        self.seen_pools_ = sorted({int(p) for p in X[:, 4]})
+        self.seen_classes_ = [int(i) for i in np.flatnonzero(shares.sum(axis=0) > 0)]
         self.cpu_range_ = (float(X[:, 2].min()), float(X[:, 2].max()))
         self.cpu_sizes_ = sorted({float(c) for c in X[:, 2]})
-        self.per_core_range_ = self._per_core_load(X)
+        # Speeds are relative to the class most pods ran on; classes never seen keep speed 1.
+        ref = int(np.argmax(shares.sum(axis=0)))
+        free = np.zeros(k, dtype=bool)
+        free[self.seen_classes_] = True
+        free[ref] = False
         # Start: service rate from the busiest observation, base from the lightest.
         per_core = X[:, 0] / (X[:, 1] * X[:, 2])
         start = np.concatenate([[math.log(max(per_core.max() * 1.3, 1e-3)), 0.9, 0.0,
-                                 float(np.min(y)) * 0.5], np.zeros(n_pools)])
-        lo = np.concatenate([[math.log(1e-3), 0.3, -1.0 if self.seen_gpu_ else -1e-9, 0.0],
-                             np.full(n_pools, -1e3)])
-        hi = np.concatenate([[math.log(1e6), 1.2, 6.0 if self.seen_gpu_ else 1e-9,
-                              float(np.max(y))], np.full(n_pools, 1e4)])
+                                 float(np.min(y)) * 0.5, 0.5], np.zeros(k), np.zeros(k)])
+        eps = 1e-9
+        lo = np.concatenate([[math.log(1e-3), 0.3, -1.0 if self.seen_gpu_ else -eps, 0.0, 0.0],
+                             np.where(free, -SPEED_BOUND, -eps), np.full(k, -1e3)])
+        hi = np.concatenate([[math.log(1e6), 1.2, 6.0 if self.seen_gpu_ else eps,
+                              float(np.max(y)), 1.0], np.where(free, SPEED_BOUND, eps),
+                             np.full(k, 1e4)])
         start = np.clip(start, lo + 1e-12, hi - 1e-12)
-        self.theta_ = self._fit_theta(X, y, start, lo, hi)
-        pred = self._forward(self.theta_, X)
+        self.theta_ = self._fit_theta(X, y, shares, start, lo, hi)
+        pred = self._forward(self.theta_, X, shares)
         ok = np.isfinite(pred)
         resid = np.log(np.maximum(pred[ok], 1e-6)) - np.log(y[ok])
         mad = float(np.median(np.abs(resid - np.median(resid)))) if resid.size else 0.0
@@ -160,14 +173,26 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         thetas = []
         for _ in range(self.n_bootstrap):
             idx = rng.integers(0, len(y), len(y))
-            thetas.append(self._fit_theta(X[idx], y[idx], self.theta_, lo, hi, max_nfev=40))
+            thetas.append(self._fit_theta(X[idx], y[idx], shares[idx], self.theta_, lo, hi,
+                                          max_nfev=40))
         self.bootstrap_thetas_ = np.asarray(thetas, dtype=float).reshape(-1, len(self.theta_))
         return self
 
-    @staticmethod
-    def _per_core_load(X: FloatArray) -> tuple[float, float]:
-        load = X[:, 0] / (X[:, 1] * X[:, 2])
-        return float(load.min()), float(load.max())
+    def check_fitted(self) -> None:
+        """``ValueError`` unless the fitted attributes fit together (a loaded document)."""
+        k = self.n_classes_
+        if k < 1 or self.share_columns_ not in (0, k):
+            raise ValueError(f"{k} node classes with {self.share_columns_} share columns")
+        if self.theta_.shape != (N_FIXED + 2 * k,) or not np.isfinite(self.theta_).all():
+            raise ValueError(f"theta_ must hold {N_FIXED + 2 * k} finite numbers")
+        if self.bootstrap_thetas_.ndim != 2 or self.bootstrap_thetas_.shape[1:] != (
+                N_FIXED + 2 * k,):
+            raise ValueError("bootstrap_thetas_ does not match theta_")
+        if not all(float(i).is_integer() and 0 <= i < k for i in self.seen_classes_):
+            raise ValueError("seen_classes_ must be class indices")
+        self.seen_classes_ = [int(i) for i in self.seen_classes_]
+        if len(self.cpu_range_) != 2:
+            raise ValueError("cpu_range_ must be (min, max)")
 
     def predict(self, X: Any) -> FloatArray:
         return self._forward(self.theta_, np.asarray(X, dtype=float))
@@ -176,27 +201,54 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         """A conservative (upper) prediction: the ``bound_quantile`` of the bootstrap
         predictions, widened by the residual scale."""
         X = np.asarray(X, dtype=float)
-        mean = self.predict(X)
+        shares = self._shares(X)
+        mean = self._forward(self.theta_, X, shares)
         if len(self.bootstrap_thetas_) == 0:
             return mean * math.exp(self.residual_scale_)
-        preds = np.vstack([self._forward(t, X) for t in self.bootstrap_thetas_])
+        preds = np.vstack([self._forward(t, X, shares) for t in self.bootstrap_thetas_])
         with np.errstate(invalid="ignore"):
             q = np.quantile(preds, self.bound_quantile, axis=0, method="higher")
         out: FloatArray = np.maximum(q, mean) * math.exp(self.residual_scale_)
         return out
 
+    def capacity(self, X: Any) -> FloatArray:
+        """Requests per second each configuration serves before its first pod saturates
+        (the ``rate`` column is ignored)."""
+        X = np.asarray(X, dtype=float)
+        k = self.n_classes_
+        theta = self.theta_
+        speed = np.exp(theta[N_FIXED:N_FIXED + k])
+        pull = speed ** theta[4]
+        f = self._shares(X)
+        f = np.where(f.sum(axis=1, keepdims=True) > 0, f, 1.0 / k)
+        mu = np.exp(theta[0]) * X[:, 2] ** theta[1] * np.where(X[:, 3] > 0.5,
+                                                             np.exp(theta[2]), 1.0)
+        # A class-k pod gets rate * pull_k / (replicas * f @ pull): it saturates first.
+        per_class = SATURATION * mu[:, None] * speed[None, :] / pull[None, :]
+        first = np.min(np.where(f > 0, per_class, np.inf), axis=1)
+        out: FloatArray = first * X[:, 1] * (f @ pull)
+        return out
+
     def supported(self, X: Any) -> NDArray[np.bool_]:
-        """Rows like something seen in training: device and pool observed, CPU size observed
-        (or within a margin of the observed range once two sizes have been seen)."""
+        """Rows like something seen in training: device and node classes observed, CPU size
+        observed (or within a margin of the observed range once two sizes have been seen)."""
         X = np.asarray(X, dtype=float)
         gpu = X[:, 3] > 0.5
         dev_ok = np.where(gpu, self.seen_gpu_, self.seen_cpu_device_)
-        pool_ok = np.isin(X[:, 4].astype(int), self.seen_pools_)
+        shares = self._shares(X)
+        unseen = np.ones(self.n_classes_, dtype=bool)
+        unseen[self.seen_classes_] = False
+        if self.share_columns_ == 0:
+            codes = X[:, 4].astype(int)
+            known = (codes >= -1) & (codes < self.n_classes_ - 1)
+        else:
+            known = shares.sum(axis=1) > 0
+        class_ok = known & ~(shares[:, unseen] > 0).any(axis=1)
         lo, hi = self.cpu_range_
         if len(self.cpu_sizes_) < 2:
             # One CPU size seen: how latency scales with CPU is unknown; do not extrapolate.
             cpu_ok = np.isclose(X[:, 2], lo)
         else:
             cpu_ok = (X[:, 2] >= lo / 1.5) & (X[:, 2] <= hi * 1.5)
-        out: NDArray[np.bool_] = dev_ok & pool_ok & cpu_ok
+        out: NDArray[np.bool_] = dev_ok & class_ok & cpu_ok
         return out

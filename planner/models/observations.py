@@ -14,7 +14,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 FEATURES = ("rate", "replicas", "cpu", "gpu", "pool")
-"""Columns of the feature matrix; ``pool`` is an integer code (-1: no pool pinned)."""
+"""Leading columns of the feature matrix; ``pool`` is an integer code (-1: no pool pinned).
+The node-class share columns follow (see :func:`feature_names`)."""
+UNKNOWN_CLASS = ""
+"""Node class of pods whose node pool is not known."""
+
+
+def feature_names(classes: Sequence[str]) -> list[str]:
+    """All columns: :data:`FEATURES`, then the share of the pods on each node class."""
+    return [*FEATURES, *(f"share:{c}" for c in classes)]
 
 
 @dataclass(frozen=True)
@@ -22,6 +30,9 @@ class Dataset:
     X: NDArray[np.float64]
     y: NDArray[np.float64]
     pools: tuple[str, ...]
+    """Pinned pools, in the order of the ``pool`` codes."""
+    classes: tuple[str, ...]
+    """Node classes (node pools the pods ran on), in the order of the share columns."""
     times: NDArray[np.float64]
     utilization: NDArray[np.float64]
     """Mean CPU utilisation of the pods (NaN: unknown), to tell saturated rows apart."""
@@ -70,6 +81,20 @@ def _pods_match(pods: list[Any], cfg: Mapping[str, Any]) -> bool:
         for p in ready)
 
 
+def node_mix(ev: Mapping[str, Any]) -> dict[str, float]:
+    """Share of the event's ready pods per node pool; without pod details, the pinned pool
+    (or :data:`UNKNOWN_CLASS`)."""
+    counts: dict[str, float] = {}
+    for p in ev.get("pods") or ():
+        if isinstance(p, Mapping) and p.get("ready"):
+            key = str(p.get("pool") or UNKNOWN_CLASS)
+            counts[key] = counts.get(key, 0.0) + 1.0
+    total = sum(counts.values())
+    if total == 0:
+        return {str((ev.get("config") or {}).get("pool") or UNKNOWN_CLASS): 1.0}
+    return {k: v / total for k, v in counts.items()}
+
+
 def dataset(events: Iterable[Mapping[str, Any]], objective: str,
             settle_s: float = 60.0) -> Dataset:
     """Rows of (features, KPI value) for ``objective`` from ``events``."""
@@ -79,7 +104,9 @@ def dataset(events: Iterable[Mapping[str, Any]], objective: str,
     utils: list[float] = []
     evs = settled(list(events), settle_s)
     pools = tuple(sorted({str(e["config"]["pool"]) for e in evs if e["config"].get("pool")}))
-    for ev in evs:
+    mixes = [node_mix(ev) for ev in evs]
+    classes = tuple(sorted({k for m in mixes for k in m}))
+    for ev, mix in zip(evs, mixes, strict=True):
         value = (ev.get("current") or {}).get(objective)
         rate = (ev.get("load") or {}).get("request_rate")
         cfg = ev["config"]
@@ -87,11 +114,11 @@ def dataset(events: Iterable[Mapping[str, Any]], objective: str,
             continue
         rows.append([float(rate), float(cfg["replicas"]), float(cfg["cpu"]),
                      1.0 if cfg.get("device") == "gpu" else 0.0,
-                     pool_code(cfg.get("pool"), pools)])
+                     pool_code(cfg.get("pool"), pools), *(mix.get(c, 0.0) for c in classes)])
         ys.append(float(value))
         times.append(float(ev["time"]))
         util = (ev.get("load") or {}).get("cpu_utilization")
         utils.append(float(util) if util is not None else float("nan"))
-    X = np.asarray(rows, dtype=float).reshape(-1, len(FEATURES))
-    return Dataset(X, np.asarray(ys, dtype=float), pools, np.asarray(times, dtype=float),
-                   np.asarray(utils, dtype=float))
+    X = np.asarray(rows, dtype=float).reshape(-1, len(FEATURES) + len(classes))
+    return Dataset(X, np.asarray(ys, dtype=float), pools, classes,
+                   np.asarray(times, dtype=float), np.asarray(utils, dtype=float))

@@ -15,6 +15,7 @@ from planner.models.effects import (
     LearnedLatency,
     LearnedThroughput,
 )
+from planner.models.mix import expected_mix
 from planner.models.online import OnlineEstimates, explicit_predictors
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
 from planner.planners.base import PlanningContext
@@ -47,20 +48,21 @@ class PredictorSource:
         est = self.online.update(ctx)
         out: dict[str, Predictor] = explicit_predictors(ctx, est) if est is not None else {}
         latency_model = None
+        mix = expected_mix(ctx.workload, ctx.snapshot)
         for o in ctx.intent.spec.objectives:
             spec = ctx.profiles[o.name].spec
             model = self.cache.get(ctx.intent.key, o.name, ctx.now)
             if model is None or model.samples < self.min_samples:
                 continue
             if spec.type is KPIType.LATENCY and model.kind == KIND_LATENCY:
-                out[o.name] = LearnedLatency(model)
+                out[o.name] = LearnedLatency(model, mix)
                 latency_model = latency_model or model
             elif spec.type is KPIType.AVAILABILITY and model.kind == KIND_AVAILABILITY:
-                out[o.name] = LearnedAvailability(model)
+                out[o.name] = LearnedAvailability(model, mix)
         if latency_model is not None:
             for o in ctx.intent.spec.objectives:
                 if ctx.profiles[o.name].spec.type is KPIType.THROUGHPUT:
-                    out[o.name] = LearnedThroughput(latency_model)
+                    out[o.name] = LearnedThroughput(latency_model, mix)
         for o in ctx.intent.spec.objectives:
             if ctx.profiles[o.name].spec.type is KPIType.COST:
                 out[o.name] = ComputedCost(ctx.snapshot)

@@ -19,14 +19,15 @@ from planner.models.availability import AvailabilityRegressor
 from planner.models.latency import QueueingLatencyRegressor
 
 FORMAT = "intent-planner/estimator-json"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""2: latency models learn per-node-class speeds and a dispatch exponent."""
 
 # class name -> (class, fitted attribute -> kind); kinds: float, int, bool, array, list
 ALLOWED: dict[str, tuple[type[BaseEstimator], dict[str, str]]] = {
     "QueueingLatencyRegressor": (QueueingLatencyRegressor, {
         "theta_": "array", "bootstrap_thetas_": "array", "residual_scale_": "float",
-        "n_samples_": "int", "n_pools_": "int", "seen_gpu_": "bool", "seen_cpu_device_": "bool",
-        "seen_pools_": "list", "cpu_range_": "list", "per_core_range_": "list",
+        "n_samples_": "int", "n_classes_": "int", "share_columns_": "int", "seen_gpu_": "bool",
+        "seen_cpu_device_": "bool", "seen_classes_": "list", "cpu_range_": "list",
         "cpu_sizes_": "list",
     }),
     "AvailabilityRegressor": (AvailabilityRegressor, {
@@ -122,4 +123,8 @@ def loads(blob: bytes) -> BaseEstimator:
             setattr(model, key, tuple(v) if key.endswith("range_") else list(v))
         else:
             setattr(model, key, _check_number(key, v, kind))
+    try:
+        model.check_fitted()
+    except (ValueError, TypeError, IndexError) as exc:
+        raise ModelRefused(f"inconsistent {name}: {exc}") from None
     return model

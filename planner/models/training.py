@@ -166,4 +166,5 @@ class Trainer:
             meta["validation"] = {"mae": float(np.mean(np.abs(est.predict(X) - y))),
                                   "method": "in-sample, unsaturated rows"}
             kind = KIND_AVAILABILITY
-        return EffectModel(intent.key, objective, kind, est, ds.pools, now, False, meta)
+        return EffectModel(intent.key, objective, kind, est, ds.pools, now, False, meta,
+                           ds.classes)

@@ -1,0 +1,33 @@
+"""Where an unpinned workload's pods are expected to run: the node-pool mix a learned model
+needs to predict a configuration that leaves placement to the scheduler."""
+
+from __future__ import annotations
+
+from planner.models.observations import UNKNOWN_CLASS
+from planner.state import ClusterSnapshot, WorkloadState
+
+
+def expected_mix(workload: WorkloadState, snapshot: ClusterSnapshot) -> dict[str, float]:
+    """Share of the pods per node pool for an unpinned configuration.
+
+    While the workload runs unpinned, its ready pods say where the scheduler puts them (scaling
+    keeps roughly that mix). A pinned workload that were unpinned would spread over the
+    cluster: the pools' shares of the allocatable CPU are the guess then. Without nodes, the
+    pool is unknown.
+    """
+    if workload.config.pool is None:
+        counts: dict[str, float] = {}
+        for p in workload.pods:
+            if p.ready:
+                key = p.pool or UNKNOWN_CLASS
+                counts[key] = counts.get(key, 0.0) + 1.0
+        total = sum(counts.values())
+        if total > 0:
+            return {k: v / total for k, v in counts.items()}
+    capacity: dict[str, float] = {}
+    for n in snapshot.nodes:
+        capacity[n.pool] = capacity.get(n.pool, 0.0) + n.cpu_capacity
+    total = sum(capacity.values())
+    if total <= 0:
+        return {UNKNOWN_CLASS: 1.0}
+    return {k: v / total for k, v in capacity.items()}

@@ -1,0 +1,101 @@
+"""M/M/c response-time quantiles, vectorised: one queue per row, or a mixture of queue classes.
+
+The learned latency model (:mod:`planner.models.latency`) evaluates these for thousands of
+candidate configurations per planning cycle, so everything here is array code without Python
+loops over candidates.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import NDArray
+
+FloatArray = NDArray[np.float64]
+SATURATION = 0.98
+"""Utilisation from which a queue counts as unstable (its latency is a timeout)."""
+
+
+def erlang_c(c: FloatArray, a: FloatArray) -> FloatArray:
+    """Vectorised Erlang C for integer server counts ``c`` (<= 64) and loads ``a < c``."""
+    cmax = int(np.max(c)) if c.size else 1
+    term = np.ones_like(a)
+    total = np.ones_like(a)
+    for k in range(1, cmax):
+        term = np.where(k < c, term * a / k, term)
+        total = np.where(k < c, total + term, total)
+    last = term * a / c / np.maximum(1.0 - a / c, 1e-12)
+    out: FloatArray = last / (total + last)
+    return out
+
+
+def _survival_terms(lam: FloatArray, mu: FloatArray, c: FloatArray
+                    ) -> tuple[NDArray[np.bool_], FloatArray, FloatArray, FloatArray, FloatArray]:
+    """The sojourn survival ``S(t) = a1 exp(-s t) + a2 exp(-theta t)`` (t in ms) of M/M/c
+    queues with arrival rate ``lam``, total service rate ``mu`` (1/s) and ``c`` servers."""
+    stable = lam < SATURATION * mu
+    lam_s = np.where(stable, lam, 0.0)
+    s = mu / c / 1000.0
+    theta = (mu - lam_s) / 1000.0
+    close = np.abs(theta - s) < 1e-3 * s
+    theta = np.where(close, s * 1.001, theta)
+    wait = erlang_c(c, lam_s / (mu / c))
+    a1 = (1.0 - wait) - wait * theta / (s - theta)
+    a2 = wait * s / (s - theta)
+    return stable, s, theta, a1, a2
+
+
+def sojourn_quantile(q: float, lam: FloatArray, mu: FloatArray, c: FloatArray,
+                     iterations: int = 7) -> FloatArray:
+    """``q`` quantile (ms) of the M/M/c sojourn time; ``inf`` where the queue is unstable.
+
+    Solves ``log S(t) = log(1 - q)`` by Newton's method from ``t = 0``; the iterates rise to the
+    root (to ~1e-11 relative in 6 steps over utilisations 1-97 % and 1-8 servers; checked
+    against bisection in the tests).
+    """
+    stable, s, theta, a1, a2 = _survival_terms(lam, mu, c)
+    log_p = math.log(1.0 - q)
+    t = np.zeros_like(s)
+    for _ in range(iterations):
+        e1 = a1 * np.exp(-s * t)
+        e2 = a2 * np.exp(-theta * t)
+        surv = np.maximum(e1 + e2, 1e-300)
+        slope = np.minimum(-s * e1 - theta * e2, -1e-300)
+        t = t - (np.log(surv) - log_p) * surv / slope
+    out: FloatArray = np.where(stable, t, np.inf)
+    return out
+
+
+def mixture_sojourn_quantile(q: float, lam: FloatArray, mu: FloatArray, c: FloatArray,
+                             weight: FloatArray, iterations: int = 8) -> FloatArray:
+    """``q`` quantile (ms) of a mixture of M/M/c queues, one row per configuration.
+
+    All arrays are ``(n, K)``: per row, ``K`` classes of pods with per-pod arrival rate
+    ``lam``, service rate ``mu`` and ``c`` servers, and the share ``weight`` of the requests
+    each class serves (rows sum to 1; a class with weight 0 is absent). ``inf`` where a present
+    class is unstable. The root lies between the smallest and the largest per-class quantile;
+    Newton's method starts at the smallest (where the mixture survival is still above
+    ``1 - q``) and is kept inside that bracket.
+    """
+    per = sojourn_quantile(q, lam.ravel(), mu.ravel(), c.ravel()).reshape(lam.shape)
+    present = weight > 0
+    lo = np.min(np.where(present, per, np.inf), axis=1)
+    hi = np.max(np.where(present, per, -np.inf), axis=1)
+    if lam.shape[1] == 1:
+        return per[:, 0]
+    ok = np.isfinite(hi) & np.isfinite(lo)
+    _, s, theta, a1, a2 = _survival_terms(lam, mu, c)
+    w = np.where(present, weight, 0.0)
+    log_p = math.log(1.0 - q)
+    t = np.where(ok, lo, 0.0)
+    hi_f = np.where(ok, hi, 0.0)
+    lo_f = t.copy()
+    for _ in range(iterations):
+        e1 = w * a1 * np.exp(-s * t[:, None])
+        e2 = w * a2 * np.exp(-theta * t[:, None])
+        surv = np.maximum((e1 + e2).sum(axis=1), 1e-300)
+        slope = np.minimum((-s * e1 - theta * e2).sum(axis=1), -1e-300)
+        t = np.clip(t - (np.log(surv) - log_p) * surv / slope, lo_f, hi_f)
+    out: FloatArray = np.where(ok, t, np.inf)
+    return out

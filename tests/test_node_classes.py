@@ -1,0 +1,164 @@
+"""Node classes in the learned latency model: pods spread over node pools of different speed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from planner.models import serialization
+from planner.models.effects import KIND_LATENCY, EffectModel, from_document, to_document
+from planner.models.latency import QueueingLatencyRegressor
+from planner.models.mix import expected_mix
+from planner.models.observations import dataset
+from planner.models.predictor import CandidateBatch
+from planner.models.sojourn import _survival_terms, mixture_sojourn_quantile
+from planner.state import NodeState, PodState, WorkloadConfig, WorkloadState
+from simulator import queueing
+
+SPEEDS = np.array([1.0, 2.0])
+NETWORK = np.array([4.0, 0.0])
+
+
+def truth(rate: float, replicas: int, share_fast: float, q: float = 0.95) -> float:
+    """The simulator's ground truth: capacity-proportional dispatch over slow and fast pods."""
+    n_fast = round(replicas * share_fast)
+    speeds = np.array([2.0] * n_fast + [1.0] * (replicas - n_fast))
+    mu = 24.0 * speeds
+    base = 20.0 + np.where(speeds > 1.5, 0.0, 4.0)
+    shares = mu / mu.sum()
+    out = queueing.step_outcome(rate, shares, mu, base, 5000.0,
+                                servers=np.full(replicas, 2, dtype=np.int64))
+    value = queueing.quantile(out.components, q)
+    assert value is not None
+    return value
+
+
+def sample(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    rows, ys = [], []
+    while len(rows) < n:
+        replicas = int(rng.integers(4, 16))
+        fast = int(rng.integers(0, replicas + 1))
+        cap = 24.0 * (replicas + fast)
+        rate = float(rng.uniform(0.3, 0.85)) * cap
+        rows.append([rate, replicas, 2.0, 0.0, -1.0, 1 - fast / replicas, fast / replicas])
+        ys.append(truth(rate, replicas, fast / replicas))
+    return np.asarray(rows), np.asarray(ys) * np.exp(rng.normal(0, 0.01, n))
+
+
+def test_mixture_quantile_matches_bisection() -> None:
+    rng = np.random.default_rng(0)
+    n, k = 500, 3
+    mu = rng.uniform(5, 200, (n, k))
+    c = rng.integers(1, 9, (n, k)).astype(float)
+    lam = mu * rng.uniform(0.01, 0.95, (n, k))
+    w = rng.dirichlet(np.ones(k), n)
+    w[:, 2] = np.where(rng.random(n) < 0.5, 0.0, w[:, 2])
+    w /= w.sum(axis=1, keepdims=True)
+    t = mixture_sojourn_quantile(0.95, lam, mu, c, w)
+    _, s, th, a1, a2 = _survival_terms(lam, mu, c)
+
+    def surv(x: np.ndarray) -> np.ndarray:
+        out: np.ndarray = (w * (a1 * np.exp(-s * x[:, None])
+                                + a2 * np.exp(-th * x[:, None]))).sum(axis=1)
+        return out
+
+    lo, hi = np.zeros(n), np.full(n, 1e6)
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        above = surv(mid) > 0.05
+        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+    np.testing.assert_allclose(t, lo, rtol=1e-6)
+    lam[0, 0] = mu[0, 0]                  # one present class saturated: the mixture is too
+    w[0] = [0.5, 0.5, 0.0]
+    assert np.isinf(mixture_sojourn_quantile(0.95, lam, mu, c, w)[0])
+
+
+def test_learns_node_speeds_and_beats_the_model_without_them() -> None:
+    X, y = sample(60, 1)
+    Xt, yt = sample(80, 2)
+    with_mix = QueueingLatencyRegressor(n_bootstrap=2).fit(X, y)
+    blind = QueueingLatencyRegressor(n_bootstrap=2).fit(X[:, :5], y)
+    err = np.abs(with_mix.predict(Xt) - yt) / yt
+    err_blind = np.abs(blind.predict(Xt[:, :5]) - yt) / yt
+    assert err.mean() < 0.05
+    assert err.mean() < 0.5 * err_blind.mean()
+    speeds = np.exp(with_mix.theta_[5:7])
+    assert speeds[1] / speeds[0] == pytest.approx(2.0, rel=0.1)
+    # All pods on the fast class carry more than all on the slow one.
+    cap = with_mix.capacity(np.array([[0, 8, 2.0, 0, -1, 1, 0], [0, 8, 2.0, 0, -1, 0, 1]]))
+    assert cap[1] / cap[0] == pytest.approx(2.0, rel=0.1)
+
+
+def test_round_trip_with_classes_and_inconsistent_documents_refused() -> None:
+    X, y = sample(30, 3)
+    est = QueueingLatencyRegressor(n_bootstrap=2).fit(X, y)
+    model = EffectModel("video/analytics", "p95", KIND_LATENCY, est, (), 1.0, False, {},
+                        ("gen-new", "gen-old"))
+    doc = to_document(model)
+    assert doc["metadata"]["features"][-2:] == ["share:gen-new", "share:gen-old"]
+    back = from_document(doc)
+    np.testing.assert_allclose(back.estimator.predict(X), est.predict(X))
+    assert back.classes == ("gen-new", "gen-old")
+    doc["metadata"]["classes"] = ["gen-new"]
+    doc["metadata"]["features"] = doc["metadata"]["features"][:-1]
+    with pytest.raises(serialization.ModelRefused, match="node classes"):
+        from_document(doc)
+    import json
+    blob = json.loads(to_document(model)["blob"])
+    blob["fitted"]["theta_"]["__array__"] = blob["fitted"]["theta_"]["__array__"][:-1]
+    bad = {**to_document(model), "blob": json.dumps(blob).encode()}
+    with pytest.raises(serialization.ModelRefused, match="theta_"):
+        from_document(bad)
+
+
+def test_features_pin_or_spread_the_pods() -> None:
+    X, y = sample(30, 4)
+    est = QueueingLatencyRegressor(n_bootstrap=0).fit(X, y)
+    model = EffectModel("v/a", "p95", KIND_LATENCY, est, (), 1.0, False, {}, ("slow", "fast"))
+    batch = CandidateBatch.of([WorkloadConfig(6, 2.0, "cpu", None),
+                               WorkloadConfig(6, 2.0, "cpu", "fast"),
+                               WorkloadConfig(6, 2.0, "cpu", "elsewhere")])
+    feats = model.features(batch, 200.0, {"slow": 0.5, "fast": 0.5})
+    assert feats[:, 5:].tolist() == [[0.5, 0.5], [0.0, 1.0], [0.0, 0.0]]
+    assert est.supported(feats).tolist() == [True, True, False]
+    pred = est.predict(feats)
+    assert pred[1] < pred[0]              # all on fast nodes beats half on slow ones
+    # A mix naming a pool the model never saw: unsupported, not silently renormalised.
+    other = model.features(batch, 200.0, {"new-gen": 1.0})
+    assert not est.supported(other)[0]
+
+
+def _node(name: str, pool: str) -> NodeState:
+    return NodeState(name, pool, "eu", 16.0, 0.0, 0, 0, 0.04, 2.5)
+
+
+def test_expected_mix_follows_the_pods_or_the_capacity() -> None:
+    pods = (PodState("a", "n1", 2.0, "cpu", True, pool="slow"),
+            PodState("b", "n2", 2.0, "cpu", True, pool="fast"),
+            PodState("c", "n3", 2.0, "cpu", True, pool="fast"),
+            PodState("d", None, 2.0, "cpu", False))
+    nodes = (_node("n1", "slow"), _node("n2", "fast"), _node("n3", "fast"), _node("n4", "fast"))
+    from planner.state import ClusterSnapshot
+    snap = ClusterSnapshot(0.0, nodes, {})
+    wl = WorkloadState("v", "a", WorkloadConfig(3, 2.0), pods)
+    assert expected_mix(wl, snap) == pytest.approx({"slow": 1 / 3, "fast": 2 / 3})
+    pinned = WorkloadState("v", "a", WorkloadConfig(3, 2.0, pool="slow"), pods)
+    assert expected_mix(pinned, snap) == pytest.approx({"slow": 0.25, "fast": 0.75})
+
+
+def test_dataset_has_one_share_column_per_node_pool() -> None:
+    def ev(t: float, pools: list[str | None]) -> dict[str, Any]:
+        pods = [{"ready": True, "cpu": 2.0, "device": "cpu", "pool": p} for p in pools]
+        return {"time": t, "config": {"replicas": len(pools), "cpu": 2.0, "device": "cpu",
+                                      "pool": None},
+                "resources": {"ready_replicas": len(pools)}, "pods": pods,
+                "load": {"request_rate": 100.0}, "current": {"p95": 50.0}}
+
+    mixed: list[str | None] = ["a", "b", "b", None]
+    ds = dataset([ev(0, ["a", "b"]), ev(100, ["a", "b"]), ev(200, mixed), ev(300, mixed)],
+                 "p95")
+    assert ds.classes == ("", "a", "b")
+    assert ds.X[:, 5:].tolist() == [[0.0, 0.5, 0.5], [0.25, 0.25, 0.5]]
