@@ -57,12 +57,14 @@ def run_one(path: str, planner: str, seed: int, trials: int,
     }
 
 
-def oracle_core_hours(path: str, seed: int) -> float:
-    """Core-hours of the perfect-knowledge reference (``bench/oracle.py``) over active intents."""
+def oracle_totals(path: str, seed: int) -> tuple[float, float]:
+    """(core-hours, cost) of the perfect-knowledge reference (``bench/oracle.py``) over the
+    scenario's active intents."""
     from bench.oracle import oracle
     from simulator.scenario import load_scenario
 
-    return sum(v["core_hours"] for v in oracle(load_scenario(path), seed).values())
+    per = oracle(load_scenario(path), seed).values()
+    return sum(v["core_hours"] for v in per), sum(v["cost"] for v in per)
 
 
 def summarise(rows: list[dict[str, Any]], planners: list[str]) -> dict[str, Any]:
@@ -123,8 +125,9 @@ def main() -> None:
     with ProcessPoolExecutor(args.workers) as pool:
         rows = list(pool.map(run_one, *zip(*jobs, strict=True)))
     summary = summarise(rows, args.planners)
-    summary["oracle_core_hours"] = round(sum(oracle_core_hours(s, seed) for s in args.scenarios
-                                             for seed in args.seeds), 2)
+    refs = [oracle_totals(s, seed) for s in args.scenarios for seed in args.seeds]
+    summary["oracle_core_hours"] = round(sum(r[0] for r in refs), 2)
+    summary["oracle_cost"] = round(sum(r[1] for r in refs), 3)
     summary["runs"] = rows
     summary["wall_s"] = round(time.perf_counter() - t0, 1)
     summary["seeds"] = args.seeds
@@ -144,8 +147,13 @@ def main() -> None:
         print(f"  {p:<12} violation-min {d['violation_minutes']:>5}  core-h {d['core_hours']:>8}"
               f"  cost {d['cost']:>7}  actions {d['actions']:>5}  "
               f"worst plan p99 {d['plan_ms_p99_max']:.2f} ms")
-    print(f"  {'oracle':<12} core-h {summary['oracle_core_hours']:>8} (every latency objective "
-          "kept with perfect knowledge of load and workload, instant start-up: bench/oracle.py)")
+    print(f"  {'oracle':<12} core-h {summary['oracle_core_hours']:>8}  cost "
+          f"{summary['oracle_cost']:>7}  (every latency objective kept with perfect knowledge of "
+          "load and workload, instant start-up: bench/oracle.py)")
+    for p, d in summary["totals"].items():
+        print(f"  {p}/oracle{'':<{max(0, 11 - len(p))}} core-h "
+              f"x{d['core_hours'] / max(summary['oracle_core_hours'], 1e-9):.3f}  cost "
+              f"x{d['cost'] / max(summary['oracle_cost'], 1e-9):.3f}")
     for k, v in summary["ratios"].items():
         print(f"  {k:<18} violation-min x{v['violation_minutes']}  core-h x{v['core_hours']}  "
               f"cost x{v['cost']}")

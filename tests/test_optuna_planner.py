@@ -17,7 +17,7 @@ from planner.admin import AdminConfig, CpuBounds, ReplicaBounds
 from planner.intents import parse_intent, parse_profile
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
 from planner.planners.base import PlanningContext
-from planner.planners.optimizer import OptunaPlanner
+from planner.planners.optimizer import EXPLORE_GAIN, OptunaPlanner
 from planner.state import ClusterSnapshot, NodeState, PodState, WorkloadConfig, WorkloadState
 from simulator.characterize import characterize
 from simulator.runner import ScenarioRun
@@ -212,3 +212,84 @@ def test_vectorised_prices_match_the_per_configuration_cost() -> None:
                for d in ("cpu", "gpu") for p in (None, "p1", "p2")]
     got = prices(snap, CandidateBatch.of(configs))
     assert got.tolist() == pytest.approx([cost_per_hour(c, snap) for c in configs])
+
+
+class SeenOneCpuSize(TrueLatency):
+    """The same truth, but a model that has only observed 1-cpu pods."""
+
+    def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
+        p = super().predict(batch, rate)
+        return Prediction(p.mean, p.bound, batch.cpu == 1.0)
+
+
+def at(ctx: PlanningContext, now: float, latency: float, replicas: int | None = None,
+       cpu: float | None = None, rate: float = 300.0) -> PlanningContext:
+    import dataclasses
+
+    fresh = context(replicas=replicas or ctx.config.replicas, cpu=cpu or ctx.config.cpu,
+                    latency=latency, rate=rate)
+    return dataclasses.replace(fresh, now=now)
+
+
+def test_explores_an_unobserved_cheaper_shape_only_when_calm() -> None:
+    planner = planner_with(SeenOneCpuSize())
+    first = planner.plan(at(context(replicas=7), 1000.0, 40.0))
+    assert not first.exploratory          # just met: not watched long enough to be calm
+    calm = planner.plan(at(context(replicas=7), 1700.0, 40.0))
+    assert calm.exploratory and "exploratory" in calm.reason
+    assert calm.target.cpu != 1.0 and calm.cost_per_hour is not None
+    assert calm.cost_per_hour < 7 * 0.04 * (1 - EXPLORE_GAIN)
+    # Right after a violation: no experiments, the known shape only.
+    wary = planner_with(SeenOneCpuSize())
+    wary.plan(at(context(replicas=7), 1000.0, 40.0))
+    wary.plan(at(context(replicas=7), 1700.0, 80.0))
+    later = wary.plan(at(context(replicas=7), 2000.0, 40.0))
+    assert not later.exploratory and later.target.cpu == 1.0
+
+
+def test_trial_shape_is_held_then_abandoned_on_violation() -> None:
+    planner = planner_with(SeenOneCpuSize())
+    planner.plan(at(context(replicas=7), 0.0, 40.0))
+    first = planner.plan(at(context(replicas=7), 1000.0, 40.0))
+    shape = first.target
+    assert first.exploratory
+    # The trial shape runs and holds: it is kept although the model has not learned it yet,
+    # and scaled in that shape when the load grows.
+    held = planner.plan(at(context(), 1060.0, 45.0, shape.replicas, shape.cpu))
+    assert held.target == shape
+    grown = planner.plan(at(context(), 1075.0, 45.0, shape.replicas, shape.cpu, rate=900.0))
+    assert grown.target.cpu == shape.cpu and grown.target.replicas > shape.replicas
+    # It violates: back to the known shape, and not tried again within the retry period.
+    back = planner.plan(at(context(), 1120.0, 95.0, shape.replicas, shape.cpu))
+    assert back.target.cpu == 1.0 and not back.exploratory
+    again = planner.plan(at(context(replicas=7), 1000.0 + 1800.0, 40.0))
+    assert not (again.exploratory and again.target.cpu == shape.cpu)
+
+
+class Optimistic(TrueLatency):
+    """A model that predicts half the true latency."""
+
+    def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
+        p = super().predict(batch, rate)
+        return Prediction(p.mean / 2, p.bound / 2, p.supported)
+
+
+def test_observed_violation_corrects_an_optimistic_model() -> None:
+    # 5 x 1 cpu at 300 req/s: the optimistic model says ~34 ms, the workload shows 90 ms.
+    one_size = (1.0,)
+    ok = planner_with(Optimistic()).plan(context(replicas=5, latency=40.0, cpu_sizes=one_size))
+    assert ok.target.replicas <= 5 and "observed violated" not in ok.reason
+    plan = planner_with(Optimistic()).plan(context(replicas=5, latency=90.0,
+                                                   cpu_sizes=one_size))
+    assert "observed violated" in plan.reason
+    assert plan.target.replicas > 5
+
+
+def test_no_correction_while_new_pods_start() -> None:
+    import dataclasses
+
+    ctx = context(replicas=5, latency=90.0, cpu_sizes=(1.0,))
+    young = tuple(dataclasses.replace(p, started_at=ctx.now - 30.0) for p in ctx.workload.pods)
+    ctx = dataclasses.replace(ctx, workload=dataclasses.replace(ctx.workload, pods=young))
+    plan = planner_with(Optimistic()).plan(ctx)
+    assert "observed violated" not in plan.reason

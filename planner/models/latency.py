@@ -55,16 +55,19 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
     bound_quantile: which quantile of the bootstrap predictions ``predict_bound`` returns.
     timeout_ms: observations at or above this are saturation, not latency, and are dropped.
     random_state: seed of the bootstrap.
+    cpu_exponent_prior: how a pod's service rate grows with its CPU size (``cpu**alpha``)
+        until two sizes have been observed; then ``alpha`` is learned.
     """
 
     def __init__(self, quantile: float = 0.95, n_bootstrap: int = 8,
                  bound_quantile: float = 0.9, timeout_ms: float = 4000.0,
-                 random_state: int = 0) -> None:
+                 random_state: int = 0, cpu_exponent_prior: float = 0.9) -> None:
         self.quantile = quantile
         self.n_bootstrap = n_bootstrap
         self.bound_quantile = bound_quantile
         self.timeout_ms = timeout_ms
         self.random_state = random_state
+        self.cpu_exponent_prior = cpu_exponent_prior
 
     # -- node classes
     def _shares(self, X: FloatArray) -> FloatArray:
@@ -146,21 +149,26 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         self.seen_classes_ = [int(i) for i in np.flatnonzero(shares.sum(axis=0) > 0)]
         self.cpu_range_ = (float(X[:, 2].min()), float(X[:, 2].max()))
         self.cpu_sizes_ = sorted({float(c) for c in X[:, 2]})
-        # Speeds are relative to the class most pods ran on; classes never seen keep speed 1.
+        # Speeds and offsets are relative to the class most pods ran on (the base latency
+        # is that class's); classes never seen keep speed 1 and offset 0. What the data
+        # cannot tell stays at its prior: the CPU exponent until two sizes were seen.
         ref = int(np.argmax(shares.sum(axis=0)))
         free = np.zeros(k, dtype=bool)
         free[self.seen_classes_] = True
         free[ref] = False
+        alpha = float(self.cpu_exponent_prior)
+        alpha_lo, alpha_hi = (0.3, 1.2) if len(self.cpu_sizes_) > 1 else (alpha, alpha)
         # Start: service rate from the busiest observation, base from the lightest.
         per_core = X[:, 0] / (X[:, 1] * X[:, 2])
-        start = np.concatenate([[math.log(max(per_core.max() * 1.3, 1e-3)), 0.9, 0.0,
+        start = np.concatenate([[math.log(max(per_core.max() * 1.3, 1e-3)), alpha, 0.0,
                                  float(np.min(y)) * 0.5, 0.5], np.zeros(k), np.zeros(k)])
         eps = 1e-9
-        lo = np.concatenate([[math.log(1e-3), 0.3, -1.0 if self.seen_gpu_ else -eps, 0.0, 0.0],
-                             np.where(free, -SPEED_BOUND, -eps), np.full(k, -1e3)])
-        hi = np.concatenate([[math.log(1e6), 1.2, 6.0 if self.seen_gpu_ else eps,
+        lo = np.concatenate([[math.log(1e-3), alpha_lo - eps, -1.0 if self.seen_gpu_ else -eps,
+                              0.0, 0.0], np.where(free, -SPEED_BOUND, -eps),
+                             np.where(free, -1e3, -eps)])
+        hi = np.concatenate([[math.log(1e6), alpha_hi + eps, 6.0 if self.seen_gpu_ else eps,
                               float(np.max(y)), 1.0], np.where(free, SPEED_BOUND, eps),
-                             np.full(k, 1e4)])
+                             np.where(free, 1e4, eps)])
         start = np.clip(start, lo + 1e-12, hi - 1e-12)
         self.theta_ = self._fit_theta(X, y, shares, start, lo, hi)
         pred = self._forward(self.theta_, X, shares)

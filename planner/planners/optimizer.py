@@ -10,6 +10,14 @@ objectives as constraints. The current configuration is kept while it meets its 
 within ``tolerance`` and nothing is cheaper by more than ``hysteresis``: no flapping.
 When no configuration the models know is feasible, the planner takes the best-predicted
 unexplored one and marks the plan exploratory.
+
+Exploration: a learned model only vouches for the shapes (CPU size, device, pool) it was
+trained on, so a planner that never leaves them never learns that another shape is cheaper.
+While every objective holds and no violation is recent, the planner tries an unobserved shape
+that the model predicts feasible and at least ``EXPLORE_GAIN`` cheaper than the best known
+one (marked exploratory in the plan and the event). It keeps that shape as if known until the
+retrained model covers it, an objective is violated, or ``EXPLORE_HOLD_S`` pass; a shape is
+tried at most once per ``EXPLORE_RETRY_S``.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import numpy as np
 import optuna
 from numpy.typing import NDArray
 
+from planner.forecast import LoadForecast
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
 from planner.models.select import PredictorSource
 from planner.plan import Action, Plan
@@ -55,8 +64,75 @@ RISK_SCALE = 1.0
 SCALE_IN_MARGIN = 0.05
 """A cheaper configuration must also hold at this much more load before the planner moves to
 it from a configuration that meets its objectives (hysteresis in load, against flapping)."""
+EXPLORE_GAIN = 0.2
+"""An unobserved shape is tried only if predicted at least this much cheaper than the best
+known configuration."""
+EXPLORE_CALM_S = 600.0
+"""... and only when no objective was violated for this long (nor since the planner first saw
+the intent), and only with learned models (they say what they have not observed)."""
+EXPLORE_HOLD_S = 900.0
+EXPLORE_RETRY_S = 3600.0
 SATURATED_EXCESS = 1e8
 """``excess`` at or above this means a prediction of an unstable queue (infinite latency)."""
+
+
+Shape = tuple[float, str, str | None]
+"""(CPU size, device, pool): what a learned model must have observed to vouch for."""
+
+
+def _shape(cfg: WorkloadConfig) -> Shape:
+    return (cfg.cpu, cfg.device, cfg.pool)
+
+
+def _shape_mask(batch: CandidateBatch, shape: Shape | None) -> NDArray[np.bool_]:
+    if shape is None:
+        return np.zeros(len(batch), dtype=bool)
+    cpu, device, pool = shape
+    out: NDArray[np.bool_] = ((batch.cpu == cpu) & ((batch.gpu > 0.5) == (device == "gpu"))
+                              & np.array([p == pool for p in batch.pool], dtype=bool))
+    return out
+
+
+MAX_CORRECTION = 1.5
+"""Largest factor by which an observed violation scales the load planned for."""
+SETTLED_S = 90.0
+"""A configuration whose pods are all ready and none younger than this is settled: what is
+observed is its own behaviour, not a scale-up still under way."""
+
+
+def _load_correction(ctx: PlanningContext, preds: dict[str, Predictor]) -> dict[str, float]:
+    """Per minimised objective observed violated although its model predicts the current
+    configuration within target: the factor on the load at which the model would predict
+    what was observed (at most ``MAX_CORRECTION``). Planning for that much more load is
+    feedback for a model that is too optimistic right now: the current configuration no
+    longer "meets every objective", and every candidate gets the same extra capacity."""
+    from planner.intents import objective_met
+
+    factors: dict[str, float] = {}
+    rate = ctx.workload.request_rate or 0.0
+    pods = ctx.workload.pods
+    if (_rollout_in_progress(ctx) or len(pods) != ctx.config.replicas
+            or any(not p.ready or ctx.now - p.started_at < SETTLED_S for p in pods)):
+        return factors
+    batch = CandidateBatch.of([ctx.config])
+    for o in ctx.intent.spec.objectives:
+        p, seen, prof = preds.get(o.name), ctx.current.get(o.name), ctx.profiles[o.name]
+        if p is None or seen is None or rate <= 0 or not prof.spec.minimizes or objective_met(
+                seen, o, prof) is not False:
+            continue
+        now = p.predict(batch, rate)
+        # Only where the model claims to know the configuration: an unobserved shape's
+        # error says nothing about the shapes it was trained on.
+        if not now.supported[0] or not float(now.mean[0]) < seen:
+            continue
+        lo, hi = 1.0, MAX_CORRECTION
+        if float(p.predict(batch, rate * hi).mean[0]) > seen:
+            for _ in range(12):                  # predicted latency grows with load
+                mid = 0.5 * (lo + hi)
+                lo, hi = (mid, hi) if float(p.predict(batch, rate * mid).mean[0]) < seen \
+                    else (lo, mid)
+        factors[o.name] = hi
+    return factors
 
 
 @dataclass(frozen=True)
@@ -108,6 +184,48 @@ class OptunaPlanner(Planner):
         self._alarm: dict[str, float] = {}
         """Per intent, how recently objectives were violated (1 after a violation, decaying):
         the risk margin grows where the models have been too optimistic."""
+        self.forecast = LoadForecast()
+        """Per intent, recent load and pod start-ups: on rising load the planner sizes for the
+        rate expected when the pods it orders now are ready (never below the current rate)."""
+        self._trial: dict[str, tuple[Shape, float]] = {}
+        """Per intent, the unobserved shape being tried and since when."""
+        self._tried: dict[str, dict[Shape, float]] = {}
+        """Per intent, when each shape was last tried."""
+        self._violated_at: dict[str, float] = {}
+
+    # ---------------------------------------------------------------- exploration
+    def _active_trial(self, ctx: PlanningContext, violated: bool) -> Shape | None:
+        key = ctx.intent.key
+        trial = self._trial.get(key)
+        if trial is None:
+            return None
+        shape, since = trial
+        if violated or ctx.now - since > EXPLORE_HOLD_S:
+            del self._trial[key]
+            return None
+        return shape
+
+    def _explore(self, ctx: PlanningContext, scored: Scored, supported: NDArray[np.bool_],
+                 best: int, violated: bool) -> int | None:
+        """Index of an unobserved shape worth trying now, or ``None``."""
+        key = ctx.intent.key
+        calm = ctx.now - self._violated_at.get(key, -math.inf) >= EXPLORE_CALM_S
+        if violated or not calm or key in self._trial or _rollout_in_progress(ctx):
+            return None
+        cand = scored.feasible & ~supported & (
+            scored.score < scored.score[best] * (1.0 - EXPLORE_GAIN))
+        tried = self._tried.setdefault(key, {})
+        for i in np.flatnonzero(cand):
+            if ctx.now - tried.get(_shape(scored.batch.config(int(i))), -math.inf) \
+                    < EXPLORE_RETRY_S:
+                cand[i] = False
+        if not cand.any():
+            return None
+        idx = int(np.flatnonzero(cand)[np.argmin(scored.score[cand])])
+        shape = _shape(scored.batch.config(idx))
+        tried[shape] = ctx.now
+        self._trial[key] = (shape, ctx.now)
+        return idx
 
     def predictors(self, ctx: PlanningContext) -> dict[str, Predictor]:
         if self.source is None:
@@ -273,18 +391,28 @@ class OptunaPlanner(Planner):
     # ---------------------------------------------------------------- plan
     def plan(self, ctx: PlanningContext) -> Plan:
         cfg = ctx.config
+        key = ctx.intent.key
+        self.forecast.observe(key, ctx.now, ctx.workload.request_rate)
+        self.forecast.observe_pods(key, ctx.now, ctx.workload.pods)
         on_hold = hold_if_unknown(ctx, self.name)
         if on_hold is not None:
             return on_hold
-        key = ctx.intent.key
-        self._alarm[key] = 1.0 if _violated_any(ctx) else self._alarm.get(key, 0.0) * ALARM_DECAY
+        violated = _violated_any(ctx)
+        self._alarm[key] = 1.0 if violated else self._alarm.get(key, 0.0) * ALARM_DECAY
+        if violated or key not in self._violated_at:
+            # A new intent is not calm yet either: it has not been watched long enough.
+            self._violated_at[key] = ctx.now
+        trial = self._active_trial(ctx, violated)
         preds = self.predictors(ctx)
         if not preds:
             return Plan(ctx.intent.key, self.name, cfg, cfg,
                         reason="no action: no model yet (load too low to estimate)")
+        corrected = _load_correction(ctx, preds)
         kinds = sorted({p.kind for p in preds.values()})
         blind = [o.name for o in ctx.intent.spec.objectives if o.name not in preds]
-        rate = (ctx.workload.request_rate or 0.0) * (1.0 + ctx.admin.headroom)
+        fc = self.forecast.forecast(key, ctx.workload.request_rate or 0.0,
+                                    self.forecast.horizon_s(key, ctx.admin.cycle_s))
+        rate = fc.rate * (1.0 + ctx.admin.headroom) * max(corrected.values(), default=1.0)
         space = space_for(ctx)
         if space.size <= min(FULL_GRID_LIMIT, self.grid_limit):
             scored, how = self.score(ctx, space.grid(), rate, preds), f"grid of {space.size}"
@@ -293,12 +421,25 @@ class OptunaPlanner(Planner):
         else:
             scored, how = self._study(ctx, space, rate, preds)
         current = self.score(ctx, CandidateBatch.of([cfg]), rate, preds, slack=1.0)
-        keep_current = bool(current.feasible[0] and current.supported[0])
-        known = scored.feasible & scored.supported
+        # The shape on trial counts as known until the retrained model covers it.
+        supported = scored.supported | _shape_mask(scored.batch, trial)
+        keep_current = bool(current.feasible[0] and (current.supported[0]
+                                                     or _shape(cfg) == trial))
+        known = scored.feasible & supported
         exploratory = False
         if known.any():
             idx = int(np.flatnonzero(known)[np.argmin(scored.score[known])])
             why = "cheapest configuration predicted to meet every objective"
+            probe = (self._explore(ctx, scored, supported, idx, violated)
+                     if "learned" in kinds else None)
+            if probe is not None:
+                gain = 1.0 - float(scored.score[probe] / scored.score[idx])
+                idx, exploratory = probe, True
+                c = scored.batch.config(probe)
+                why = (f"exploratory: {c.cpu:g} cpu {c.device}"
+                       + (f" in {c.pool}" if c.pool else "")
+                       + f" not observed yet, predicted {gain:.0%} cheaper than the best known;"
+                       " tried while every objective holds")
         elif scored.feasible.any():
             idx = int(np.flatnonzero(scored.feasible)[np.argmin(scored.score[scored.feasible])])
             exploratory = True
@@ -318,6 +459,9 @@ class OptunaPlanner(Planner):
             # Cheaper, but only just feasible: moving there now would come back next cycle.
             idx = -1
         if keep_current and (idx < 0 or scored.score[idx] > current.score[0] * (1 - HYSTERESIS)):
+            if exploratory:                      # the probe lost to the current configuration
+                shape, _ = self._trial.pop(key)
+                self._tried[key].pop(shape, None)
             best, why, exploratory = cfg, "current configuration still meets every objective", \
                 False
             chosen, i_chosen = current, 0
@@ -331,7 +475,12 @@ class OptunaPlanner(Planner):
         pretty = (f"{target.replicas} x {target.cpu:g} cpu {target.device}"
                   + (f" in {target.pool}" if target.pool else ""))
         reason = (f"{why}: {pretty} at {float(chosen.cost[i_chosen]):.3f}/h "
-                  f"({how}, {'+'.join(kinds)} models, {rate:.0f} req/s planned)")
+                  f"({how}, {'+'.join(kinds)} models, {rate:.0f} req/s planned"
+                  + (f" (forecast +{fc.pct_per_min:.0f} %/min over {fc.horizon_s:.0f} s)"
+                     if fc.raised else "") + ")")
+        if corrected:
+            reason += "; " + ", ".join(f"load x{f:.2f} planned: {n} observed violated, above "
+                                       "its model" for n, f in corrected.items())
         if blind:
             reason += f"; no model for {', '.join(blind)}: not planned for"
         if transition:
