@@ -46,8 +46,9 @@ pytest: install system-packages
 
 test: lint typecheck pytest
 
-# Benchmarks print their figures (see docs/benchmarks.md); about 15 minutes in all.
+# Benchmarks print their figures (see docs/benchmarks.md); about 25 minutes in all.
 bench: install system-packages
+	$(BIN)/python bench/table.py
 	$(BIN)/python bench/models.py
 	$(BIN)/python bench/slo.py
 	$(BIN)/python bench/dispatch.py
