@@ -9,12 +9,15 @@ For every minute it takes the peak of the noise-free trace and searches the plan
 each configuration with the simulator's ground truth: per-pod M/M/c queues at the pool's speed
 and network latency, the device's speed-up, the load balancer's split (by capacity when the
 ``weights`` actuator runs, else round robin), unpinned pods spread over the eligible pools in
-proportion to their nodes (the simulator's scheduler fills the emptiest node first), and the
-exact percentile of the mixture. Cluster capacity bounds the replicas.
+proportion to their CPU (the simulator's scheduler fills the emptiest node first), and the
+exact percentile of the mixture. Cluster capacity bounds the replicas. Minutes where no
+configuration keeps the objectives count no cost and are reported as ``infeasible_minutes``.
 
-It is a reference, not a proof: start-up delays, failures, KPI windows, noise and cooldowns
-are left out (they all cost more), and the minute's peak is planned for (which costs more than
-a planner that rides the noise-free curve inside the minute).
+It is a reference, not a proof: start-up delays, failures, noise and cooldowns are left out
+(they all cost more); availability objectives are not modelled; and the minute's peak is
+planned for, which costs more than a planner that rides the noise-free curve inside the minute
+(a little on these traces, whose load changes slowly within a minute, except at the steps of a
+flash sale).
 """
 
 from __future__ import annotations
@@ -40,8 +43,10 @@ class Shape:
 def _mix(pools: Sequence[PoolSpec], shape: Shape) -> list[tuple[PoolSpec, float]]:
     eligible = [p for p in pools if (shape.pool is None or p.name == shape.pool)
                 and (shape.device != "gpu" or p.gpus > 0)]
-    nodes = sum(p.nodes for p in eligible)
-    return [(p, p.nodes / nodes) for p in eligible] if nodes else []
+    # The scheduler puts each pod on the node with the most free CPU: pods spread in
+    # proportion to the pools' CPU.
+    cores = sum(p.nodes * p.cpu for p in eligible)
+    return [(p, p.nodes * p.cpu / cores) for p in eligible] if cores else []
 
 
 def _max_replicas(pools: Sequence[PoolSpec], shape: Shape) -> int:

@@ -57,14 +57,15 @@ def run_one(path: str, planner: str, seed: int, trials: int,
     }
 
 
-def oracle_totals(path: str, seed: int) -> tuple[float, float]:
-    """(core-hours, cost) of the perfect-knowledge reference (``bench/oracle.py``) over the
-    scenario's active intents."""
+def oracle_totals(path: str, seed: int) -> tuple[float, float, int]:
+    """(core-hours, cost, infeasible minutes) of the perfect-knowledge reference
+    (``bench/oracle.py``) over the scenario's active intents."""
     from bench.oracle import oracle
     from simulator.scenario import load_scenario
 
     per = oracle(load_scenario(path), seed).values()
-    return sum(v["core_hours"] for v in per), sum(v["cost"] for v in per)
+    return (sum(v["core_hours"] for v in per), sum(v["cost"] for v in per),
+            sum(v["infeasible_minutes"] for v in per))
 
 
 def summarise(rows: list[dict[str, Any]], planners: list[str]) -> dict[str, Any]:
@@ -128,6 +129,7 @@ def main() -> None:
     refs = [oracle_totals(s, seed) for s in args.scenarios for seed in args.seeds]
     summary["oracle_core_hours"] = round(sum(r[0] for r in refs), 2)
     summary["oracle_cost"] = round(sum(r[1] for r in refs), 3)
+    summary["oracle_infeasible_minutes"] = sum(r[2] for r in refs)
     summary["runs"] = rows
     summary["wall_s"] = round(time.perf_counter() - t0, 1)
     summary["seeds"] = args.seeds
@@ -148,8 +150,9 @@ def main() -> None:
               f"  cost {d['cost']:>7}  actions {d['actions']:>5}  "
               f"worst plan p99 {d['plan_ms_p99_max']:.2f} ms")
     print(f"  {'oracle':<12} core-h {summary['oracle_core_hours']:>8}  cost "
-          f"{summary['oracle_cost']:>7}  (every latency objective kept with perfect knowledge of "
-          "load and workload, instant start-up: bench/oracle.py)")
+          f"{summary['oracle_cost']:>7}  infeasible minutes "
+          f"{summary['oracle_infeasible_minutes']}  (every latency objective kept with perfect "
+          "knowledge of load and workload, instant start-up: bench/oracle.py)")
     for p, d in summary["totals"].items():
         print(f"  {p}/oracle{'':<{max(0, 11 - len(p))}} core-h "
               f"x{d['core_hours'] / max(summary['oracle_core_hours'], 1e-9):.3f}  cost "

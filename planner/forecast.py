@@ -75,11 +75,16 @@ def theil_sen_slope(t: Iterable[float], y: Iterable[float]) -> float:
     return float(np.median((ya[j] - ya[i])[ok] / dt[ok]))
 
 
+MAX_SEEN = 512
+"""Pod names remembered per intent (so a pod is judged on first sight only)."""
+
+
 @dataclass
 class _Startup:
     pending: dict[str, tuple[float, float]] = field(default_factory=dict)
     """Pod name -> (created at, last seen not ready)."""
-    seen: deque[str] = field(default_factory=lambda: deque(maxlen=512))
+    seen: dict[str, None] = field(default_factory=dict)
+    """Pod names already looked at, oldest first (a bounded, insertion-ordered set)."""
     samples: deque[float] = field(default_factory=deque)
 
 
@@ -142,7 +147,9 @@ class LoadForecast:
                 else:
                     st.pending[p.name] = (created, t)
             elif p.name not in st.seen:
-                st.seen.append(p.name)
+                st.seen[p.name] = None
+                if len(st.seen) > MAX_SEEN:
+                    del st.seen[next(iter(st.seen))]
                 if not p.ready and p.started_at > 0 and p.started_at <= t \
                         and len(st.pending) < self.max_pending:
                     st.pending[p.name] = (p.started_at, t)
@@ -150,6 +157,12 @@ class LoadForecast:
             del st.pending[gone]
 
     # ---------------------------------------------------------------- projection
+    def peak(self, key: str, now: float, span_s: float) -> float | None:
+        """The highest rate observed for ``key`` in the last ``span_s`` (``None``: none)."""
+        pts = self._points.get(key)
+        rates = [r for t, r in pts or () if t >= now - span_s]
+        return max(rates) if rates else None
+
     def startup_s(self, key: str) -> float:
         """Median of the learned start-up samples, else ``default_startup_s``."""
         st = self._startup.get(key)

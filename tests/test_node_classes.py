@@ -162,3 +162,23 @@ def test_dataset_has_one_share_column_per_node_pool() -> None:
                  "p95")
     assert ds.classes == ("", "a", "b")
     assert ds.X[:, 5:].tolist() == [[0.0, 0.5, 0.5], [0.25, 0.25, 0.5]]
+
+
+@pytest.mark.parametrize("mutate", [
+    lambda b: b["params"].update(quantile="0.95"),
+    lambda b: b["params"].update(quantile=1.0),
+    lambda b: b["params"].update(bound_quantile=2.0),
+    lambda b: b["fitted"].update(residual_scale_=1e3),
+    lambda b: b["fitted"]["bootstrap_thetas_"]["__array__"][0].__setitem__(0, float("nan")),
+    lambda b: b["fitted"].update(seen_classes_=[7]),
+], ids=["quantile-text", "quantile-1", "bound-quantile-2", "huge-residual", "nan-bootstrap",
+        "class-out-of-range"])
+def test_documents_that_would_fail_at_predict_time_are_refused_at_load(mutate: Any) -> None:
+    import json
+
+    X, y = sample(20, 5)
+    est = QueueingLatencyRegressor(n_bootstrap=2).fit(X, y)
+    blob = json.loads(serialization.dumps(est))
+    mutate(blob)
+    with pytest.raises(serialization.ModelRefused, match="inconsistent"):
+        serialization.loads(json.dumps(blob).encode())

@@ -17,7 +17,8 @@ from planner.admin import AdminConfig, CpuBounds, ReplicaBounds
 from planner.intents import parse_intent, parse_profile
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
 from planner.planners.base import PlanningContext
-from planner.planners.optimizer import EXPLORE_GAIN, OptunaPlanner
+from planner.planners.feedback import EXPLORE_GAIN
+from planner.planners.optimizer import OptunaPlanner
 from planner.state import ClusterSnapshot, NodeState, PodState, WorkloadConfig, WorkloadState
 from simulator.characterize import characterize
 from simulator.runner import ScenarioRun
@@ -293,3 +294,42 @@ def test_no_correction_while_new_pods_start() -> None:
     ctx = dataclasses.replace(ctx, workload=dataclasses.replace(ctx.workload, pods=young))
     plan = planner_with(Optimistic()).plan(ctx)
     assert "observed violated" not in plan.reason
+
+
+class SeenSmall(TrueLatency):
+    """A model that has seen 1-cpu pods, at most 3 of them."""
+
+    def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
+        p = super().predict(batch, rate)
+        return Prediction(p.mean, p.bound, (batch.cpu == 1.0) & (batch.replicas <= 3))
+
+
+def test_unknown_only_feasible_with_current_within_tolerance_keeps_current() -> None:
+    # Nothing known is feasible at 0 % tolerance; the current one is within 50 %: kept, and
+    # the planner's exploration state is untouched (this path once raised KeyError).
+    planner = planner_with(SeenSmall())
+    plan = planner.plan(context(replicas=3, rate=170.0, tolerance=0.5, latency=40.0))
+    assert plan.target == WorkloadConfig(3, 1.0) and not plan.exploratory
+    assert planner.explorer.trials == {}
+
+
+def test_violation_left_over_from_a_passed_peak_is_not_model_error() -> None:
+    # An accurate model: 5 x 1 cpu is 78 ms at 300 req/s, 53 ms at 200 req/s; the KPI window
+    # still shows 70 ms from the peak.
+    planner = planner_with(TrueLatency())
+    planner.plan(at(context(replicas=5), 970.0, 70.0, rate=300.0))
+    after = planner.plan(at(context(replicas=5), 985.0, 70.0, rate=200.0))
+    assert "observed violated" not in after.reason
+    fresh = planner_with(TrueLatency()).plan(at(context(replicas=5), 985.0, 70.0, rate=200.0))
+    assert "observed violated" in fresh.reason      # without the peak it would read as error
+
+
+def test_forecast_peak_is_the_highest_recent_rate() -> None:
+    from planner.forecast import LoadForecast
+
+    f = LoadForecast()
+    for t, r in ((0.0, 100.0), (30.0, 300.0), (60.0, 150.0), (90.0, 120.0)):
+        f.observe("k", t, r)
+    assert f.peak("k", 90.0, 60.0) == 300.0
+    assert f.peak("k", 90.0, 45.0) == 150.0
+    assert f.peak("other", 90.0, 60.0) is None

@@ -47,3 +47,23 @@ def test_oracle_reports_cost_and_core_hours_per_intent() -> None:
     assert out["core_hours"] > 0 and out["cost"] > 0
     # Cores are 2-cpu pods over the hour: between the admin's min and max replicas.
     assert 2 * 2 * 1.0 <= out["core_hours"] <= 30 * 2 * 1.0
+
+
+def test_mixed_pools_match_the_simulators_own_dispatch() -> None:
+    from simulator import queueing
+
+    svc = W.service
+    mu0 = queueing.service_rate(svc.rate_per_core, 2.0, svc.cpu_exponent, svc.gpu_speedup, "cpu")
+    # 8 unpinned pods: 4 on gen-old (speed 1, +4 ms), 4 on gen-new (speed 2).
+    mu = np.array([mu0] * 4 + [2 * mu0] * 4)
+    base = np.array([svc.base_latency_ms + 4.0] * 4 + [svc.base_latency_ms] * 4)
+    servers = np.full(8, 2, dtype=np.int64)
+    for weighted in (True, False):
+        shares = mu / mu.sum() if weighted else np.full(8, 1 / 8)
+        out = queueing.step_outcome(150.0, shares, mu, base, svc.timeout_ms, servers=servers)
+        want = queueing.quantile(out.components, 0.95)
+        got = latency_ms(W, POOLS, Shape(2.0, "cpu", None), 8, 150.0, 0.95, weighted)
+        assert got == pytest.approx(want, rel=1e-6)
+    # Weights matter here: by capacity beats round robin.
+    assert latency_ms(W, POOLS, Shape(2.0, "cpu", None), 8, 150.0, 0.95, True) < \
+        latency_ms(W, POOLS, Shape(2.0, "cpu", None), 8, 150.0, 0.95, False)

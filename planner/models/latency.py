@@ -34,6 +34,8 @@ BASE_COLUMNS = 5
 """``X`` columns before the node-class shares: rate, replicas, cpu, gpu, pool code."""
 N_FIXED = 5
 """Leading parameters: log mu, alpha, log gpu speed-up, base latency, dispatch exponent beta."""
+MAX_RESIDUAL_SCALE = 5.0
+"""A fitted log-latency residual scale beyond this is no model (exp(5) = 148x)."""
 SPEED_BOUND = 2.5
 """Per-class log speed bound (relative to the reference class): 0.08x to 12x."""
 
@@ -188,6 +190,16 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
 
     def check_fitted(self) -> None:
         """``ValueError`` unless the fitted attributes fit together (a loaded document)."""
+        for name in ("quantile", "bound_quantile"):
+            v = getattr(self, name)
+            if not isinstance(v, float | int) or isinstance(v, bool) or not 0.0 < v < 1.0:
+                raise ValueError(f"{name} must be a number between 0 and 1, got {v!r}")
+        for name in ("timeout_ms", "cpu_exponent_prior"):
+            v = getattr(self, name)
+            if not isinstance(v, float | int) or isinstance(v, bool) or not 0.0 < v < 1e6:
+                raise ValueError(f"{name} must be a positive number, got {v!r}")
+        if not 0.0 <= self.residual_scale_ <= MAX_RESIDUAL_SCALE:
+            raise ValueError(f"residual_scale_ must be within [0, {MAX_RESIDUAL_SCALE}]")
         k = self.n_classes_
         if k < 1 or self.share_columns_ not in (0, k):
             raise ValueError(f"{k} node classes with {self.share_columns_} share columns")
@@ -196,6 +208,8 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         if self.bootstrap_thetas_.ndim != 2 or self.bootstrap_thetas_.shape[1:] != (
                 N_FIXED + 2 * k,):
             raise ValueError("bootstrap_thetas_ does not match theta_")
+        if not np.isfinite(self.bootstrap_thetas_).all():
+            raise ValueError("bootstrap_thetas_ must be finite")
         if not all(float(i).is_integer() and 0 <= i < k for i in self.seen_classes_):
             raise ValueError("seen_classes_ must be class indices")
         self.seen_classes_ = [int(i) for i in self.seen_classes_]

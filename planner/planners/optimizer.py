@@ -11,13 +11,11 @@ within ``tolerance`` and nothing is cheaper by more than ``hysteresis``: no flap
 When no configuration the models know is feasible, the planner takes the best-predicted
 unexplored one and marks the plan exploratory.
 
-Exploration: a learned model only vouches for the shapes (CPU size, device, pool) it was
-trained on, so a planner that never leaves them never learns that another shape is cheaper.
-While every objective holds and no violation is recent, the planner tries an unobserved shape
-that the model predicts feasible and at least ``EXPLORE_GAIN`` cheaper than the best known
-one (marked exploratory in the plan and the event). It keeps that shape as if known until the
-retrained model covers it, an objective is violated, or ``EXPLORE_HOLD_S`` pass; a shape is
-tried at most once per ``EXPLORE_RETRY_S``.
+Feedback (:mod:`planner.planners.feedback`): while every objective holds it occasionally tries
+a configuration shape its model has not observed but predicts much cheaper (marked
+exploratory), and it plans for more load when a settled configuration is observed violating
+although its model says it holds. The load planned for is the forecast over the pods' start-up
+(:mod:`planner.forecast`) plus the admin's headroom.
 """
 
 from __future__ import annotations
@@ -36,6 +34,7 @@ from planner.forecast import LoadForecast
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
 from planner.models.select import PredictorSource
 from planner.plan import Action, Plan
+from planner.planners import feedback
 from planner.planners.base import (
     Planner,
     PlanningContext,
@@ -64,75 +63,8 @@ RISK_SCALE = 1.0
 SCALE_IN_MARGIN = 0.05
 """A cheaper configuration must also hold at this much more load before the planner moves to
 it from a configuration that meets its objectives (hysteresis in load, against flapping)."""
-EXPLORE_GAIN = 0.2
-"""An unobserved shape is tried only if predicted at least this much cheaper than the best
-known configuration."""
-EXPLORE_CALM_S = 600.0
-"""... and only when no objective was violated for this long (nor since the planner first saw
-the intent), and only with learned models (they say what they have not observed)."""
-EXPLORE_HOLD_S = 900.0
-EXPLORE_RETRY_S = 3600.0
 SATURATED_EXCESS = 1e8
 """``excess`` at or above this means a prediction of an unstable queue (infinite latency)."""
-
-
-Shape = tuple[float, str, str | None]
-"""(CPU size, device, pool): what a learned model must have observed to vouch for."""
-
-
-def _shape(cfg: WorkloadConfig) -> Shape:
-    return (cfg.cpu, cfg.device, cfg.pool)
-
-
-def _shape_mask(batch: CandidateBatch, shape: Shape | None) -> NDArray[np.bool_]:
-    if shape is None:
-        return np.zeros(len(batch), dtype=bool)
-    cpu, device, pool = shape
-    out: NDArray[np.bool_] = ((batch.cpu == cpu) & ((batch.gpu > 0.5) == (device == "gpu"))
-                              & np.array([p == pool for p in batch.pool], dtype=bool))
-    return out
-
-
-MAX_CORRECTION = 1.5
-"""Largest factor by which an observed violation scales the load planned for."""
-SETTLED_S = 90.0
-"""A configuration whose pods are all ready and none younger than this is settled: what is
-observed is its own behaviour, not a scale-up still under way."""
-
-
-def _load_correction(ctx: PlanningContext, preds: dict[str, Predictor]) -> dict[str, float]:
-    """Per minimised objective observed violated although its model predicts the current
-    configuration within target: the factor on the load at which the model would predict
-    what was observed (at most ``MAX_CORRECTION``). Planning for that much more load is
-    feedback for a model that is too optimistic right now: the current configuration no
-    longer "meets every objective", and every candidate gets the same extra capacity."""
-    from planner.intents import objective_met
-
-    factors: dict[str, float] = {}
-    rate = ctx.workload.request_rate or 0.0
-    pods = ctx.workload.pods
-    if (_rollout_in_progress(ctx) or len(pods) != ctx.config.replicas
-            or any(not p.ready or ctx.now - p.started_at < SETTLED_S for p in pods)):
-        return factors
-    batch = CandidateBatch.of([ctx.config])
-    for o in ctx.intent.spec.objectives:
-        p, seen, prof = preds.get(o.name), ctx.current.get(o.name), ctx.profiles[o.name]
-        if p is None or seen is None or rate <= 0 or not prof.spec.minimizes or objective_met(
-                seen, o, prof) is not False:
-            continue
-        now = p.predict(batch, rate)
-        # Only where the model claims to know the configuration: an unobserved shape's
-        # error says nothing about the shapes it was trained on.
-        if not now.supported[0] or not float(now.mean[0]) < seen:
-            continue
-        lo, hi = 1.0, MAX_CORRECTION
-        if float(p.predict(batch, rate * hi).mean[0]) > seen:
-            for _ in range(12):                  # predicted latency grows with load
-                mid = 0.5 * (lo + hi)
-                lo, hi = (mid, hi) if float(p.predict(batch, rate * mid).mean[0]) < seen \
-                    else (lo, mid)
-        factors[o.name] = hi
-    return factors
 
 
 @dataclass(frozen=True)
@@ -161,15 +93,6 @@ def _violated_any(ctx: PlanningContext) -> bool:
                for o in ctx.intent.spec.objectives)
 
 
-def _rollout_in_progress(ctx: PlanningContext) -> bool:
-    cfg = ctx.config
-    pods = ctx.workload.pods
-    if not pods:
-        return False
-    stale = any(p.cpu != cfg.cpu or p.device != cfg.device for p in pods)
-    return stale or ctx.workload.ready_replicas < min(cfg.replicas, len(pods))
-
-
 @register_planner("optuna")
 class OptunaPlanner(Planner):
     uses_models = True
@@ -187,45 +110,8 @@ class OptunaPlanner(Planner):
         self.forecast = LoadForecast()
         """Per intent, recent load and pod start-ups: on rising load the planner sizes for the
         rate expected when the pods it orders now are ready (never below the current rate)."""
-        self._trial: dict[str, tuple[Shape, float]] = {}
-        """Per intent, the unobserved shape being tried and since when."""
-        self._tried: dict[str, dict[Shape, float]] = {}
-        """Per intent, when each shape was last tried."""
-        self._violated_at: dict[str, float] = {}
-
-    # ---------------------------------------------------------------- exploration
-    def _active_trial(self, ctx: PlanningContext, violated: bool) -> Shape | None:
-        key = ctx.intent.key
-        trial = self._trial.get(key)
-        if trial is None:
-            return None
-        shape, since = trial
-        if violated or ctx.now - since > EXPLORE_HOLD_S:
-            del self._trial[key]
-            return None
-        return shape
-
-    def _explore(self, ctx: PlanningContext, scored: Scored, supported: NDArray[np.bool_],
-                 best: int, violated: bool) -> int | None:
-        """Index of an unobserved shape worth trying now, or ``None``."""
-        key = ctx.intent.key
-        calm = ctx.now - self._violated_at.get(key, -math.inf) >= EXPLORE_CALM_S
-        if violated or not calm or key in self._trial or _rollout_in_progress(ctx):
-            return None
-        cand = scored.feasible & ~supported & (
-            scored.score < scored.score[best] * (1.0 - EXPLORE_GAIN))
-        tried = self._tried.setdefault(key, {})
-        for i in np.flatnonzero(cand):
-            if ctx.now - tried.get(_shape(scored.batch.config(int(i))), -math.inf) \
-                    < EXPLORE_RETRY_S:
-                cand[i] = False
-        if not cand.any():
-            return None
-        idx = int(np.flatnonzero(cand)[np.argmin(scored.score[cand])])
-        shape = _shape(scored.batch.config(idx))
-        tried[shape] = ctx.now
-        self._trial[key] = (shape, ctx.now)
-        return idx
+        self.explorer = feedback.Explorer()
+        """Per intent, which unobserved shape is on trial (see :mod:`.feedback`)."""
 
     def predictors(self, ctx: PlanningContext) -> dict[str, Predictor]:
         if self.source is None:
@@ -358,7 +244,7 @@ class OptunaPlanner(Planner):
         (each actuator is asked once per cycle).
         """
         cur = ctx.config
-        if target.replicas < cur.replicas and _rollout_in_progress(ctx):
+        if target.replicas < cur.replicas and feedback.rollout_in_progress(ctx):
             # Pods of an earlier shape change are still starting: the old ones leave as the
             # new ones become ready, so removing replicas now takes capacity twice.
             step = target.with_(replicas=cur.replicas)
@@ -399,15 +285,13 @@ class OptunaPlanner(Planner):
             return on_hold
         violated = _violated_any(ctx)
         self._alarm[key] = 1.0 if violated else self._alarm.get(key, 0.0) * ALARM_DECAY
-        if violated or key not in self._violated_at:
-            # A new intent is not calm yet either: it has not been watched long enough.
-            self._violated_at[key] = ctx.now
-        trial = self._active_trial(ctx, violated)
+        trial = self.explorer.observe(key, ctx.now, violated)
         preds = self.predictors(ctx)
         if not preds:
             return Plan(ctx.intent.key, self.name, cfg, cfg,
                         reason="no action: no model yet (load too low to estimate)")
-        corrected = _load_correction(ctx, preds)
+        corrected = feedback.load_correction(
+            ctx, preds, self.forecast.peak(key, ctx.now, feedback.KPI_WINDOW_S))
         kinds = sorted({p.kind for p in preds.values()})
         blind = [o.name for o in ctx.intent.spec.objectives if o.name not in preds]
         fc = self.forecast.forecast(key, ctx.workload.request_rate or 0.0,
@@ -422,16 +306,18 @@ class OptunaPlanner(Planner):
             scored, how = self._study(ctx, space, rate, preds)
         current = self.score(ctx, CandidateBatch.of([cfg]), rate, preds, slack=1.0)
         # The shape on trial counts as known until the retrained model covers it.
-        supported = scored.supported | _shape_mask(scored.batch, trial)
+        supported = scored.supported | feedback.shape_mask(scored.batch, trial)
         keep_current = bool(current.feasible[0] and (current.supported[0]
-                                                     or _shape(cfg) == trial))
+                                                     or feedback.shape_of(cfg) == trial))
         known = scored.feasible & supported
         exploratory = False
+        probe: int | None = None
         if known.any():
             idx = int(np.flatnonzero(known)[np.argmin(scored.score[known])])
             why = "cheapest configuration predicted to meet every objective"
-            probe = (self._explore(ctx, scored, supported, idx, violated)
-                     if "learned" in kinds else None)
+            if "learned" in kinds and not violated:
+                probe = self.explorer.propose(ctx, scored.batch, scored.feasible, supported,
+                                              scored.score, idx)
             if probe is not None:
                 gain = 1.0 - float(scored.score[probe] / scored.score[idx])
                 idx, exploratory = probe, True
@@ -459,9 +345,8 @@ class OptunaPlanner(Planner):
             # Cheaper, but only just feasible: moving there now would come back next cycle.
             idx = -1
         if keep_current and (idx < 0 or scored.score[idx] > current.score[0] * (1 - HYSTERESIS)):
-            if exploratory:                      # the probe lost to the current configuration
-                shape, _ = self._trial.pop(key)
-                self._tried[key].pop(shape, None)
+            if probe is not None:                # the probe lost to the current configuration
+                self.explorer.cancel(key)
             best, why, exploratory = cfg, "current configuration still meets every objective", \
                 False
             chosen, i_chosen = current, 0

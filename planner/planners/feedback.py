@@ -1,0 +1,170 @@
+"""Feedback for a planner that learns: trying configuration shapes its model has not observed
+(exploration), and correcting a model that is observed to be too optimistic.
+
+Exploration: a learned model only vouches for the shapes (CPU size, device, pool) it was
+trained on, so a planner that never leaves them never learns that another shape is cheaper.
+While every objective holds (no violation for ``EXPLORE_CALM_S``, and not before an intent has
+been watched that long) the :class:`Explorer` proposes an unobserved shape that the model
+predicts feasible and at least ``EXPLORE_GAIN`` cheaper than the best known one. The planner
+keeps that shape as if known until the retrained model covers it, an objective is violated, or
+``EXPLORE_HOLD_S`` pass; a shape is tried at most once per ``EXPLORE_RETRY_S``.
+
+Correction: :func:`load_correction` (see there).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import NDArray
+
+from planner.models.predictor import CandidateBatch, Predictor
+from planner.planners.base import PlanningContext
+from planner.state import WorkloadConfig
+
+EXPLORE_GAIN = 0.2
+"""An unobserved shape is tried only if predicted at least this much cheaper than the best
+known configuration (with 0.1 the shipped scenarios churned: docs/benchmarks.md section 2)."""
+EXPLORE_CALM_S = 600.0
+EXPLORE_HOLD_S = 900.0
+EXPLORE_RETRY_S = 3600.0
+FORGET_S = 6 * 3600.0
+"""Per-intent memory of an intent not planned for this long is dropped (a deleted intent)."""
+MAX_CORRECTION = 1.5
+"""Largest factor by which an observed violation scales the load planned for."""
+KPI_WINDOW_S = 60.0
+"""The window KPIs are typically measured over (a PromQL ``[1m]`` range, the simulator's)."""
+SETTLED_S = 90.0
+"""A configuration whose pods are all ready and none younger than this is settled: what is
+observed is its own behaviour, not a scale-up still under way."""
+
+Shape = tuple[float, str, str | None]
+"""(CPU size, device, pool): what a learned model must have observed to vouch for."""
+
+
+def shape_of(cfg: WorkloadConfig) -> Shape:
+    return (cfg.cpu, cfg.device, cfg.pool)
+
+
+def shape_mask(batch: CandidateBatch, shape: Shape | None) -> NDArray[np.bool_]:
+    """Which candidates of ``batch`` have ``shape``."""
+    if shape is None:
+        return np.zeros(len(batch), dtype=bool)
+    cpu, device, pool = shape
+    out: NDArray[np.bool_] = ((batch.cpu == cpu) & ((batch.gpu > 0.5) == (device == "gpu"))
+                              & np.array([p == pool for p in batch.pool], dtype=bool))
+    return out
+
+
+def rollout_in_progress(ctx: PlanningContext) -> bool:
+    """Pods of another shape still serve, or not every pod is ready yet."""
+    cfg = ctx.config
+    pods = ctx.workload.pods
+    if not pods:
+        return False
+    stale = any(p.cpu != cfg.cpu or p.device != cfg.device
+                or (cfg.pool is not None and p.pool is not None and p.pool != cfg.pool)
+                for p in pods)
+    return stale or ctx.workload.ready_replicas < min(cfg.replicas, len(pods))
+
+
+class Explorer:
+    """Per-intent exploration state of one planner (see the module doc)."""
+
+    def __init__(self) -> None:
+        self.trials: dict[str, tuple[Shape, float]] = {}
+        """Per intent, the unobserved shape being tried and since when."""
+        self.tried: dict[str, dict[Shape, float]] = {}
+        """Per intent, when each shape was last tried."""
+        self.violated_at: dict[str, float] = {}
+        """Per intent, the last violation (or first sight)."""
+        self.seen_at: dict[str, float] = {}
+
+    def observe(self, key: str, now: float, violated: bool) -> Shape | None:
+        """Record this cycle's verdict; the shape on trial, if it is still on."""
+        if violated or key not in self.violated_at:
+            self.violated_at[key] = now          # a new intent is not calm yet either
+        self.seen_at[key] = now
+        self._forget(now)
+        trial = self.trials.get(key)
+        if trial is None:
+            return None
+        shape, since = trial
+        if violated or now - since > EXPLORE_HOLD_S:
+            del self.trials[key]
+            return None
+        return shape
+
+    def propose(self, ctx: PlanningContext, batch: CandidateBatch,
+                feasible: NDArray[np.bool_], supported: NDArray[np.bool_],
+                score: NDArray[np.float64], best: int) -> int | None:
+        """Index in ``batch`` of an unobserved shape worth trying now (recorded as on trial),
+        or ``None``. ``best`` is the best known candidate."""
+        key = ctx.intent.key
+        calm = ctx.now - self.violated_at.get(key, -math.inf) >= EXPLORE_CALM_S
+        if not calm or key in self.trials or rollout_in_progress(ctx):
+            return None
+        cand = feasible & ~supported & (score < score[best] * (1.0 - EXPLORE_GAIN))
+        tried = self.tried.setdefault(key, {})
+        for i in np.flatnonzero(cand):
+            if ctx.now - tried.get(shape_of(batch.config(int(i))), -math.inf) \
+                    < EXPLORE_RETRY_S:
+                cand[i] = False
+        if not cand.any():
+            return None
+        idx = int(np.flatnonzero(cand)[np.argmin(score[cand])])
+        shape = shape_of(batch.config(idx))
+        tried[shape] = ctx.now
+        self.trials[key] = (shape, ctx.now)
+        return idx
+
+    def cancel(self, key: str) -> None:
+        """The proposed shape was not taken after all: not on trial, not counted as tried."""
+        dropped = self.trials.pop(key, None)
+        if dropped is not None:
+            self.tried.get(key, {}).pop(dropped[0], None)
+
+    def _forget(self, now: float) -> None:
+        if len(self.seen_at) < 64:
+            return
+        for key in [k for k, t in self.seen_at.items() if now - t > FORGET_S]:
+            for table in (self.trials, self.tried, self.violated_at, self.seen_at):
+                table.pop(key, None)
+
+
+def load_correction(ctx: PlanningContext, preds: dict[str, Predictor],
+                    observed_rate: float | None = None) -> dict[str, float]:
+    """Per minimised objective observed violated although its model predicts the current
+    configuration within target: the factor on the load at which the model would predict
+    what was observed (at most ``MAX_CORRECTION``). The KPI covers a window, the rate the last
+    metrics interval: ``observed_rate`` (the peak rate over the KPI window) keeps a violation
+    from a peak that has passed from reading as model error. Planning for that much more load is
+    feedback for a model that is too optimistic right now: the current configuration no
+    longer "meets every objective", and every candidate gets the same extra capacity. Only for
+    a settled configuration (all pods ready for ``SETTLED_S``) the model claims to know."""
+    from planner.intents import objective_met
+
+    factors: dict[str, float] = {}
+    rate = max(ctx.workload.request_rate or 0.0, observed_rate or 0.0)
+    pods = ctx.workload.pods
+    if (rollout_in_progress(ctx) or len(pods) != ctx.config.replicas
+            or any(not p.ready or ctx.now - p.started_at < SETTLED_S for p in pods)):
+        return factors
+    batch = CandidateBatch.of([ctx.config])
+    for o in ctx.intent.spec.objectives:
+        p, seen, prof = preds.get(o.name), ctx.current.get(o.name), ctx.profiles[o.name]
+        if p is None or seen is None or rate <= 0 or not prof.spec.minimizes or objective_met(
+                seen, o, prof) is not False:
+            continue
+        now = p.predict(batch, rate)
+        if not now.supported[0] or not float(now.mean[0]) < seen:
+            continue
+        lo, hi = 1.0, MAX_CORRECTION
+        if float(p.predict(batch, rate * hi).mean[0]) > seen:
+            for _ in range(12):                  # predicted latency grows with load
+                mid = 0.5 * (lo + hi)
+                lo, hi = (mid, hi) if float(p.predict(batch, rate * mid).mean[0]) < seen \
+                    else (lo, mid)
+        factors[o.name] = hi
+    return factors
