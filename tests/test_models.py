@@ -20,8 +20,9 @@ from planner.models.effects import (
     from_document,
     to_document,
 )
-from planner.models.latency import QueueingLatencyRegressor, sojourn_quantile
+from planner.models.latency import QueueingLatencyRegressor
 from planner.models.observations import dataset
+from planner.models.sojourn import sojourn_quantile
 
 
 def truth(X: np.ndarray, base: float = 3.0) -> np.ndarray:

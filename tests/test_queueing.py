@@ -71,7 +71,7 @@ def test_quantile_is_consistent_with_survival(util: float, c: int, q: float) -> 
 
 def test_learned_model_quantile_matches_simulator_truth() -> None:
     """The regressor's Newton solve agrees with the simulator's bisection on M/M/c."""
-    from planner.models.latency import sojourn_quantile
+    from planner.models.sojourn import sojourn_quantile
 
     rng = np.random.default_rng(1)
     for _ in range(200):

@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 from scipy.optimize import least_squares
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from planner.models.sojourn import SATURATION, mixture_sojourn_quantile, sojourn_quantile
+from planner.models.sojourn import SATURATION, mixture_sojourn_quantile
 
 FloatArray = NDArray[np.float64]
 BASE_COLUMNS = 5
@@ -38,9 +38,6 @@ MAX_RESIDUAL_SCALE = 5.0
 """A fitted log-latency residual scale beyond this is no model (exp(5) = 148x)."""
 SPEED_BOUND = 2.5
 """Per-class log speed bound (relative to the reference class): 0.08x to 12x."""
-
-__all__ = ["SATURATION", "QueueingLatencyRegressor", "sojourn_quantile"]
-
 
 class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc]
     """Predicts a latency percentile (ms) from ``X`` = [rate, replicas, cpu, gpu, pool,
@@ -89,25 +86,33 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         return onehot
 
     # -- parameter vector: [log_mu, alpha, log_gpu, base, beta, log_speeds..., offsets...]
+    def _classes(self, theta: FloatArray, X: FloatArray, shares: FloatArray | None
+                 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+        """Per row the class shares ``f`` (unknown rows: uniform), per class the ``speed``
+        and the relative dispatch share of one pod ``pull``, per row the pod's base ``mu``."""
+        k = self.n_classes_
+        speed = np.exp(np.asarray(theta[N_FIXED:N_FIXED + k], dtype=float))
+        pull = speed ** float(theta[4])
+        f = self._shares(X) if shares is None else shares
+        f = np.where(f.sum(axis=1, keepdims=True) > 0, f, 1.0 / k)
+        mu = np.exp(theta[0]) * X[:, 2] ** theta[1] * np.where(X[:, 3] > 0.5,
+                                                             np.exp(theta[2]), 1.0)
+        return f, speed, pull, mu
+
     def _forward(self, theta: FloatArray, X: FloatArray,
                  shares: FloatArray | None = None) -> FloatArray:
         k = self.n_classes_
-        log_mu, alpha, log_gpu, base, beta = (float(v) for v in theta[:N_FIXED])
-        speed = np.exp(np.asarray(theta[N_FIXED:N_FIXED + k], dtype=float))
+        f, speed, pull, mu = self._classes(theta, X, shares)
         offsets = np.asarray(theta[N_FIXED + k:N_FIXED + 2 * k], dtype=float)
-        f = self._shares(X) if shares is None else shares
-        f = np.where(f.sum(axis=1, keepdims=True) > 0, f, 1.0 / k)
-        rate, replicas, cpu, gpu = (X[:, i] for i in range(4))
-        mu = np.exp(log_mu) * cpu**alpha * np.where(gpu > 0.5, np.exp(log_gpu), 1.0)
+        rate, replicas, cpu = X[:, 0], X[:, 1], X[:, 2]
         c = np.clip(np.floor(cpu), 1.0, 64.0)
-        pull = speed**beta                               # relative dispatch share of a pod
         norm = f @ pull                                  # mean pull over the pods
         lam = (rate / np.maximum(replicas, 1e-9) / norm)[:, None] * pull[None, :]
         weight = f * pull[None, :] / norm[:, None]       # share of the requests per class
         mus = mu[:, None] * speed[None, :]
         cs = np.broadcast_to(c[:, None], lam.shape)
         q = mixture_sojourn_quantile(self.quantile, lam, mus, cs, weight)
-        out: FloatArray = max(base, 0.0) + weight @ offsets + q
+        out: FloatArray = max(float(theta[3]), 0.0) + weight @ offsets + q
         return out
 
     def _fit_theta(self, X: FloatArray, y: FloatArray, shares: FloatArray, start: FloatArray,
@@ -237,14 +242,7 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         """Requests per second each configuration serves before its first pod saturates
         (the ``rate`` column is ignored)."""
         X = np.asarray(X, dtype=float)
-        k = self.n_classes_
-        theta = self.theta_
-        speed = np.exp(theta[N_FIXED:N_FIXED + k])
-        pull = speed ** theta[4]
-        f = self._shares(X)
-        f = np.where(f.sum(axis=1, keepdims=True) > 0, f, 1.0 / k)
-        mu = np.exp(theta[0]) * X[:, 2] ** theta[1] * np.where(X[:, 3] > 0.5,
-                                                             np.exp(theta[2]), 1.0)
+        f, speed, pull, mu = self._classes(self.theta_, X, None)
         # A class-k pod gets rate * pull_k / (replicas * f @ pull): it saturates first.
         per_class = SATURATION * mu[:, None] * speed[None, :] / pull[None, :]
         first = np.min(np.where(f > 0, per_class, np.inf), axis=1)

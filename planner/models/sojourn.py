@@ -46,15 +46,9 @@ def _survival_terms(lam: FloatArray, mu: FloatArray, c: FloatArray
     return stable, s, theta, a1, a2
 
 
-def sojourn_quantile(q: float, lam: FloatArray, mu: FloatArray, c: FloatArray,
-                     iterations: int = 7) -> FloatArray:
-    """``q`` quantile (ms) of the M/M/c sojourn time; ``inf`` where the queue is unstable.
-
-    Solves ``log S(t) = log(1 - q)`` by Newton's method from ``t = 0``; the iterates rise to the
-    root (to ~1e-11 relative in 6 steps over utilisations 1-97 % and 1-8 servers; checked
-    against bisection in the tests).
-    """
-    stable, s, theta, a1, a2 = _survival_terms(lam, mu, c)
+def _newton(q: float, terms: tuple[NDArray[np.bool_], FloatArray, FloatArray, FloatArray,
+                                    FloatArray], iterations: int) -> FloatArray:
+    stable, s, theta, a1, a2 = terms
     log_p = math.log(1.0 - q)
     t = np.zeros_like(s)
     for _ in range(iterations):
@@ -65,6 +59,17 @@ def sojourn_quantile(q: float, lam: FloatArray, mu: FloatArray, c: FloatArray,
         t = t - (np.log(surv) - log_p) * surv / slope
     out: FloatArray = np.where(stable, t, np.inf)
     return out
+
+
+def sojourn_quantile(q: float, lam: FloatArray, mu: FloatArray, c: FloatArray,
+                     iterations: int = 7) -> FloatArray:
+    """``q`` quantile (ms) of the M/M/c sojourn time; ``inf`` where the queue is unstable.
+
+    Solves ``log S(t) = log(1 - q)`` by Newton's method from ``t = 0``; the iterates rise to the
+    root (to ~1e-11 relative in 6 steps over utilisations 1-97 % and 1-8 servers; checked
+    against bisection in the tests).
+    """
+    return _newton(q, _survival_terms(lam, mu, c), iterations)
 
 
 def mixture_sojourn_quantile(q: float, lam: FloatArray, mu: FloatArray, c: FloatArray,
@@ -78,14 +83,15 @@ def mixture_sojourn_quantile(q: float, lam: FloatArray, mu: FloatArray, c: Float
     Newton's method starts at the smallest (where the mixture survival is still above
     ``1 - q``) and is kept inside that bracket.
     """
-    per = sojourn_quantile(q, lam.ravel(), mu.ravel(), c.ravel()).reshape(lam.shape)
+    terms = _survival_terms(lam, mu, c)        # once: Erlang C is the costly part
+    per = _newton(q, terms, 7)
+    if lam.shape[1] == 1:
+        return per[:, 0]
     present = weight > 0
     lo = np.min(np.where(present, per, np.inf), axis=1)
     hi = np.max(np.where(present, per, -np.inf), axis=1)
-    if lam.shape[1] == 1:
-        return per[:, 0]
     ok = np.isfinite(hi) & np.isfinite(lo)
-    _, s, theta, a1, a2 = _survival_terms(lam, mu, c)
+    _, s, theta, a1, a2 = terms
     w = np.where(present, weight, 0.0)
     log_p = math.log(1.0 - q)
     t = np.where(ok, lo, 0.0)
