@@ -7,8 +7,8 @@ with third-party actuators, and only a few built-ins need the cluster. Why not a
 have to fill it (for every workload, every cycle) for the sake of two actuators. Instead an
 actuator that needs the cluster mixes in :class:`ClusterAware`: it gets the snapshot as a
 constructor argument (tests, a fixed cluster) and through :meth:`ClusterAware.observe`, which
-whoever plans calls with the cycle's snapshot (:func:`observe_all`; the ``astar`` planner does,
-the controller should once per cycle). Without a snapshot such an actuator stays conservative:
+whoever plans calls with the cycle's snapshot (:func:`observe_all`: the controller once per
+cycle, the REST preview for its copy). Without a snapshot such an actuator stays conservative:
 it proposes nothing it cannot check (no GPU, no pool it does not know of).
 """
 
@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from planner.admin import AdminConfig
-from planner.state import ClusterSnapshot, NodeState, WorkloadState
+from planner.state import ClusterSnapshot, WorkloadState
 
 
 @dataclass(frozen=True)
@@ -42,9 +42,7 @@ class Topology:
 
     @staticmethod
     def of(snapshot: ClusterSnapshot) -> Topology:
-        by_pool: dict[str, list[NodeState]] = {}
-        for n in snapshot.nodes:
-            by_pool.setdefault(n.pool, []).append(n)
+        by_pool = snapshot.pools()
         pools = {
             name: PoolInfo(name, nodes[0].region, len(nodes), sum(n.cpu_capacity for n in nodes),
                            sum(n.gpus for n in nodes), nodes[0].cost_per_core_hour,

@@ -71,6 +71,8 @@ class IntentController:
         self._statuses: dict[str, dict[str, Any]] = {}
         self.hooks: list[CycleHook] = []
         self.cycles = 0
+        self.intents_seen = 0
+        """How many intents the last cycle reconciled."""
         self._last_retention = -float("inf")
 
     def planner_for(self, intent: Intent) -> Planner:
@@ -89,6 +91,7 @@ class IntentController:
         topology.observe_all(self.actuators.values(), snapshot)
         profiles = self.source.profiles()
         intents = sorted(self.source.intents(), key=lambda i: -i.spec.priority)
+        self.intents_seen = len(intents)
         outcomes = [self._reconcile_isolated(i, snapshot, profiles) for i in intents]
         self._retention(snapshot.time)
         self.cycles += 1

@@ -42,10 +42,6 @@ class Plan:
     exploratory: bool = False
     planning_ms: float = 0.0
 
-    @property
-    def empty(self) -> bool:
-        return not self.actions
-
     def as_dict(self) -> dict[str, Any]:
         return {
             "intent": self.intent,

@@ -153,23 +153,6 @@ def test_device_steps_hold_without_gpus_and_cool_down() -> None:
     assert act.steps("ns/w", back, cfg, now=121)
 
 
-def test_device_switch_moves_pods_to_gpu_nodes_on_the_simulator() -> None:
-    cluster = sim()
-    admin = AdminConfig(actuators=("replicas", "device"))
-    act = registry.create(admin.actuators, admin)["device"]
-    observe_all([act], cluster.observe())
-    cur = cluster.observe().workloads[INFERENCE].config
-    [a] = act.steps(INFERENCE, cur, cur.with_(device="gpu"), now=cluster.now())
-    act.apply(a, cluster)
-    settle(cluster)
-    snap = cluster.observe()
-    pools = {n.name: n.pool for n in snap.nodes}
-    pods = snap.workloads[INFERENCE].pods
-    assert len(pods) == 6 and all(p.device == "gpu" and p.ready for p in pods)
-    assert {pools[p.node] for p in pods if p.node} == {"us-gpu"}
-    assert sum(n.gpus_allocated for n in snap.nodes) == 6
-
-
 # ---------------------------------------------------------------------------- placement
 def test_placement_bounds_and_candidates() -> None:
     snap = sim().observe()
@@ -208,13 +191,16 @@ def test_placement_steps_and_cooldown() -> None:
     assert "GPUs" in act.held["ns/x"]
 
 
-def test_place_pins_pods_on_the_simulator() -> None:
+@pytest.mark.parametrize("knob,change", [("device", {"device": "gpu"}),
+                                         ("placement", {"pool": "us-gpu"})])
+def test_shape_change_moves_pods_to_gpu_nodes_on_the_simulator(knob: str,
+                                                               change: dict[str, str]) -> None:
     cluster = sim()
-    admin = AdminConfig(actuators=("replicas", "placement"))
-    act = registry.create(admin.actuators, admin)["placement"]
+    admin = AdminConfig(actuators=("replicas", knob))
+    act = registry.create(admin.actuators, admin)[knob]
     observe_all([act], cluster.observe())
     cur = cluster.observe().workloads[INFERENCE].config
-    [a] = act.steps(INFERENCE, cur, cur.with_(pool="us-gpu"), now=cluster.now())
+    [a] = act.steps(INFERENCE, cur, cur.with_(**change), now=cluster.now())  # type: ignore[arg-type]
     act.apply(a, cluster)
     settle(cluster)
     snap = cluster.observe()
@@ -222,7 +208,11 @@ def test_place_pins_pods_on_the_simulator() -> None:
     pods = snap.workloads[INFERENCE].pods
     assert len(pods) == 6 and all(p.ready for p in pods)
     assert {pools[p.node] for p in pods if p.node} == {"us-gpu"}
-    assert snap.workloads[INFERENCE].config.pool == "us-gpu"
+    if knob == "device":
+        assert all(p.device == "gpu" for p in pods)
+        assert sum(n.gpus_allocated for n in snap.nodes) == 6
+    else:
+        assert snap.workloads[INFERENCE].config.pool == "us-gpu"
 
 
 # ---------------------------------------------------------------------------- remove-pod

@@ -137,6 +137,18 @@ def test_remove_pod_uses_deletion_cost(api: RunningApiserver, kube: Kube,
     assert last is not None and last["metadata"]["annotations"][DELETION_COST] == "-2147483648"
 
 
+def test_removing_two_pods_in_a_row_scales_down_by_two(kube: Kube, backend: KubernetesBackend,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    backend.observe()
+    start = replicas(kube)
+    # A watch that lags: the cached Deployment still shows the count before any removal.
+    stale = backend._find(f"{NS}/web")
+    monkeypatch.setattr(backend, "_find", lambda workload: stale)
+    backend.remove_pod(f"{NS}/web", "web-2")
+    backend.remove_pod(f"{NS}/web", "web-1")
+    assert replicas(kube) == start - 2
+
+
 def test_api_errors_are_temporary_or_permanent(api: RunningApiserver,
                                                backend: KubernetesBackend) -> None:
     backend.observe()

@@ -3,7 +3,6 @@ so that several apps in one process - tests - do not collide)."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -34,13 +33,14 @@ class _RuntimeCollector(Collector):
                                      "Controller cycles completed.")
         kb_up = GaugeMetricFamily("intent_planner_knowledge_base_up",
                                   "1 if the knowledge base answers, else 0.")
-        intents = GaugeMetricFamily("intent_planner_intents", "Intents known to the controller.")
+        intents = GaugeMetricFamily("intent_planner_intents",
+                                    "Intents the controller's last cycle reconciled.")
         if rt is not None:
             cycles.add_metric([], float(rt.cycles))
             ok, _ = self._kb_check()
             kb_up.add_metric([], 1.0 if ok else 0.0)
-            with contextlib.suppress(Exception):  # intent source down: no sample
-                intents.add_metric([], float(len(rt.source.intents())))
+            # From the last cycle: a scrape must not re-list (and re-parse) every intent.
+            intents.add_metric([], float(rt.controller.intents_seen))
             counters = getattr(rt.knowledge, "counters", None)
             if callable(counters):
                 buf = GaugeMetricFamily("intent_planner_knowledge_base_buffer",

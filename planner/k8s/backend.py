@@ -394,10 +394,12 @@ class KubernetesBackend(ClusterBackend):
         self._patch_workload(kind, ns, name, body, f"place {kind} {workload} on pool {pool}")
 
     def remove_pod(self, workload: str, pod: str) -> None:
-        kind, ns, name, obj = self._find(workload)
-        replicas = int((obj.get("spec") or {}).get("replicas", 1))
+        kind, ns, name, _ = self._find(workload)
         if self.cache.get(PODS, ns, pod, wait=self.ready_wait_s) is None:
             return
+        # Read the count fresh: removing several pods in a row must not scale from the watch
+        # cache's count, which has not seen the previous removal's scale yet.
+        replicas = int((self._read_workload(kind, ns, name).get("spec") or {}).get("replicas", 1))
         if kind == "StatefulSet":
             ordinal = pod.rsplit("-", 1)[-1]
             if pod != f"{name}-{replicas - 1}" or not ordinal.isdigit():

@@ -59,7 +59,6 @@ from typing import Literal
 
 import numpy as np
 
-from actuators.topology import observe_all
 from planner.cost import cost_per_hour, pool_prices
 from planner.intents import KPIType
 from planner.models.online import OnlineEstimates, explicit_predictors
@@ -208,7 +207,6 @@ class AStarPlanner(Planner):
             return Plan(ctx.intent.key, self.name, cfg, cfg,
                         reason="no action: load too low to estimate the service rate")
         rate = ctx.workload.request_rate * (1.0 + ctx.admin.headroom)
-        observe_all(ctx.actuators.values(), ctx.snapshot)
         result = self.search(ctx, objectives, preds, rate, prices)
         self.last = result
         target = clip_target(ctx, result.node.config)

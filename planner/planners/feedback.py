@@ -19,6 +19,7 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
+from planner.intents import objective_met
 from planner.models.predictor import CandidateBatch, Predictor
 from planner.planners.base import PlanningContext
 from planner.state import WorkloadConfig
@@ -143,8 +144,6 @@ def load_correction(ctx: PlanningContext, preds: dict[str, Predictor],
     feedback for a model that is too optimistic right now: the current configuration no
     longer "meets every objective", and every candidate gets the same extra capacity. Only for
     a settled configuration (all pods ready for ``SETTLED_S``) the model claims to know."""
-    from planner.intents import objective_met
-
     factors: dict[str, float] = {}
     rate = max(ctx.workload.request_rate or 0.0, observed_rate or 0.0)
     pods = ctx.workload.pods

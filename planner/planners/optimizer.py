@@ -31,6 +31,7 @@ import optuna
 from numpy.typing import NDArray
 
 from planner.forecast import LoadForecast
+from planner.intents import objective_met
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
 from planner.models.select import PredictorSource
 from planner.plan import Action, Plan
@@ -87,8 +88,6 @@ def _met(pred: NDArray[np.float64], target: float, minimize: bool, slack: float)
 
 
 def _violated_any(ctx: PlanningContext) -> bool:
-    from planner.intents import objective_met
-
     return any(objective_met(ctx.current.get(o.name), o, ctx.profiles[o.name]) is False
                for o in ctx.intent.spec.objectives)
 

@@ -3,11 +3,9 @@ objective, with headroom, and a feedback nudge when observations contradict the 
 
 from __future__ import annotations
 
-import math
-
 from planner.cost import cost_per_hour
 from planner.explicit import QueueEstimate
-from planner.intents import KPIType
+from planner.intents import KPIType, objective_met
 from planner.models.online import OnlineEstimates
 from planner.plan import Plan
 from planner.planners.base import (
@@ -78,7 +76,10 @@ class QueueingPlanner(Planner):
         rate = (ctx.workload.request_rate or 0.0) * (1.0 + ctx.admin.headroom)
         replicas, predicted = self.required_replicas(ctx, est, rate)
         reason = f"queueing model: {replicas} replica(s) meet every objective at {rate:.0f} req/s"
-        violated = [o.name for o in ctx.intent.spec.objectives if _violated(ctx, o.name)]
+        # Only latency: a throughput shortfall may be the offered load, not the capacity.
+        violated = [o.name for o in ctx.intent.spec.objectives
+                    if ctx.profiles[o.name].spec.type is KPIType.LATENCY
+                    and objective_met(ctx.current.get(o.name), o, ctx.profiles[o.name]) is False]
         if violated and replicas <= cfg.replicas:
             replicas = cfg.replicas + 1
             reason = (f"observed {', '.join(violated)} out of bounds although the model says "
@@ -90,13 +91,3 @@ class QueueingPlanner(Planner):
             reason += "; " + "; ".join(held)
         return Plan(ctx.intent.key, self.name, cfg, target, tuple(actions), predicted,
                     cost_per_hour(target, ctx.snapshot), reason)
-
-
-def _violated(ctx: PlanningContext, name: str) -> bool:
-    o = next(x for x in ctx.intent.spec.objectives if x.name == name)
-    v = ctx.current.get(name)
-    if v is None or math.isnan(v):
-        return False
-    p = ctx.profiles[name].spec
-    # Only latency: a throughput shortfall may be the offered load, not the capacity.
-    return p.type is KPIType.LATENCY and v > o.value
