@@ -83,6 +83,7 @@ def summarise(rows: list[dict[str, Any]], planners: list[str]) -> dict[str, Any]
         sel = [r for r in rows if r["planner"] == p]
         out["totals"][p] = {
             "violation_minutes": sum(r["violation_minutes"] for r in sel),
+            "objective_minutes": sum(r["minutes"] for r in sel),
             "core_hours": round(sum(r["core_hours"] for r in sel), 2),
             "cost": round(sum(r["cost"] for r in sel), 3),
             "actions": sum(r["actions"] for r in sel),
@@ -146,7 +147,8 @@ def main() -> None:
                   f"{d['plan_ms_p99']:>8.2f}ms")
     print(f"\ntotals over {len(args.seeds)} seed(s) x {len(args.scenarios)} scenario(s):")
     for p, d in summary["totals"].items():
-        print(f"  {p:<12} violation-min {d['violation_minutes']:>5}  core-h {d['core_hours']:>8}"
+        print(f"  {p:<12} violation-min {d['violation_minutes']:>5} of {d['objective_minutes']}"
+              f"  core-h {d['core_hours']:>8}"
               f"  cost {d['cost']:>7}  actions {d['actions']:>5}  "
               f"worst plan p99 {d['plan_ms_p99_max']:.2f} ms")
     print(f"  {'oracle':<12} core-h {summary['oracle_core_hours']:>8}  cost "
