@@ -5,10 +5,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
-from planner.admin import AdminConfig
-from planner.backend import ClusterBackend
-from planner.plan import Action
-from planner.state import WorkloadConfig, WorkloadState
+from planner.domain.admin import AdminConfig
+from planner.domain.plan import Action
+from planner.domain.ports import ClusterBackend
+from planner.domain.state import WorkloadConfig, WorkloadState
 
 
 class Actuator(ABC):

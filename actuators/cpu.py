@@ -7,10 +7,10 @@ import bisect
 from actuators.base import Actuator
 from actuators.cooldown import Cooldown
 from actuators.registry import register_actuator
-from planner.admin import AdminConfig
-from planner.backend import ClusterBackend
-from planner.plan import Action
-from planner.state import WorkloadConfig, WorkloadState
+from planner.domain.admin import AdminConfig
+from planner.domain.plan import Action
+from planner.domain.ports import ClusterBackend
+from planner.domain.state import WorkloadConfig, WorkloadState
 
 
 @register_actuator("cpu")

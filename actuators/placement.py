@@ -7,10 +7,10 @@ from actuators.base import Actuator
 from actuators.cooldown import Cooldown
 from actuators.registry import register_actuator
 from actuators.topology import ClusterAware, allowed_pools
-from planner.admin import AdminConfig
-from planner.backend import ClusterBackend
-from planner.plan import Action
-from planner.state import ClusterSnapshot, WorkloadConfig, WorkloadState
+from planner.domain.admin import AdminConfig
+from planner.domain.plan import Action
+from planner.domain.ports import ClusterBackend
+from planner.domain.state import ClusterSnapshot, WorkloadConfig, WorkloadState
 
 
 def _where(pool: str | None) -> str:

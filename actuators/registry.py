@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterable
 from importlib.metadata import entry_points
 
 from actuators.base import Actuator
-from planner.admin import AdminConfig
-from planner.errors import SpecError
+from planner.domain.admin import AdminConfig
+from planner.domain.errors import SpecError
 
 ENTRY_POINT_GROUP = "intent_planner.actuators"
 _REGISTRY: dict[str, type[Actuator]] = {}

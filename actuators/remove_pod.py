@@ -15,10 +15,10 @@ from dataclasses import replace
 from actuators.registry import register_actuator
 from actuators.replicas import ReplicasActuator
 from actuators.topology import ClusterAware
-from planner.admin import AdminConfig
-from planner.backend import ClusterBackend
-from planner.plan import Action
-from planner.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
+from planner.domain.admin import AdminConfig
+from planner.domain.plan import Action
+from planner.domain.ports import ClusterBackend
+from planner.domain.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
 
 
 @register_actuator("remove-pod")

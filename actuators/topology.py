@@ -3,7 +3,8 @@
 
 Why not a new parameter of :meth:`actuators.base.Actuator.candidates`: the contract is shared
 with third-party actuators, and only a few built-ins need the cluster. Why not a field of
-:class:`planner.state.WorkloadState`: the backends build that from their own data and would all
+:class:`planner.domain.state.WorkloadState`: the backends build that from their own data and would
+all
 have to fill it (for every workload, every cycle) for the sake of two actuators. Instead an
 actuator that needs the cluster mixes in :class:`ClusterAware`: it gets the snapshot as a
 constructor argument (tests, a fixed cluster) and through :meth:`ClusterAware.observe`, which
@@ -17,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from planner.admin import AdminConfig
-from planner.state import ClusterSnapshot, WorkloadState
+from planner.domain.admin import AdminConfig
+from planner.domain.state import ClusterSnapshot, WorkloadState
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,15 @@
 """The ``weights`` actuator: per-pod dispatch weights from live metrics, as part of a plan.
 
 Each cycle, :meth:`WeightsActuator.steps` turns the pods of a workload in the cycle's
-:class:`~planner.state.ClusterSnapshot` into :class:`~planner.weights.EndpointMetrics` (ready,
+:class:`~planner.domain.state.ClusterSnapshot` into :class:`~actuators.dispatch.EndpointMetrics`
+(ready,
 CPU utilisation, the pod's share of the request rate) and feeds them to the workload's
-:class:`~planner.weights.WeightEngine`; every guard (blackout, expiry, malformed data, minimum
+:class:`~actuators.dispatch.WeightEngine`; every guard (blackout, expiry, malformed data, minimum
 share, change limits, hysteresis) is the engine's. It returns one action when the weights the
 engine wants differ from what the load balancers last received: a change past the engine's
 threshold, a new or no-longer-ready pod, or a write that failed and is retried.
 :meth:`WeightsActuator.apply` gives the weights to the backend
-(:meth:`~planner.backend.ClusterBackend.set_weights`; the simulator dispatches by them) and to
+(:meth:`~planner.domain.ports.ClusterBackend.set_weights`; the simulator dispatches by them) and to
 every configured data plane (HAProxy runtime API, Envoy EDS file, ConfigMap). A failing data
 plane is logged and retried in a later cycle; it never raises.
 
@@ -40,18 +41,18 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from actuators import dataplanes
+from actuators import dispatch as pw
 from actuators.base import Actuator
 from actuators.dataplanes import configmap as configmap_plane
 from actuators.dataplanes import envoy as envoy_plane
 from actuators.dataplanes import haproxy as haproxy_plane
 from actuators.registry import register_actuator
 from actuators.topology import ClusterAware
-from planner import admin as admin_config
-from planner import weights as pw
-from planner.backend import ClusterBackend, UnsupportedOperation
-from planner.errors import TemporaryError
-from planner.plan import Action
-from planner.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
+from planner.domain import admin as admin_config
+from planner.domain.errors import TemporaryError
+from planner.domain.plan import Action
+from planner.domain.ports import ClusterBackend, UnsupportedOperation
+from planner.domain.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +105,7 @@ class WeightsActuator(ClusterAware, Actuator):
     it is not a search dimension, so :meth:`candidates` is empty and every planner gets the
     weights through :func:`planner.planners.base.steps_towards`).
 
-    Configured by ``admin.dispatch`` (:class:`planner.admin.DispatchConfig`); the defaults
+    Configured by ``admin.dispatch`` (:class:`planner.domain.admin.DispatchConfig`); the defaults
     (policy ``slo``, backend only) need no configuration. ``policy`` overrides the policy
     factory (e.g. an ``slo`` policy with a learned latency predictor); ``configmap_apply`` is the
     function that applies a ConfigMap manifest (the Kubernetes wiring passes it, or calls

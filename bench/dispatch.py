@@ -9,7 +9,7 @@ another on the same arrival sequence:
 
 * ``rr``        ``balance roundrobin``, all weights 1
 * ``leastconn`` ``balance leastconn``, all weights 1
-* ``ours``      ``balance leastconn`` + weights from ``planner.weights`` (policy ``slo``, default
+* ``ours``      ``balance leastconn`` + weights from ``actuators.dispatch`` (policy ``slo``, default
   parameters), fed with live backend metrics (utilisation, rates, in-flight, latency) every
   ``update_s`` and written through the HAProxy runtime API
 * ``ours-rr``   the same weights on ``balance roundrobin``: weights alone set the shares there.
@@ -42,8 +42,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from actuators import dispatch as pw  # noqa: E402
 from actuators.dataplanes import haproxy as haproxy_writer  # noqa: E402
-from planner import weights as pw  # noqa: E402
 from tests.support import backends as sb  # noqa: E402
 from tests.support import haproxy as sh  # noqa: E402
 

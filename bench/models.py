@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from knowledge.connect import open_knowledge_base  # noqa: E402
-from planner.intents import KPIType  # noqa: E402
+from planner.domain.intents import KPIType  # noqa: E402
 from planner.models.latency import QueueingLatencyRegressor  # noqa: E402
 from planner.models.observations import dataset  # noqa: E402
 from simulator.characterize import characterize  # noqa: E402

@@ -27,7 +27,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any
 
-from planner.errors import TemporaryError
+from planner.domain.errors import TemporaryError
 
 Document = dict[str, Any]
 

@@ -8,7 +8,7 @@
     options written in the URI (``serverSelectionTimeoutMS=...``) win over the arguments.
 
 The database is ``database`` if given, else the one in the URI path, else ``intent_planner``.
-Anything else raises :class:`planner.errors.SpecError` for the field ``--kb``.
+Anything else raises :class:`planner.domain.errors.SpecError` for the field ``--kb``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pymongo.errors
 
 from knowledge import base, mongo
 from knowledge import resilient as resilient_kb
-from planner.errors import SpecError
+from planner.domain.errors import SpecError
 
 MEMORY_URIS = frozenset({"", "memory", "mongomock://"})
 MONGODB_SCHEMES = frozenset({"mongodb", "mongodb+srv"})

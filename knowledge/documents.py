@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from planner.errors import PermanentError
+from planner.domain.errors import PermanentError
 
 Document = dict[str, Any]
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from planner.intents import Intent, KPIProfile, objective_met
+from planner.domain.intents import Intent, KPIProfile, objective_met
 from simulator.cluster import SimulatedCluster, kpi_value
 
 

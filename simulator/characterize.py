@@ -19,10 +19,10 @@ from typing import Any
 import optuna
 
 from knowledge.base import KnowledgeBase
-from planner.backend import StaticIntentSource
-from planner.intents import Intent
+from planner.domain.intents import Intent
+from planner.domain.ports import StaticIntentSource
+from planner.domain.state import WorkloadConfig
 from planner.models.training import Trainer
-from planner.state import WorkloadConfig
 from simulator.cluster import SimulatedCluster
 from simulator.scenario import Scenario
 from simulator.traces import ConstantTrace
@@ -57,7 +57,7 @@ def characterize(
 ) -> CharacterizationResult:
     keys = {w.key for w in scenario.spec.workloads}
     if workload not in keys:
-        from planner.errors import SpecError
+        from planner.domain.errors import SpecError
 
         raise SpecError("", "--workload", f"no workload {workload!r} in the scenario",
                         f"use one of {sorted(keys)}")

@@ -1,7 +1,7 @@
 """The simulated cluster: nodes in pools, workloads with pods, load, latency, failures.
 
-It implements :class:`planner.backend.ClusterBackend` (observe, scale, resize, move, weights)
-and :class:`planner.backend.KPISource` (latency percentiles, throughput, availability, cost,
+It implements :class:`planner.domain.ports.ClusterBackend` (observe, scale, resize, move, weights)
+and :class:`planner.domain.ports.KPISource` (latency percentiles, throughput, availability, cost,
 power measured over a sliding window), advanced by :meth:`SimulatedCluster.step`.
 """
 
@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from planner.backend import ClusterBackend, KPISource, UnsupportedOperation
-from planner.errors import PermanentError
-from planner.intents import Intent, KPIProfile, KPIType
-from planner.state import ClusterSnapshot, NodeState, PodState, WorkloadConfig, WorkloadState
+from planner.domain.errors import PermanentError
+from planner.domain.intents import Intent, KPIProfile, KPIType
+from planner.domain.ports import ClusterBackend, KPISource, UnsupportedOperation
+from planner.domain.state import ClusterSnapshot, NodeState, PodState, WorkloadConfig, WorkloadState
 from simulator import queueing
 from simulator.scenario import PoolSpec, Scenario, WorkloadSpec
 from simulator.traces import Trace

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from knowledge.base import KnowledgeBase
-from planner.backend import StaticIntentSource
-from planner.controller import IntentController, IntentOutcome
+from planner.control.controller import IntentController, IntentOutcome
+from planner.domain.ports import StaticIntentSource
 from planner.models.training import Trainer
 from planner.planners import registry as planner_registry
 from simulator.accounting import Accountant

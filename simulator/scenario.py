@@ -1,7 +1,7 @@
 """Scenario files: a cluster, its workloads and their load traces, the intents, admin bounds.
 
 A scenario is one YAML file (see ``examples/scenarios/``). Every field is validated; an error
-names the field and the fix (:class:`planner.errors.SpecError`).
+names the field and the fix (:class:`planner.domain.errors.SpecError`).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import pydantic
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from planner.admin import AdminConfig
-from planner.errors import SpecError
-from planner.intents import Intent, KPIProfile, check_references, parse_intent, parse_profile
-from planner.validation import spec_error
+from planner.domain.admin import AdminConfig
+from planner.domain.errors import SpecError
+from planner.domain.intents import Intent, KPIProfile, check_references, parse_intent, parse_profile
+from planner.domain.validation import spec_error
 from simulator.durations import parse_duration
 from simulator.traces import BurstyTrace, ConstantTrace, CsvTrace, DiurnalTrace, StepTrace, Trace
 

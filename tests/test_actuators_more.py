@@ -15,9 +15,9 @@ from actuators.device import DeviceActuator
 from actuators.placement import PlacementActuator
 from actuators.remove_pod import RemovePodActuator
 from actuators.topology import Topology, observe_all
-from planner.admin import AdminConfig, CpuBounds, ReplicaBounds
-from planner.errors import SpecError
-from planner.state import WorkloadConfig, WorkloadState
+from planner.domain.admin import AdminConfig, CpuBounds, ReplicaBounds
+from planner.domain.errors import SpecError
+from planner.domain.state import WorkloadConfig, WorkloadState
 from simulator.cluster import SimulatedCluster
 from simulator.scenario import load_scenario
 

@@ -11,16 +11,16 @@ import pytest
 
 from actuators.base import Actuator
 from actuators.registry import create as create_actuators
-from planner.admin import AdminConfig, ReplicaBounds
-from planner.backend import ClusterBackend
-from planner.explicit import QueueEstimate
-from planner.intents import parse_intent, parse_profile
+from planner.domain.admin import AdminConfig, ReplicaBounds
+from planner.domain.intents import parse_intent, parse_profile
+from planner.domain.plan import Action
+from planner.domain.ports import ClusterBackend
+from planner.domain.state import ClusterSnapshot, NodeState, PodState, WorkloadConfig, WorkloadState
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
-from planner.plan import Action
+from planner.models.queue_estimate import QueueEstimate
 from planner.planners import registry as planner_registry
 from planner.planners.astar import AStarPlanner
 from planner.planners.base import PlanningContext
-from planner.state import ClusterSnapshot, NodeState, PodState, WorkloadConfig, WorkloadState
 from simulator.runner import ScenarioRun
 from simulator.scenario import load_scenario
 

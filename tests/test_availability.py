@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from planner.domain.state import PodState
 from planner.kpi.availability import DEFAULT_MTTR, pod_availability, workload_availability
-from planner.state import PodState
 
 
 def pod(

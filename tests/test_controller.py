@@ -8,8 +8,8 @@ import pytest
 
 from knowledge.base import KnowledgeBaseUnavailable
 from knowledge.connect import open_knowledge_base
-from planner.backend import StaticIntentSource
-from planner.controller import IntentController
+from planner.control.controller import IntentController
+from planner.domain.ports import StaticIntentSource
 from simulator.cluster import SimulatedCluster
 from simulator.runner import ScenarioRun
 from simulator.scenario import Scenario, load_scenario

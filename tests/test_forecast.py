@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner.forecast import LoadForecast, theil_sen_slope
+from planner.domain.state import PodState
+from planner.models.forecast import LoadForecast, theil_sen_slope
 from planner.planners.optimizer import OptunaPlanner
-from planner.state import PodState
 from tests.test_optuna_planner import TrueLatency, context, planner_with
 
 CYCLE = 15.0

@@ -1,10 +1,10 @@
 from __future__ import annotations
 
-from planner.admin import AdminConfig, ReplicaBounds
-from planner.intents import parse_intent, parse_profile
+from planner.domain.admin import AdminConfig, ReplicaBounds
+from planner.domain.intents import parse_intent, parse_profile
+from planner.domain.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
 from planner.planners.base import PlanningContext
 from planner.planners.hpa import HPAPlanner
-from planner.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
 
 INTENT = parse_intent({"kind": "Intent", "metadata": {"name": "w", "namespace": "ns"},
                        "spec": {"targetRef": {"name": "w"}, "objectives": [

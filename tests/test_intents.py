@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
-from planner.errors import SpecError
-from planner.intents import (
+from planner.domain.errors import SpecError
+from planner.domain.intents import (
     KPIType,
     load_manifests,
     objective_met,

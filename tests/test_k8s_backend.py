@@ -17,8 +17,8 @@ from support.apiserver import (
     wait_until,
 )
 
-from planner.backend import UnsupportedOperation
-from planner.errors import PermanentError, TemporaryError
+from planner.domain.errors import PermanentError, TemporaryError
+from planner.domain.ports import UnsupportedOperation
 from planner.k8s.apierrors import NotFound
 from planner.k8s.backend import KubernetesBackend
 from planner.k8s.projections import DELETION_COST

@@ -35,9 +35,10 @@ from support.apiserver import (
 from typer.testing import CliRunner
 
 from knowledge.connect import open_knowledge_base
-from planner.admin import AdminConfig
-from planner.controller import IntentController
-from planner.intents import Intent, KPIProfile
+from planner.control.controller import IntentController
+from planner.domain.admin import AdminConfig
+from planner.domain.intents import Intent, KPIProfile
+from planner.domain.state import WorkloadState
 from planner.k8s import command
 from planner.k8s.backend import KubernetesBackend
 from planner.k8s.health import HealthServer
@@ -49,7 +50,6 @@ from planner.k8s.source import CacheStore, KubernetesIntentSource
 from planner.k8s.transport import ApiClientTransport
 from planner.k8s.watchcache import CacheSettings, WatchCache
 from planner.kpi.prometheus import PrometheusKPISource
-from planner.state import WorkloadState
 
 NS = "shop"
 ROOT = Path(__file__).resolve().parents[1]

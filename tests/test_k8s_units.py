@@ -86,8 +86,8 @@ def test_selector_matches() -> None:
 def test_load_metrics_per_pod_utilisation_and_unbiased_mean() -> None:
     """Per-pod CPU utilisation reaches the pods (dispatch weights need it), and the workload
     mean divides usage by the requests of the same pods (a starting pod does not dilute it)."""
+    from planner.domain.state import PodState, WorkloadConfig, WorkloadState
     from planner.k8s.loadmetrics import PrometheusLoadMetrics
-    from planner.state import PodState, WorkloadConfig, WorkloadState
 
     lm = PrometheusLoadMetrics("http://127.0.0.1:1")
     answers = iter([

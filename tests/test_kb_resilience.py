@@ -13,7 +13,7 @@ import pymongo
 import pytest
 
 from knowledge import base, connect, documents, mongo, resilient
-from planner.errors import SpecError
+from planner.domain.errors import SpecError
 
 # -- helpers ------------------------------------------------------------------------------------
 

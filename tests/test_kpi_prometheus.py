@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from planner.intents import Intent, KPIProfile, KPIType
+from planner.domain.intents import Intent, KPIProfile, KPIType
 from planner.kpi.prometheus import PrometheusKPISource, extract
 from planner.kpi.templates import TemplateSettings
 from tests.support.prometheus import (

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.intents import Intent, KPIProfile
+from planner.domain.intents import Intent, KPIProfile
 from planner.kpi import templates
 from planner.kpi.templates import Resolution, TemplateSettings, resolve
 

@@ -4,7 +4,8 @@
   (strict: unknown fields are errors); custom resources validate against our CRDs.
 * The CRD schemas are structural, their list-map keys, defaults, CEL rules and printer columns
   are well-formed.
-* The CRD schemas and the pydantic models in ``planner.intents`` agree: same spec fields, types,
+* The CRD schemas and the pydantic models in ``planner.domain.intents`` agree: same spec fields,
+types,
   required sets, defaults, enums and bounds; a table of bad documents is rejected by both with
   an error naming the field.
 * RBAC is least privilege and the controller Deployment is hardened.
@@ -32,7 +33,7 @@ import pydantic
 import pytest
 import yaml
 
-from planner import errors, intents, validation
+from planner.domain import errors, intents, validation
 
 ROOT = Path(__file__).resolve().parents[1]
 CRD_DIR = ROOT / "crds"
@@ -769,7 +770,7 @@ def test_status_shape_accepts_what_the_controller_writes() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Bad documents: rejected by the CRD (schema or CEL) and by planner.intents, naming the field
+# Bad documents: rejected by the CRD (schema or CEL) and by planner.domain.intents, naming the field
 
 DELETE = object()
 
@@ -804,7 +805,7 @@ class BadCase(NamedTuple):
     make: Callable[[], Doc]
     field: str  # the field the CRD names
     by: Literal["schema", "cel"]  # which part of the CRD rejects it
-    py_field: str | None = None  # the field planner.intents names, if not `field`
+    py_field: str | None = None  # the field planner.domain.intents names, if not `field`
     py_word: str | None = None  # then a word its message must contain
 
 

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from planner.domain.state import NodeState, PodState, WorkloadConfig, WorkloadState
 from planner.models import serialization
 from planner.models.effects import KIND_LATENCY, EffectModel, from_document, to_document
 from planner.models.latency import QueueingLatencyRegressor
@@ -14,7 +15,6 @@ from planner.models.mix import expected_mix
 from planner.models.observations import dataset
 from planner.models.predictor import CandidateBatch
 from planner.models.sojourn import _survival_terms, mixture_sojourn_quantile
-from planner.state import NodeState, PodState, WorkloadConfig, WorkloadState
 from simulator import queueing
 
 SPEEDS = np.array([1.0, 2.0])
@@ -141,7 +141,7 @@ def test_expected_mix_follows_the_pods_or_the_capacity() -> None:
             PodState("c", "n3", 2.0, "cpu", True, pool="fast"),
             PodState("d", None, 2.0, "cpu", False))
     nodes = (_node("n1", "slow"), _node("n2", "fast"), _node("n3", "fast"), _node("n4", "fast"))
-    from planner.state import ClusterSnapshot
+    from planner.domain.state import ClusterSnapshot
     snap = ClusterSnapshot(0.0, nodes, {})
     wl = WorkloadState("v", "a", WorkloadConfig(3, 2.0), pods)
     assert expected_mix(wl, snap) == pytest.approx({"slow": 1 / 3, "fast": 2 / 3})

@@ -13,13 +13,13 @@ import pytest
 
 from actuators import registry
 from knowledge.connect import open_knowledge_base
-from planner.admin import AdminConfig, CpuBounds, ReplicaBounds
-from planner.intents import parse_intent, parse_profile
+from planner.domain.admin import AdminConfig, CpuBounds, ReplicaBounds
+from planner.domain.intents import parse_intent, parse_profile
+from planner.domain.state import ClusterSnapshot, NodeState, PodState, WorkloadConfig, WorkloadState
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
 from planner.planners.base import PlanningContext
 from planner.planners.feedback import EXPLORE_GAIN
 from planner.planners.optimizer import OptunaPlanner
-from planner.state import ClusterSnapshot, NodeState, PodState, WorkloadConfig, WorkloadState
 from simulator.characterize import characterize
 from simulator.runner import ScenarioRun
 from simulator.scenario import load_scenario
@@ -175,7 +175,7 @@ def test_characterize_cli_json() -> None:
 
 
 def test_cost_objective_is_a_constraint() -> None:
-    from planner.models.select import ComputedCost
+    from planner.planners.predictors import ComputedCost
 
     ctx = context(replicas=10, latency=20.0)
     cost_profile = parse_profile({"kind": "KPIProfile", "metadata": {"name": "cost",
@@ -202,8 +202,8 @@ def test_cost_objective_is_a_constraint() -> None:
 
 
 def test_vectorised_prices_match_the_per_configuration_cost() -> None:
-    from planner.cost import cost_per_hour
-    from planner.search_space import prices
+    from planner.domain.cost import cost_per_hour
+    from planner.planners.search_space import prices
 
     nodes = (NodeState("a", "p1", "eu", 8, cost_per_core_hour=0.04),
              NodeState("b", "p2", "us", 8, gpus=2, cost_per_core_hour=0.05,
@@ -325,7 +325,7 @@ def test_violation_left_over_from_a_passed_peak_is_not_model_error() -> None:
 
 
 def test_forecast_peak_is_the_highest_recent_rate() -> None:
-    from planner.forecast import LoadForecast
+    from planner.models.forecast import LoadForecast
 
     f = LoadForecast()
     for t, r in ((0.0, 100.0), (30.0, 300.0), (60.0, 150.0), (90.0, 120.0)):

@@ -5,9 +5,9 @@ from hypothesis import strategies as st
 
 from actuators import registry
 from actuators.replicas import ReplicasActuator
-from planner.admin import AdminConfig, ReplicaBounds
-from planner.errors import SpecError
-from planner.state import WorkloadConfig, WorkloadState
+from planner.domain.admin import AdminConfig, ReplicaBounds
+from planner.domain.errors import SpecError
+from planner.domain.state import WorkloadConfig, WorkloadState
 
 
 def actuator(**bounds: float) -> ReplicasActuator:

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 import yaml
 
-from planner.intents import KPIType
+from planner.domain.intents import KPIType
 from simulator.cluster import SimulatedCluster
 from simulator.runner import ScenarioRun
 from simulator.scenario import load_scenario, parse_scenario

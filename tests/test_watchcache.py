@@ -10,7 +10,7 @@ from kubernetes.client import ApiClient, Configuration
 from prometheus_client import generate_latest
 from support.apiserver import Kube, RunningApiserver, node, pod, wait_until
 
-from planner.errors import TemporaryError
+from planner.domain.errors import TemporaryError
 from planner.k8s.resources import NODES, PODS
 from planner.k8s.transport import ApiClientTransport
 from planner.k8s.watchcache import RESYNC, CacheSettings, NotReady, WatchCache

@@ -23,13 +23,13 @@ from actuators import registry
 from actuators import weights as aw
 from actuators.dataplanes import haproxy as hw
 from knowledge.connect import open_knowledge_base
-from planner import events
-from planner.admin import AdminConfig, parse_admin
-from planner.backend import ClusterBackend, UnsupportedOperation
-from planner.errors import SpecError
-from planner.intents import KPIProfile, parse_profile
-from planner.plan import Action, Plan
-from planner.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
+from planner.domain import events
+from planner.domain.admin import AdminConfig, parse_admin
+from planner.domain.errors import SpecError
+from planner.domain.intents import KPIProfile, parse_profile
+from planner.domain.plan import Action, Plan
+from planner.domain.ports import ClusterBackend, UnsupportedOperation
+from planner.domain.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
 from simulator import cluster as sim_cluster
 from simulator.cluster import SimulatedCluster, StepRecord, kpi_value
 from simulator.runner import ScenarioRun

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner import weights as pw
-from planner.weights import slo as slo_mod
+from actuators import dispatch as pw
+from actuators.dispatch import slo as slo_mod
 
 REF = pw.EngineConfig().reference_weight
 

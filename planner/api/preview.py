@@ -31,20 +31,19 @@ import pydantic
 from actuators import topology
 from actuators.base import Actuator
 from knowledge.base import KnowledgeBase
-from planner.admin import AdminConfig
 from planner.api import schemas
 from planner.api.runtime import Runtime
-from planner.errors import IntentPlannerError, SpecError, TemporaryError
-from planner.intents import Intent, KPIProfile, parse_intent
+from planner.domain.admin import AdminConfig
+from planner.domain.errors import IntentPlannerError, SpecError, TemporaryError
+from planner.domain.intents import Intent, KPIProfile, parse_intent
+from planner.domain.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
+from planner.domain.validation import spec_error
 from planner.models import effects as effect_models
-from planner.models import online
 from planner.models.predictor import CandidateBatch, Predictor
-from planner.planners import optimizer
+from planner.planners import online, optimizer
 from planner.planners import registry as planner_registry
 from planner.planners.base import Planner, PlanningContext
-from planner.search_space import prices
-from planner.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
-from planner.validation import spec_error
+from planner.planners.search_space import prices
 
 log = logging.getLogger(__name__)
 

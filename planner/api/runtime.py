@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from knowledge.base import KnowledgeBase
-from planner.backend import ClusterBackend, IntentSource, KPISource
-from planner.controller import IntentController
-from planner.intents import Intent, KPIProfile
+from planner.control.controller import IntentController
+from planner.domain.intents import Intent, KPIProfile
+from planner.domain.ports import ClusterBackend, IntentSource, KPISource
 
 if TYPE_CHECKING:
     from simulator.runner import ScenarioRun

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from planner import intents
+from planner.domain import intents
 
 EXAMPLE_INTENT: dict[str, Any] = {
     "apiVersion": "intent-planner.io/v1alpha1",
@@ -96,7 +96,7 @@ def _inline_refs(schema: Any, defs: dict[str, Any]) -> Any:
 
 def intent_json_schema() -> dict[str, Any]:
     """The Intent document's JSON schema, self-contained (no ``$ref``), for the OpenAPI
-    document. The body is still validated by :func:`planner.intents.parse_intent`, whose
+    document. The body is still validated by :func:`planner.domain.intents.parse_intent`, whose
     errors name the field and the fix."""
     schema = intents.Intent.model_json_schema(by_alias=True)
     out: dict[str, Any] = _inline_refs(schema, schema.get("$defs", {}))

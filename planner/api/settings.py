@@ -28,7 +28,7 @@ from typing import Annotated, Any
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from planner.errors import SpecError
+from planner.domain.errors import SpecError
 
 DEFAULT_SCENARIO = Path(__file__).resolve().parents[2] / "examples" / "scenarios" / \
     "diurnal-shop.yaml"

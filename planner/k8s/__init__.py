@@ -17,5 +17,5 @@
 * :mod:`planner.k8s.command` - the ``intent-planner operator`` command.
 
 Nothing here is imported by the rest of the planner: the controller only sees the
-:class:`planner.backend.ClusterBackend`, ``KPISource`` and ``IntentSource`` interfaces.
+:class:`planner.domain.ports.ClusterBackend`, ``KPISource`` and ``IntentSource`` interfaces.
 """

@@ -2,8 +2,9 @@
 
 * no answer (connection refused or reset, timeout, TLS), 429 Too Many Requests, 5xx, and
   409 Conflict (someone else changed the object: the next cycle re-reads it) ->
-  :class:`planner.errors.TemporaryError`;
-* every other 4xx (400, 403, 404, 422, ...) -> :class:`planner.errors.PermanentError` carrying
+  :class:`planner.domain.errors.TemporaryError`;
+* every other 4xx (400, 403, 404, 422, ...) -> :class:`planner.domain.errors.PermanentError`
+carrying
   the API server's own message (:class:`NotFound` for 404).
 """
 
@@ -16,7 +17,7 @@ from collections.abc import Iterator
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
-from planner.errors import IntentPlannerError, PermanentError, TemporaryError
+from planner.domain.errors import IntentPlannerError, PermanentError, TemporaryError
 
 TEMPORARY_STATUSES = frozenset({409, 429, 500, 502, 503, 504})
 

@@ -46,8 +46,9 @@ from typing import Any
 
 from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api
 
-from planner.backend import ClusterBackend, UnsupportedOperation
-from planner.errors import PermanentError
+from planner.domain.errors import PermanentError
+from planner.domain.ports import ClusterBackend, UnsupportedOperation
+from planner.domain.state import ClusterSnapshot, NodeState, PodState, WorkloadConfig, WorkloadState
 from planner.k8s import resources
 from planner.k8s.apierrors import NotFound, api_call
 from planner.k8s.loadmetrics import LoadMetrics
@@ -55,7 +56,6 @@ from planner.k8s.projections import DELETION_COST
 from planner.k8s.quantities import cpu_quantity, parse_quantity, parse_time, selector_matches
 from planner.k8s.resources import DEPLOYMENTS, NODES, PODS, STATEFULSETS
 from planner.k8s.watchcache import WatchCache
-from planner.state import ClusterSnapshot, NodeState, PodState, WorkloadConfig, WorkloadState
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +146,7 @@ def _read(resp: Any) -> dict[str, Any]:
 
 
 class KubernetesBackend(ClusterBackend):
-    """A :class:`planner.backend.ClusterBackend` over a real cluster; see the module doc."""
+    """A :class:`planner.domain.ports.ClusterBackend` over a real cluster; see the module doc."""
 
     name = "kubernetes"
     OBSERVED = (NODES, PODS, DEPLOYMENTS, STATEFULSETS)

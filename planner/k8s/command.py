@@ -37,8 +37,8 @@ def operator(
 
     import yaml
 
-    from planner.admin import parse_admin
-    from planner.errors import SpecError
+    from planner.domain.admin import parse_admin
+    from planner.domain.errors import SpecError
     from planner.k8s.operator import OperatorConfig, run
     from planner.planners import registry as planner_registry
 

@@ -13,12 +13,12 @@ import threading
 import time
 from collections.abc import Callable
 
-from planner.backend import KPISource
-from planner.errors import TemporaryError
-from planner.intents import Intent, KPIProfile, KPIType
+from planner.domain.errors import TemporaryError
+from planner.domain.intents import Intent, KPIProfile, KPIType
+from planner.domain.ports import KPISource
+from planner.domain.state import WorkloadState
 from planner.kpi import availability, templates
 from planner.kpi.templates import DEFAULT_SETTINGS, Resolution, TemplateSettings
-from planner.state import WorkloadState
 
 RESTARTS_REASON = ("availability from pod restarts: MTBF / (MTBF + MTTR) over ready pods "
                    "(no spec.query)")

@@ -1,7 +1,7 @@
 """Request rate and CPU utilisation of workloads, from Prometheus (two queries per cycle).
 
 The planners size a workload from its request rate and CPU utilisation
-(:class:`planner.state.WorkloadState`); in a cluster both come from Prometheus, not from the
+(:class:`planner.domain.state.WorkloadState`); in a cluster both come from Prometheus, not from the
 watch cache. :class:`PrometheusLoadMetrics` runs two instant queries per cycle for all
 workloads at once:
 
@@ -27,8 +27,8 @@ from typing import Any, Protocol
 
 import httpx
 
+from planner.domain.state import WorkloadState
 from planner.kpi.templates import DEFAULT_SETTINGS, TemplateSettings
-from planner.state import WorkloadState
 
 log = logging.getLogger(__name__)
 

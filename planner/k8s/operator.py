@@ -13,7 +13,8 @@
 * a per-Intent **timer** with the admin's ``cycleSeconds``.
 
 **Planning trigger - the choice.** Every Intent has a kopf timer, but a tick does not plan that
-one intent: it runs :meth:`planner.controller.IntentController.cycle` for all of them, at most
+one intent: it runs :meth:`planner.control.controller.IntentController.cycle` for all of them, at
+most
 once per interval however many timers tick (:class:`planner.k8s.runner.CycleRunner`). Why:
 
 1. the controller's unit of work is the cycle: one ``observe()`` (a snapshot of every node,
@@ -49,10 +50,10 @@ import kopf
 from kubernetes.client import ApiClient, Configuration
 
 from knowledge.base import KnowledgeBase
-from planner.admin import AdminConfig
-from planner.backend import KPISource
-from planner.controller import IntentController
-from planner.intents import API_GROUP
+from planner.control.controller import IntentController
+from planner.domain.admin import AdminConfig
+from planner.domain.intents import API_GROUP
+from planner.domain.ports import KPISource
 from planner.k8s.backend import KubernetesBackend, LabelKeys
 from planner.k8s.configmaps import configmap_applier
 from planner.k8s.kpi import KubernetesKPISource

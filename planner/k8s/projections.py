@@ -234,7 +234,7 @@ def project_endpointslice(obj: Mapping[str, Any], it: Interner) -> dict[str, Any
 CUSTOM_METADATA = ("name", "namespace", "generation", "labels", "annotations", "uid",
                    "resourceVersion", "creationTimestamp", "deletionTimestamp", "generateName",
                    "finalizers", "ownerReferences")
-"""The metadata kept of a custom resource (what :mod:`planner.intents` accepts)."""
+"""The metadata kept of a custom resource (what :mod:`planner.domain.intents` accepts)."""
 
 
 def project_custom(obj: Mapping[str, Any], it: Interner | None = None) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.intents import API_GROUP
+from planner.domain.intents import API_GROUP
 
 
 @dataclass(frozen=True)

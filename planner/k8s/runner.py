@@ -2,7 +2,8 @@
 
 Every Intent has a kopf timer (so kopf peering pauses planning in a standby replica and
 deletion stops it), but the controller plans all intents in one pass:
-:meth:`planner.controller.IntentController.cycle` observes the cluster once and reconciles the
+:meth:`planner.control.controller.IntentController.cycle` observes the cluster once and reconciles
+the
 intents in priority order. :class:`CycleRunner` turns the ticks of N timers into at most one
 cycle per interval, and a change to an intent (``request()`` + ``run(ticket)``) into one cycle
 that starts after the change, however many changes arrive together (e.g. the ``resume`` of

@@ -2,16 +2,17 @@
 
 Objects come from a :class:`CRStore`: the shared watch cache (:class:`CacheStore`), or in the
 operator kopf's index of the same resources (one upstream watch either way). Each object is
-validated with :func:`planner.intents.parse_intent` / :func:`~planner.intents.parse_profile`.
+validated with :func:`planner.domain.intents.parse_intent` /
+:func:`~planner.domain.intents.parse_profile`.
 An invalid object does not stop the others: it is left out and reported through the status
 subresource, an Intent with the condition ``Invalid=True`` (reason ``InvalidSpec``, the message
-naming the field: :meth:`planner.errors.SpecError.line`), a KPIProfile with
+naming the field: :meth:`planner.domain.errors.SpecError.line`), a KPIProfile with
 ``resolved: false`` and the same message. An Intent whose objective is measured by an invalid
 KPIProfile is itself ``Invalid`` (the message names the objective and the profile's field); an
 Intent whose KPIProfile does not exist is left to the controller, which reports it.
 
 :meth:`KubernetesIntentSource.report` writes the Intent status the controller built
-(:func:`planner.status.build_status`, with ``observedGeneration``); KPIProfile statuses
+(:func:`planner.domain.status.build_status`, with ``observedGeneration``); KPIProfile statuses
 (``resolved``, ``reason``, ``query``, ``observedGeneration``) are written by
 :meth:`~KubernetesIntentSource.sync_profiles` (called from :meth:`intents`, i.e. every cycle)
 with :func:`planner.k8s.kpi.resolution` against the first Intent using the profile.
@@ -34,15 +35,15 @@ from typing import Any, Protocol
 
 from kubernetes.client import ApiClient, CustomObjectsApi
 
-from planner.backend import IntentSource
-from planner.errors import IntentPlannerError, SpecError
-from planner.intents import Intent, KPIProfile, parse_intent, parse_profile
+from planner.domain.errors import IntentPlannerError, SpecError
+from planner.domain.intents import Intent, KPIProfile, parse_intent, parse_profile
+from planner.domain.ports import IntentSource
+from planner.domain.status import FALSE, TRUE, Condition, merge_conditions
 from planner.k8s import kpi
 from planner.k8s.apierrors import NotFound, api_call
 from planner.k8s.resources import INTENTS, KPIPROFILES, ResourceType
 from planner.k8s.watchcache import WatchCache
 from planner.kpi.templates import DEFAULT_SETTINGS, Resolution, TemplateSettings
-from planner.status import FALSE, TRUE, Condition, merge_conditions
 
 log = logging.getLogger(__name__)
 

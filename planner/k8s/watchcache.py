@@ -19,7 +19,7 @@ A reflector (one daemon thread per resource type) works like client-go's:
    errors back off exponentially (with jitter) and retry.
 
 Readiness gating: :meth:`WatchCache.list` and :meth:`WatchCache.get` raise :class:`NotReady`
-(a :class:`planner.errors.TemporaryError`) until the initial list is in, optionally after
+(a :class:`planner.domain.errors.TemporaryError`) until the initial list is in, optionally after
 waiting for it; :meth:`WatchCache.wait_ready` blocks. Consumers take a **snapshot**
 (:meth:`WatchCache.list`) or **subscribe** (:meth:`WatchCache.subscribe`) to a stream of
 events, optionally starting with the current objects as ``ADDED``.
@@ -49,7 +49,7 @@ from typing import Any, NamedTuple
 
 from prometheus_client import CollectorRegistry
 
-from planner.errors import TemporaryError
+from planner.domain.errors import TemporaryError
 from planner.k8s import cachemetrics
 from planner.k8s.projections import PROJECTIONS, Interner, Projection, project_all
 from planner.k8s.resources import ResourceType

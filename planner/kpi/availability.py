@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from planner.state import PodState
+from planner.domain.state import PodState
 
 DEFAULT_MTTR = 30.0
 """Assumed mean time to repair (seconds): how long a restart makes a pod unavailable."""

@@ -1,4 +1,4 @@
-"""A :class:`~planner.backend.KPISource` over the Prometheus HTTP API (instant queries).
+"""A :class:`~planner.domain.ports.KPISource` over the Prometheus HTTP API (instant queries).
 
 Each :meth:`PrometheusKPISource.measure` resolves the profile
 (:func:`planner.kpi.templates.resolve`) and runs one instant query against
@@ -32,8 +32,8 @@ from typing import Any
 
 import httpx
 
-from planner.backend import KPISource
-from planner.intents import Intent, KPIProfile, KPIType
+from planner.domain.intents import Intent, KPIProfile, KPIType
+from planner.domain.ports import KPISource
 from planner.kpi.templates import DEFAULT_SETTINGS, Resolution, TemplateSettings, resolve
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,7 @@
 """Default PromQL templates per KPI type, and the resolution of a KPIProfile to one query.
 
-A :class:`~planner.intents.KPIProfile` either names its own PromQL (``spec.query``) or relies on
+A :class:`~planner.domain.intents.KPIProfile` either names its own PromQL (``spec.query``) or
+relies on
 the catalogue below, rendered for the intent's workload (``metadata.namespace`` and
 ``spec.targetRef.name``). :func:`resolve` returns a :class:`Resolution` whose ``resolved`` and
 ``reason`` fill the profile's ``status.resolved`` / ``status.reason``.
@@ -50,7 +51,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from planner.intents import Intent, KPIProfile, KPIType
+from planner.domain.intents import Intent, KPIProfile, KPIType
 
 PLACEHOLDERS: tuple[str, ...] = ("namespace", "workload", "window", "quantile")
 """Tokens substituted in a custom ``spec.query`` (written ``{namespace}`` etc.)."""

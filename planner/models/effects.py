@@ -18,7 +18,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from knowledge.base import KnowledgeBase
-from planner.errors import TemporaryError
+from planner.domain.errors import TemporaryError
 from planner.models import serialization
 from planner.models.availability import AvailabilityRegressor
 from planner.models.latency import QueueingLatencyRegressor

@@ -1,4 +1,5 @@
-"""Predictors from the explicit queueing estimate (:mod:`planner.explicit`): the fallback
+"""Predictors from the explicit queueing estimate (:mod:`planner.models.queue_estimate`): the
+fallback
 before anything is learned. Knobs the estimate knows nothing about (another device or node
 pool than the current one) are predicted as if unchanged and marked unsupported."""
 
@@ -9,9 +10,9 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from planner.explicit import MAX_UTILIZATION, QueueEstimate
+from planner.domain.state import WorkloadConfig
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
-from planner.state import WorkloadConfig
+from planner.models.queue_estimate import MAX_UTILIZATION, QueueEstimate
 
 
 def _supported(batch: CandidateBatch, current: WorkloadConfig) -> NDArray[np.bool_]:

@@ -3,8 +3,8 @@ needs to predict a configuration that leaves placement to the scheduler."""
 
 from __future__ import annotations
 
+from planner.domain.state import ClusterSnapshot, WorkloadState
 from planner.models.observations import UNKNOWN_CLASS
-from planner.state import ClusterSnapshot, WorkloadState
 
 
 def expected_mix(workload: WorkloadState, snapshot: ClusterSnapshot) -> dict[str, float]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from planner.state import WorkloadConfig
+from planner.domain.state import WorkloadConfig
 
 FloatArray = NDArray[np.float64]
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from planner.errors import PermanentError
+from planner.domain.errors import PermanentError
 from planner.models.availability import AvailabilityRegressor
 from planner.models.latency import QueueingLatencyRegressor
 

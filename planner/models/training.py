@@ -17,10 +17,11 @@ from typing import Any
 import numpy as np
 
 from knowledge.base import KnowledgeBase
-from planner.backend import IntentSource
-from planner.controller import IntentOutcome
-from planner.errors import TemporaryError
-from planner.intents import Intent, KPIProfile, KPIType
+from planner.control.controller import IntentOutcome
+from planner.domain.errors import TemporaryError
+from planner.domain.intents import Intent, KPIProfile, KPIType
+from planner.domain.ports import IntentSource
+from planner.domain.state import ClusterSnapshot
 from planner.models.availability import AvailabilityRegressor
 from planner.models.effects import (
     KIND_AVAILABILITY,
@@ -32,7 +33,6 @@ from planner.models.effects import (
 )
 from planner.models.latency import QueueingLatencyRegressor
 from planner.models.observations import Dataset, dataset
-from planner.state import ClusterSnapshot
 
 log = logging.getLogger(__name__)
 SATURATED_UTILIZATION = 0.9

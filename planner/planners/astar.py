@@ -43,7 +43,7 @@ Where it departs from IDO, and why:
 * With no goal state within the budgets, the plan heads for the state closest to the goal by
   the heuristic (IDO's opportunistic planning) and the reason says so.
 
-Predictors: the explicit queueing estimates (:mod:`planner.models.online`) by default; pass
+Predictors: the explicit queueing estimates (:mod:`planner.planners.online`) by default; pass
 ``predictors_for`` to plug in learned models (it returns ``None`` when it has no model for the
 context; explicit predictors fill in the objectives it does not cover). Cost objectives are
 computed from the node pools' prices.
@@ -59,11 +59,11 @@ from typing import Literal
 
 import numpy as np
 
-from planner.cost import cost_per_hour, pool_prices
-from planner.intents import KPIType
-from planner.models.online import OnlineEstimates, explicit_predictors
+from planner.domain.cost import cost_per_hour, pool_prices
+from planner.domain.intents import KPIType
+from planner.domain.plan import Plan
+from planner.domain.state import ClusterSnapshot, WorkloadConfig
 from planner.models.predictor import CandidateBatch, FloatArray, Prediction, Predictor
-from planner.plan import Plan
 from planner.planners.base import (
     Planner,
     PlanningContext,
@@ -72,8 +72,8 @@ from planner.planners.base import (
     hold_if_unknown,
     steps_towards,
 )
+from planner.planners.online import OnlineEstimates, explicit_predictors
 from planner.planners.registry import register_planner
-from planner.state import ClusterSnapshot, WorkloadConfig
 
 ACTION_BASE_COST: dict[str, float] = {
     "replicas": 0.2,

@@ -9,10 +9,10 @@ from typing import ClassVar
 
 from actuators.base import Actuator
 from knowledge.base import KnowledgeBase
-from planner.admin import AdminConfig
-from planner.intents import Intent, KPIProfile
-from planner.plan import Action, Plan
-from planner.state import ClusterSnapshot, WorkloadConfig, WorkloadState
+from planner.domain.admin import AdminConfig
+from planner.domain.intents import Intent, KPIProfile
+from planner.domain.plan import Action, Plan
+from planner.domain.state import ClusterSnapshot, WorkloadConfig, WorkloadState
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class PlanningContext:
 
 
 class Planner(ABC):
-    """Turns a :class:`PlanningContext` into a :class:`planner.plan.Plan`.
+    """Turns a :class:`PlanningContext` into a :class:`planner.domain.plan.Plan`.
 
     Contract:
 

@@ -19,10 +19,10 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from planner.intents import objective_met
+from planner.domain.intents import objective_met
+from planner.domain.state import WorkloadConfig
 from planner.models.predictor import CandidateBatch, Predictor
 from planner.planners.base import PlanningContext
-from planner.state import WorkloadConfig
 
 EXPLORE_GAIN = 0.2
 """An unobserved shape is tried only if predicted at least this much cheaper than the best

@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from collections import deque
 
-from planner.cost import cost_per_hour
-from planner.plan import Action, Plan
+from planner.domain.cost import cost_per_hour
+from planner.domain.plan import Action, Plan
 from planner.planners.base import Planner, PlanningContext
 from planner.planners.registry import register_planner
 

@@ -15,7 +15,7 @@ Feedback (:mod:`planner.planners.feedback`): while every objective holds it occa
 a configuration shape its model has not observed but predicts much cheaper (marked
 exploratory), and it plans for more load when a settled configuration is observed violating
 although its model says it holds. The load planned for is the forecast over the pods' start-up
-(:mod:`planner.forecast`) plus the admin's headroom.
+(:mod:`planner.models.forecast`) plus the admin's headroom.
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ import numpy as np
 import optuna
 from numpy.typing import NDArray
 
-from planner.forecast import LoadForecast
-from planner.intents import objective_met
+from planner.domain.intents import objective_met
+from planner.domain.plan import Action, Plan
+from planner.domain.state import WorkloadConfig
+from planner.models.forecast import LoadForecast
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
-from planner.models.select import PredictorSource
-from planner.plan import Action, Plan
 from planner.planners import feedback
 from planner.planners.base import (
     Planner,
@@ -44,9 +44,9 @@ from planner.planners.base import (
     hold_if_unknown,
     steps_towards,
 )
+from planner.planners.predictors import PredictorSource
 from planner.planners.registry import register_planner
-from planner.search_space import SearchSpace, gpu_capacity_ok, prices, space_for
-from planner.state import WorkloadConfig
+from planner.planners.search_space import SearchSpace, gpu_capacity_ok, prices, space_for
 
 log = logging.getLogger(__name__)
 optuna.logging.set_verbosity(optuna.logging.WARNING)

@@ -3,11 +3,11 @@ objective, with headroom, and a feedback nudge when observations contradict the 
 
 from __future__ import annotations
 
-from planner.cost import cost_per_hour
-from planner.explicit import QueueEstimate
-from planner.intents import KPIType, objective_met
-from planner.models.online import OnlineEstimates
-from planner.plan import Plan
+from planner.domain.cost import cost_per_hour
+from planner.domain.intents import KPIType, objective_met
+from planner.domain.plan import Plan
+from planner.domain.state import WorkloadConfig
+from planner.models.queue_estimate import QueueEstimate
 from planner.planners.base import (
     Planner,
     PlanningContext,
@@ -16,8 +16,8 @@ from planner.planners.base import (
     hold_if_unknown,
     steps_towards,
 )
+from planner.planners.online import OnlineEstimates
 from planner.planners.registry import register_planner
-from planner.state import WorkloadConfig
 
 REDUNDANCY_AVAILABILITY = 0.99
 """Availability targets at or above this need at least two replicas."""

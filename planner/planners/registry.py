@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable
 from importlib.metadata import entry_points
 
-from planner.errors import SpecError
+from planner.domain.errors import SpecError
 from planner.planners.base import Planner
 
 ENTRY_POINT_GROUP = "intent_planner.planners"

@@ -5,7 +5,7 @@ Each backend is an asyncio HTTP/1.1 server on 127.0.0.1 with ``workers`` workers
 sleeping ``W / speed`` milliseconds. Service capacity is therefore ``workers * speed`` times that of
 a single speed-1 worker. ``GET /_metrics`` answers at once (outside the worker queue) with
 cumulative counters as JSON; :class:`MetricsSampler` turns successive scrapes into the rates and
-utilisations that feed :mod:`planner.weights`.
+utilisations that feed :mod:`actuators.dispatch`.
 
 By default the fleet runs in a child process (``python tests/support/backends.py --specs JSON``)
 so that the load generator's interpreter does not disturb the backends' timing; ``in_process=True``

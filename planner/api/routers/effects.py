@@ -9,8 +9,8 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 from planner.api import schemas
 from planner.api.dependencies import RuntimeDep, require_read_token
 from planner.api.preview import json_safe
-from planner.errors import IntentPlannerError
-from planner.status import rfc3339
+from planner.domain.errors import IntentPlannerError
+from planner.domain.status import rfc3339
 
 router = APIRouter(
     prefix="/v1/effects", tags=["effects"], dependencies=[Depends(require_read_token)],

@@ -18,8 +18,8 @@ from planner.api import schemas
 from planner.api.dependencies import RuntimeDep, require_read_token
 from planner.api.preview import json_safe
 from planner.api.runtime import Runtime
-from planner.errors import IntentPlannerError
-from planner.intents import Intent
+from planner.domain.errors import IntentPlannerError
+from planner.domain.intents import Intent
 
 log = logging.getLogger(__name__)
 

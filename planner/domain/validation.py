@@ -7,7 +7,7 @@ from typing import Any
 
 import pydantic
 
-from planner.errors import SpecError
+from planner.domain.errors import SpecError
 
 
 def field_path(loc: Sequence[int | str], prefix: str = "") -> str:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from planner.explicit import QueueEstimate, blend, estimate
-from planner.intents import KPIType
+from planner.domain.intents import KPIType
 from planner.models.explicit import ExplicitAvailability, ExplicitLatency, ExplicitThroughput
 from planner.models.predictor import Predictor
+from planner.models.queue_estimate import QueueEstimate, blend, estimate
 from planner.planners.base import PlanningContext
 
 

@@ -7,8 +7,8 @@ from typing import Any
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from planner import weights as dispatch_weights
-from planner.validation import spec_error
+from actuators import dispatch as dispatch_weights
+from planner.domain.validation import spec_error
 
 
 class _Cfg(BaseModel):
@@ -139,7 +139,7 @@ class ConfigMapDispatch(_Cfg):
 
 
 class EngineSettings(_Cfg):
-    """Guards of the weight engine (:class:`planner.weights.EngineConfig`)."""
+    """Guards of the weight engine (:class:`actuators.dispatch.EngineConfig`)."""
 
     blackout_s: float = Field(default=10.0, ge=0, alias="blackoutSeconds")
     expiry_s: float = Field(default=180.0, gt=0, alias="expirySeconds")
@@ -161,7 +161,7 @@ class DispatchConfig(_Cfg):
     """How the ``weights`` actuator computes dispatch weights and where it writes them.
 
     With no data plane configured the weights go to the backend only
-    (:meth:`planner.backend.ClusterBackend.set_weights`; the simulator dispatches by them).
+    (:meth:`planner.domain.ports.ClusterBackend.set_weights`; the simulator dispatches by them).
     """
 
     policy: str = "slo"
@@ -193,7 +193,7 @@ class DispatchConfig(_Cfg):
         return self
 
     def engine_config(self) -> dispatch_weights.EngineConfig:
-        """The :class:`planner.weights.EngineConfig` for these settings."""
+        """The :class:`actuators.dispatch.EngineConfig` for these settings."""
         e = self.engine
         return dispatch_weights.EngineConfig(
             e.blackout_s, e.expiry_s, e.min_share, e.max_relative_change, e.change_threshold,

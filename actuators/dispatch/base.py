@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, TypeVar
 
-from planner.weights import metrics
+from actuators.dispatch import metrics
 
 
 @dataclasses.dataclass(frozen=True)

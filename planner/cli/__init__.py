@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from planner.errors import SpecError
+from planner.domain.errors import SpecError
 from planner.k8s import command as k8s_command
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -63,7 +63,7 @@ def simulate(
     """Run a scenario as fast as the CPU allows and report SLO attainment and cost."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from planner import report
+    from planner.cli import report
     from simulator.runner import ScenarioRun
     from simulator.scenario import load_scenario
 
@@ -107,8 +107,8 @@ def run(
     """Run the controller on the embedded default: a simulated cluster, in-memory knowledge."""
     import time
 
-    from planner import live as live_view
-    from planner import report
+    from planner.cli import live as live_view
+    from planner.cli import report
     from simulator.runner import ScenarioRun
     from simulator.scenario import load_scenario
 
@@ -196,7 +196,7 @@ def validate(
     """Validate scenario and manifest files; exit 2 with the field and the fix on error."""
     import yaml
 
-    from planner.intents import load_manifests
+    from planner.domain.intents import load_manifests
     from simulator.scenario import load_scenario
 
     for f in files:
@@ -290,7 +290,7 @@ def _api_settings(changes: dict[str, Any]) -> Any:
     import pydantic
 
     from planner.api.settings import Settings
-    from planner.validation import spec_error
+    from planner.domain.validation import spec_error
 
     try:
         return Settings(**changes)

@@ -4,7 +4,7 @@ One :class:`EndpointMetrics` is one observation of one endpoint (a pod, a server
 second, utilisations are fractions of the endpoint's allocation (0..1), latencies are seconds,
 timestamps are seconds on the same clock the engine is given as ``now`` (monotonic or epoch, the
 caller decides). ``None`` means "not measured"; which fields a policy requires is the policy's
-business (:meth:`planner.weights.base.WeightPolicy.missing`).
+business (:meth:`actuators.dispatch.base.WeightPolicy.missing`).
 """
 
 from __future__ import annotations

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from planner.domain.state import ClusterSnapshot
 from planner.models.predictor import CandidateBatch
 from planner.planners.base import PlanningContext
-from planner.state import ClusterSnapshot
 
 
 @dataclass(frozen=True)
@@ -54,8 +54,8 @@ def space_for(ctx: PlanningContext) -> SearchSpace:
 
 def prices(snapshot: ClusterSnapshot, batch: CandidateBatch) -> NDArray[np.float64]:
     """Cost per hour of each candidate (a pool of ``None`` is priced at the dearest pool that
-    could host it, as :func:`planner.cost.pool_prices`)."""
-    from planner.cost import pool_prices
+    could host it, as :func:`planner.domain.cost.pool_prices`)."""
+    from planner.domain.cost import pool_prices
 
     # Pool names as strings ("" for "anywhere") so one comparison selects the rows.
     pools = np.asarray(["" if p is None else p for p in batch.pool])

@@ -1,6 +1,6 @@
 """Reference weight policies from existing systems: LVS dynamic feedback and ORCA/gRPC WRR.
 
-Our own policy (SLO-driven) lives in :mod:`planner.weights.slo`.
+Our own policy (SLO-driven) lives in :mod:`actuators.dispatch.slo`.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from planner.weights import base, metrics
+from actuators.dispatch import base, metrics
 
 DEFAULT_LVS_COEFFICIENTS: Mapping[str, float] = {
     "utilisation": 0.5,

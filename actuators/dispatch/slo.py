@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 
-from planner.weights import base, metrics
+from actuators.dispatch import base, metrics
 
 #: ``(endpoint sample, share of total load in 0..1) -> predicted latency in seconds``
 LatencyPredictor = Callable[[metrics.EndpointMetrics, float], float]

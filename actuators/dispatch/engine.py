@@ -1,7 +1,8 @@
 """The weight engine: one global view of all endpoints, a policy, and the guards around it.
 
-:class:`WeightEngine` ingests :class:`~planner.weights.metrics.EndpointMetrics` samples, asks its
-:class:`~planner.weights.base.WeightPolicy` for relative weights of the endpoints whose data can be
+:class:`WeightEngine` ingests :class:`~actuators.dispatch.metrics.EndpointMetrics` samples, asks its
+:class:`~actuators.dispatch.base.WeightPolicy` for relative weights of the endpoints whose data can
+be
 trusted, and turns them into integer weights (HAProxy's 1..256) through guards that hold for every
 policy:
 
@@ -29,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 
-from planner.weights import base, metrics
+from actuators.dispatch import base, metrics
 
 log = logging.getLogger(__name__)
 

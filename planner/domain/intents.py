@@ -15,8 +15,8 @@ import pydantic
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from planner.errors import SpecError
-from planner.validation import spec_error
+from planner.domain.errors import SpecError
+from planner.domain.validation import spec_error
 
 API_GROUP = "intent-planner.io"
 API_VERSION = f"{API_GROUP}/v1alpha1"

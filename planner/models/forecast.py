@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from planner.state import PodState
+from planner.domain.state import PodState
 
 DEFAULT_STARTUP_S = 30.0
 """Start-up time assumed until a pod has been seen becoming ready (typical container start)."""

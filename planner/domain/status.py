@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from planner.intents import Intent
-from planner.plan import Plan
+from planner.domain.intents import Intent
+from planner.domain.plan import Plan
 
 TRUE, FALSE, UNKNOWN = "True", "False", "Unknown"
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from planner.errors import PermanentError
-from planner.intents import Intent, KPIProfile
-from planner.state import ClusterSnapshot
+from planner.domain.errors import PermanentError
+from planner.domain.intents import Intent, KPIProfile
+from planner.domain.state import ClusterSnapshot
 
 
 class UnsupportedOperation(PermanentError):
@@ -23,11 +23,11 @@ class ClusterBackend(ABC):
     Contract:
 
     * :meth:`observe` returns one consistent :class:`ClusterSnapshot`; it raises
-      :class:`planner.errors.TemporaryError` when the cluster cannot be read right now.
+      :class:`planner.domain.errors.TemporaryError` when the cluster cannot be read right now.
     * Every mutating method is idempotent (level-based): asking for the value a workload
       already has is a no-op. Workloads are named ``namespace/name``.
     * A mutating method raises :class:`UnsupportedOperation` for changes this backend
-      cannot make, :class:`planner.errors.TemporaryError` for changes that may succeed later.
+      cannot make, :class:`planner.domain.errors.TemporaryError` for changes that may succeed later.
     """
 
     name: str = "backend"

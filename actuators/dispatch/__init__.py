@@ -3,18 +3,18 @@
 Importing this package registers the built-in policies ``lvs``, ``orca`` and ``slo``.
 """
 
-from planner.weights import policies, slo
-from planner.weights.base import (
+from actuators.dispatch import policies, slo
+from actuators.dispatch.base import (
     POLICIES,
     Suggestion,
     WeightPolicy,
     create_policy,
     register_policy,
 )
-from planner.weights.engine import Decision, EngineConfig, Status, WeightEngine, WeightUpdate
-from planner.weights.metrics import EndpointMetrics, problems
-from planner.weights.policies import LvsPolicy, OrcaPolicy
-from planner.weights.slo import LatencyPredictor, SloPolicy
+from actuators.dispatch.engine import Decision, EngineConfig, Status, WeightEngine, WeightUpdate
+from actuators.dispatch.metrics import EndpointMetrics, problems
+from actuators.dispatch.policies import LvsPolicy, OrcaPolicy
+from actuators.dispatch.slo import LatencyPredictor, SloPolicy
 
 __all__ = [
     "POLICIES",

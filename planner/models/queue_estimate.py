@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from planner.state import WorkloadConfig, WorkloadState
+from planner.domain.state import WorkloadConfig, WorkloadState
 
 MAX_UTILIZATION = 0.9
 """Never plan a pod above this utilisation: the queue is unstable near 1."""

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from planner.intents import Intent
-from planner.plan import Action, Plan
-from planner.state import ClusterSnapshot, WorkloadState
+from planner.domain.intents import Intent
+from planner.domain.plan import Action, Plan
+from planner.domain.state import ClusterSnapshot, WorkloadState
 
 
 def build_event(

@@ -1,7 +1,7 @@
 """The intent controller: observe -> record -> plan -> act -> report, once per cycle.
 
 Level-based and idempotent: each cycle reads the whole state and recomputes. It does not know
-which :class:`planner.backend.ClusterBackend` it drives.
+which :class:`planner.domain.ports.ClusterBackend` it drives.
 """
 
 from __future__ import annotations
@@ -16,16 +16,16 @@ from actuators import registry as actuator_registry
 from actuators import topology
 from actuators.base import Actuator
 from knowledge.base import KnowledgeBase
-from planner.admin import AdminConfig
-from planner.backend import ClusterBackend, IntentSource, KPISource
-from planner.errors import IntentPlannerError, PermanentError, TemporaryError
-from planner.events import build_event
-from planner.intents import Intent, KPIProfile, objective_met
-from planner.plan import Action, Plan
+from planner.domain.admin import AdminConfig
+from planner.domain.errors import IntentPlannerError, PermanentError, TemporaryError
+from planner.domain.events import build_event
+from planner.domain.intents import Intent, KPIProfile, objective_met
+from planner.domain.plan import Action, Plan
+from planner.domain.ports import ClusterBackend, IntentSource, KPISource
+from planner.domain.state import ClusterSnapshot
+from planner.domain.status import build_status
 from planner.planners import registry as planner_registry
 from planner.planners.base import Planner, PlanningContext
-from planner.state import ClusterSnapshot
-from planner.status import build_status
 
 log = logging.getLogger(__name__)
 RETENTION_EVERY_S = 3600.0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from planner.state import ClusterSnapshot, WorkloadConfig
+from planner.domain.state import ClusterSnapshot, WorkloadConfig
 
 
 def pool_prices(snapshot: ClusterSnapshot, pool: str | None, device: str) -> tuple[float, float]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from knowledge.base import KnowledgeBase
-from planner.intents import KPIType
+from planner.domain.intents import KPIType
+from planner.domain.state import ClusterSnapshot
 from planner.models.effects import (
     KIND_AVAILABILITY,
     KIND_LATENCY,
@@ -16,11 +17,10 @@ from planner.models.effects import (
     LearnedThroughput,
 )
 from planner.models.mix import expected_mix
-from planner.models.online import OnlineEstimates, explicit_predictors
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
 from planner.planners.base import PlanningContext
-from planner.search_space import prices
-from planner.state import ClusterSnapshot
+from planner.planners.online import OnlineEstimates, explicit_predictors
+from planner.planners.search_space import prices
 
 
 class ComputedCost(Predictor):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from planner.state import WorkloadConfig
+from planner.domain.state import WorkloadConfig
 
 
 @dataclass(frozen=True)
