@@ -7,7 +7,7 @@ SYSSTAMP:= $(VENV)/.system-packages
 SCENARIO?= examples/scenarios/diurnal-shop.yaml
 APT_PACKAGES := haproxy prometheus
 
-.PHONY: install system-packages run test lint typecheck pytest bench clean
+.PHONY: install system-packages run test lint typecheck layers pytest bench clean
 
 install: $(STAMP)
 
@@ -41,10 +41,14 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
+# Layers point one way (contract in pyproject.toml, no ignores).
+layers: install
+	$(BIN)/lint-imports
+
 pytest: install system-packages
 	$(BIN)/python -m pytest -q
 
-test: lint typecheck pytest
+test: lint typecheck layers pytest
 
 # Benchmarks print their figures (see docs/benchmarks.md); about 25 minutes in all.
 bench: install system-packages

@@ -6,14 +6,12 @@ import bisect
 
 from actuators.base import Actuator
 from actuators.cooldown import Cooldown
-from actuators.registry import register_actuator
 from planner.domain.admin import AdminConfig
 from planner.domain.plan import Action
 from planner.domain.ports import ClusterBackend
 from planner.domain.state import WorkloadConfig, WorkloadState
 
 
-@register_actuator("cpu")
 class CpuActuator(Actuator):
     """Sets the CPU request (cores per pod).
 
@@ -22,6 +20,7 @@ class CpuActuator(Actuator):
     further change for ``cooldown_s``.
     """
 
+    name = "cpu"
     knobs = ("cpu",)
 
     def __init__(self, admin: AdminConfig) -> None:

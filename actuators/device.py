@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from actuators.base import Actuator
 from actuators.cooldown import Cooldown
-from actuators.registry import register_actuator
 from actuators.topology import ClusterAware
 from planner.domain.admin import AdminConfig
 from planner.domain.plan import Action
@@ -12,7 +11,6 @@ from planner.domain.ports import ClusterBackend
 from planner.domain.state import ClusterSnapshot, WorkloadConfig, WorkloadState
 
 
-@register_actuator("device")
 class DeviceActuator(ClusterAware, Actuator):
     """Sets the device (``cpu`` or ``gpu``; one GPU per pod).
 
@@ -23,6 +21,7 @@ class DeviceActuator(ClusterAware, Actuator):
     no further switch for ``admin.cpu.cooldown_s`` (the same restart budget as CPU sizes).
     """
 
+    name = "device"
     knobs = ("device",)
 
     def __init__(self, admin: AdminConfig, snapshot: ClusterSnapshot | None = None) -> None:

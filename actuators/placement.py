@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from actuators.base import Actuator
 from actuators.cooldown import Cooldown
-from actuators.registry import register_actuator
 from actuators.topology import ClusterAware, allowed_pools
 from planner.domain.admin import AdminConfig
 from planner.domain.plan import Action
@@ -17,7 +16,6 @@ def _where(pool: str | None) -> str:
     return "anywhere" if pool is None else f"pool {pool}"
 
 
-@register_actuator("placement")
 class PlacementActuator(ClusterAware, Actuator):
     """Sets the node pool (``None``: anywhere).
 
@@ -29,6 +27,7 @@ class PlacementActuator(ClusterAware, Actuator):
     Moving restarts every pod, so after a move no further move for ``admin.cpu.cooldown_s``.
     """
 
+    name = "placement"
     knobs = ("pool",)
 
     def __init__(self, admin: AdminConfig, snapshot: ClusterSnapshot | None = None) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from actuators.registry import register_actuator
 from actuators.replicas import ReplicasActuator
 from actuators.topology import ClusterAware
 from planner.domain.admin import AdminConfig
@@ -21,7 +20,6 @@ from planner.domain.ports import ClusterBackend
 from planner.domain.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
 
 
-@register_actuator("remove-pod")
 class RemovePodActuator(ClusterAware, ReplicasActuator):
     """Scale out like ``replicas``; scale in by removing named pods (at most
     ``admin.replicas.max_step`` per cycle, as one action).
@@ -31,6 +29,7 @@ class RemovePodActuator(ClusterAware, ReplicasActuator):
     planners) are the usual scale-out steps and one pod fewer, as IDO's ``rmPod`` proposes.
     """
 
+    name = "remove-pod"
     knobs = ("replicas",)
 
     def __init__(self, admin: AdminConfig, snapshot: ClusterSnapshot | None = None) -> None:

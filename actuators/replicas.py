@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from actuators.base import Actuator
-from actuators.registry import register_actuator
 from planner.domain.admin import AdminConfig
 from planner.domain.plan import Action
 from planner.domain.ports import ClusterBackend
 from planner.domain.state import WorkloadConfig, WorkloadState
 
 
-@register_actuator("replicas")
 class ReplicasActuator(Actuator):
     """Sets the replica count.
 
@@ -19,6 +17,7 @@ class ReplicasActuator(Actuator):
     SLO comes first).
     """
 
+    name = "replicas"
     knobs = ("replicas",)
 
     def __init__(self, admin: AdminConfig) -> None:

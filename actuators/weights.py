@@ -46,10 +46,9 @@ from actuators.base import Actuator
 from actuators.dataplanes import configmap as configmap_plane
 from actuators.dataplanes import envoy as envoy_plane
 from actuators.dataplanes import haproxy as haproxy_plane
-from actuators.registry import register_actuator
 from actuators.topology import ClusterAware
 from planner.domain import admin as admin_config
-from planner.domain.errors import TemporaryError
+from planner.domain.errors import SpecError, TemporaryError
 from planner.domain.plan import Action
 from planner.domain.ports import ClusterBackend, UnsupportedOperation
 from planner.domain.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
@@ -94,12 +93,27 @@ def endpoint_metrics(pod: PodState, request_rate: float | None, share: float | N
     return pw.EndpointMetrics(pod.name, now, ready=True, cpu_util=util, request_rate=rate)
 
 
+def engine_config(e: admin_config.EngineSettings) -> pw.EngineConfig:
+    """The engine's guards from the admin's ``dispatch.engine`` settings."""
+    return pw.EngineConfig(e.blackout_s, e.expiry_s, e.min_share, e.max_relative_change,
+                           e.change_threshold, e.reference_weight, e.min_weight, e.max_weight)
+
+
+def _check_policy(d: admin_config.DispatchConfig) -> None:
+    """The admin's policy must be a registered one that accepts its ``policyParams``."""
+    pw.REGISTRY.get(d.policy, "dispatch.policy")
+    try:
+        pw.create_policy(d.policy, **d.policy_params)
+    except (TypeError, ValueError) as exc:
+        raise SpecError("", "dispatch.policyParams", f"{exc}",
+                        f"give parameters the {d.policy} policy accepts") from None
+
+
 def _split(workload: str) -> tuple[str, str]:
     namespace, _, name = workload.partition("/")
     return namespace, name
 
 
-@register_actuator("weights")
 class WeightsActuator(ClusterAware, Actuator):
     """Per-pod dispatch weights (knob ``weights``, which no :class:`WorkloadConfig` field has:
     it is not a search dimension, so :meth:`candidates` is empty and every planner gets the
@@ -112,6 +126,7 @@ class WeightsActuator(ClusterAware, Actuator):
     :meth:`attach_configmap`); without it a ``configmap`` section is ignored with a warning.
     """
 
+    name = "weights"
     knobs = ("weights",)
 
     def __init__(self, admin: admin_config.AdminConfig, snapshot: ClusterSnapshot | None = None, *,
@@ -121,6 +136,8 @@ class WeightsActuator(ClusterAware, Actuator):
         Actuator.__init__(self, admin)
         ClusterAware.__init__(self, snapshot)
         self.dispatch = admin.dispatch
+        if policy is None:
+            _check_policy(admin.dispatch)
         self._policy_factory = policy
         self.configmap_apply = configmap_apply
         self._sleep = sleep
@@ -142,7 +159,7 @@ class WeightsActuator(ClusterAware, Actuator):
         if eng is None:
             policy = (self._policy_factory() if self._policy_factory is not None
                       else pw.create_policy(self.dispatch.policy, **self.dispatch.policy_params))
-            eng = pw.WeightEngine(policy, self.dispatch.engine_config())
+            eng = pw.WeightEngine(policy, engine_config(self.dispatch.engine))
             self.engines[workload] = eng
         return eng
 
@@ -250,7 +267,7 @@ class WeightsActuator(ClusterAware, Actuator):
         sleep_kw: dict[str, Any] = {"sleep": self._sleep} if self._sleep is not None else {}
         if d.haproxy is not None:
             h = d.haproxy
-            backend = admin_config.render_template(h.backend, ns, name)
+            backend = dataplanes.render_template(h.backend, ns, name)
             try:
                 out.append(haproxy_plane.HAProxyWriter(
                     backend, h.parsed_address(), timeout=h.timeout_s,
@@ -261,8 +278,8 @@ class WeightsActuator(ClusterAware, Actuator):
         if d.envoy is not None:
             e = d.envoy
             out.append(envoy_plane.EnvoyEdsWriter(
-                admin_config.render_template(e.cluster, ns, name),
-                admin_config.render_template(e.path, ns, name),
+                dataplanes.render_template(e.cluster, ns, name),
+                dataplanes.render_template(e.path, ns, name),
                 max_attempts=e.max_attempts, **sleep_kw))
         if d.configmap is not None:
             c = d.configmap
@@ -271,8 +288,8 @@ class WeightsActuator(ClusterAware, Actuator):
                                 "apply function is attached: ConfigMap output disabled")
             else:
                 out.append(configmap_plane.ConfigMapWriter(
-                    admin_config.render_template(c.name, ns, name),
-                    admin_config.render_template(c.namespace, ns, name),
+                    dataplanes.render_template(c.name, ns, name),
+                    dataplanes.render_template(c.namespace, ns, name),
                     self.configmap_apply, key=c.key, **sleep_kw))
         self._writers[workload] = out
         return out
@@ -283,11 +300,11 @@ class WeightsActuator(ClusterAware, Actuator):
         ns, name = _split(workload)
         sink = writer.target
         if isinstance(writer, haproxy_plane.HAProxyWriter) and self.dispatch.haproxy:
-            writer.server_names = {p: admin_config.render_template(
+            writer.server_names = {p: dataplanes.render_template(
                 self.dispatch.haproxy.server, ns, name, p) for p in weights}
         if isinstance(writer, envoy_plane.EnvoyEdsWriter) and self.dispatch.envoy:
             e = self.dispatch.envoy
-            writer.addresses = {p: (admin_config.render_template(e.host, ns, name, p), e.port)
+            writer.addresses = {p: (dataplanes.render_template(e.host, ns, name, p), e.port)
                                 for p in weights}
         try:
             result = dataplanes.write_all([writer], weights)[0]

@@ -19,10 +19,10 @@ from typing import Any
 import optuna
 
 from knowledge.base import KnowledgeBase
+from planner.control.training import Trainer
 from planner.domain.intents import Intent
 from planner.domain.ports import StaticIntentSource
 from planner.domain.state import WorkloadConfig
-from planner.models.training import Trainer
 from simulator.cluster import SimulatedCluster
 from simulator.scenario import Scenario
 from simulator.traces import ConstantTrace

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 
 from knowledge.base import KnowledgeBase
-from planner.control.controller import IntentController, IntentOutcome
+from planner.control import wiring
+from planner.control.controller import IntentOutcome
 from planner.domain.ports import StaticIntentSource
-from planner.models.training import Trainer
 from planner.planners import registry as planner_registry
 from simulator.accounting import Accountant
 from simulator.cluster import SimulatedCluster
@@ -73,14 +73,11 @@ class ScenarioRun:
                                     else start_time)
         self.source = StaticIntentSource(scenario.intents, scenario.profiles)
         self.knowledge = knowledge if knowledge is not None else open_knowledge_base(None)
-        self.controller = IntentController(self.sim, self.sim, self.source, self.knowledge,
-                                           admin)
+        built = wiring.build_controller(self.sim, self.sim, self.source, self.knowledge, admin,
+                                        threaded_training=threaded_training)
+        self.controller = built.controller
+        self.trainer = built.trainer
         self.accountant = Accountant(self.sim, scenario.intents, self.source.profiles())
-        self.trainer: Trainer | None = None
-        if any(planner_registry.available()[n].uses_models
-               for n in {admin.planner, *admin.planners_by_namespace.values()}):
-            self.trainer = Trainer(self.knowledge, self.source, threaded=threaded_training)
-            self.controller.hooks.append(self.trainer)
         self.step_s = scenario.spec.step_s
         self.cycle_s = admin.cycle_s
         self._next_cycle = 0.0

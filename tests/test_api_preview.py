@@ -19,6 +19,7 @@ from planner.api import dependencies
 from planner.api.app import create_app
 from planner.api.runtime import Runtime
 from planner.api.settings import Settings
+from planner.cli.embedded import scenario_runtime, serve_runtime
 from simulator.runner import ScenarioRun
 from simulator.scenario import load_scenario
 
@@ -43,7 +44,7 @@ def shop_intent() -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def warm() -> Iterator[tuple[ScenarioRun, Runtime]]:
     run = ScenarioRun(load_scenario(SHOP), "optuna")
-    rt = Runtime.from_scenario_run(run)
+    rt = scenario_runtime(run)
     run.run(25 * 60)  # learned models exist from minute 5 on
     yield run, rt
 
@@ -107,7 +108,7 @@ def _until_cycle_is_next(run: ScenarioRun) -> None:
 # ------------------------------------------------------------------ the must-show test
 def test_preview_equals_next_cycle_and_changes_nothing() -> None:
     run = ScenarioRun(load_scenario(SHOP), "optuna")
-    rt = Runtime.from_scenario_run(run)
+    rt = scenario_runtime(run)
     run.run(9 * 60)  # on the rise, models learned: scale-outs, scale-ins held by cooldowns
     with TestClient(create_app(settings(), rt)) as c:
         compared = with_actions = 0
@@ -407,7 +408,7 @@ def test_metrics_content(client: TestClient, warm: tuple[ScenarioRun, Runtime]) 
 # ------------------------------------------------------------------ readiness, lifespan
 def test_readyz() -> None:
     run = ScenarioRun(load_scenario(SHOP), "optuna")
-    with TestClient(create_app(settings(), Runtime.from_scenario_run(run))) as c:
+    with TestClient(create_app(settings(), scenario_runtime(run))) as c:
         resp = c.get("/readyz")
         assert resp.status_code == 503
         assert resp.json()["checks"]["controller"]["ok"] is False
@@ -417,7 +418,7 @@ def test_readyz() -> None:
                                create_indexes=False)
     run = ScenarioRun(load_scenario(SHOP), "queueing", knowledge=down)
     run.advance()
-    with TestClient(create_app(settings(), Runtime.from_scenario_run(run))) as c:
+    with TestClient(create_app(settings(), scenario_runtime(run))) as c:
         body = c.get("/readyz").json()
         assert body["ready"] is False and body["checks"]["knowledge_base"]["ok"] is False
         metrics = c.get("/metrics").text
@@ -425,7 +426,8 @@ def test_readyz() -> None:
 
 
 def test_lifespan_builds_and_closes_the_runtime() -> None:
-    app = create_app(settings(warmup_s=60, scenario=SHOP, planner="optuna"))
+    app = create_app(settings(warmup_s=60, scenario=SHOP, planner="optuna"),
+                     runtime_factory=serve_runtime)
     with TestClient(app) as c:
         assert c.get("/readyz").json()["checks"]["controller"]["detail"] == \
             "4 cycle(s) completed"

@@ -13,6 +13,7 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from planner.api.app import create_app
 from planner.api.settings import Settings
+from planner.cli.embedded import serve_runtime
 
 SHOP = Path(__file__).resolve().parents[1] / "examples" / "scenarios" / "diurnal-shop.yaml"
 TOKEN = "schemathesis-token"
@@ -22,7 +23,8 @@ TOKEN = "schemathesis-token"
 # cluster, warmed up for 12 simulated minutes (learned models, events, statuses), then held
 # still. Schemathesis starts the lifespan on the first call and keeps it for the session.
 APP = create_app(Settings(api_tokens=(TOKEN,), scenario=SHOP, planner="optuna", kb="memory",
-                          warmup_s=12 * 60, preview_timeout_s=20.0))
+                          warmup_s=12 * 60, preview_timeout_s=20.0),
+                 runtime_factory=serve_runtime)
 schema = schemathesis.openapi.from_dict(APP.openapi())
 schema.app = APP
 

@@ -44,7 +44,7 @@ from planner.k8s.backend import KubernetesBackend
 from planner.k8s.health import HealthServer
 from planner.k8s.kpi import KubernetesKPISource
 from planner.k8s.loadmetrics import Load
-from planner.k8s.operator import OperatorConfig, Runtime, configure, register_handlers
+from planner.k8s.operator import OperatorConfig, OperatorRuntime, configure, register_handlers
 from planner.k8s.resources import INTENTS, KPIPROFILES
 from planner.k8s.source import CacheStore, KubernetesIntentSource
 from planner.k8s.transport import ApiClientTransport
@@ -268,7 +268,7 @@ def test_kopf_operator_create_handler(api: RunningApiserver, kube: Kube) -> None
     client = api_client(api.url)
     cache = WatchCache(ApiClientTransport(client), settings=CacheSettings(watch_timeout_s=30))
     config = OperatorConfig(standalone=True, admin=AdminConfig(cycleSeconds=60))
-    runtime = Runtime(config, client, cache, open_knowledge_base(None),
+    runtime = OperatorRuntime(config, client, cache, open_knowledge_base(None),
                       kpis=StubKPIs({f"{NS}/checkout-slo": 480.0}),
                       load=StubLoad({f"{NS}/checkout": Load(100.0, 0.85)}))
     registry = kopf.OperatorRegistry()
@@ -351,7 +351,8 @@ class OperatorThread:
         self.client = api_client(url)
         self.cache = WatchCache(ApiClientTransport(self.client),
                                 settings=CacheSettings(watch_timeout_s=30))
-        self.runtime = Runtime(OperatorConfig(admin=AdminConfig(cycleSeconds=60)), self.client,
+        self.runtime = OperatorRuntime(OperatorConfig(admin=AdminConfig(cycleSeconds=60)),
+                                       self.client,
                                self.cache, open_knowledge_base(None),
                                kpis=StubKPIs({f"{NS}/checkout-slo": 480.0}),
                                load=StubLoad({f"{NS}/checkout": Load(100.0, 0.85)}))

@@ -15,7 +15,6 @@ from planner.models import serialization
 from planner.models.availability import AvailabilityRegressor
 from planner.models.effects import (
     KIND_LATENCY,
-    EffectCache,
     EffectModel,
     from_document,
     to_document,
@@ -23,6 +22,7 @@ from planner.models.effects import (
 from planner.models.latency import QueueingLatencyRegressor
 from planner.models.observations import dataset
 from planner.models.sojourn import sojourn_quantile
+from planner.planners.effect_cache import EffectCache
 
 
 def truth(X: np.ndarray, base: float = 3.0) -> np.ndarray:

@@ -48,7 +48,7 @@ def fast_engine(policy: pw.WeightPolicy | str = "slo", **cfg: Any) -> pw.WeightE
 
 
 def test_builtin_policies_are_registered() -> None:
-    assert {"lvs", "orca", "slo"} <= set(pw.POLICIES)
+    assert {"lvs", "orca", "slo"} <= set(pw.REGISTRY.available())
     assert isinstance(pw.create_policy("orca"), pw.OrcaPolicy)
     with pytest.raises(KeyError, match="unknown weight policy"):
         pw.create_policy("nope")
@@ -69,7 +69,7 @@ def test_register_custom_policy_and_refuse_duplicates() -> None:
         with pytest.raises(ValueError, match="already registered"):
             pw.register_policy("test-constant")(pw.OrcaPolicy)
     finally:
-        del pw.POLICIES["test-constant"]
+        pw.REGISTRY.unregister("test-constant")
 
 
 @pytest.mark.parametrize(

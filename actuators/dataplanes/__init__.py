@@ -15,6 +15,12 @@ from collections.abc import Iterable, Mapping
 log = logging.getLogger(__name__)
 
 
+def render_template(template: str, namespace: str, name: str, pod: str = "") -> str:
+    """A data-plane name template of ``admin.dispatch`` with ``{namespace}``, ``{name}`` and
+    ``{pod}`` filled in (the fields :data:`planner.domain.admin.TEMPLATE_FIELDS` allows)."""
+    return template.format(namespace=namespace, name=name, pod=pod)
+
+
 @dataclasses.dataclass(frozen=True)
 class WriteResult:
     """Outcome of one write: ``ok`` only if every weight reached the data plane."""

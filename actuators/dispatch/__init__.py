@@ -1,11 +1,12 @@
 """Dispatch weights: from live endpoint metrics to integer weights for any data plane.
 
-Importing this package registers the built-in policies ``lvs``, ``orca`` and ``slo``.
+The policies (built-ins ``lvs``, ``orca``, ``slo``, and third parties') are plugins: see
+:data:`actuators.dispatch.base.REGISTRY`.
 """
 
 from actuators.dispatch import policies, slo
 from actuators.dispatch.base import (
-    POLICIES,
+    REGISTRY,
     Suggestion,
     WeightPolicy,
     create_policy,
@@ -17,7 +18,7 @@ from actuators.dispatch.policies import LvsPolicy, OrcaPolicy
 from actuators.dispatch.slo import LatencyPredictor, SloPolicy
 
 __all__ = [
-    "POLICIES",
+    "REGISTRY",
     "Decision",
     "EndpointMetrics",
     "EngineConfig",

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, TypeVar
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from actuators.dispatch import metrics
+from planner.domain.plugins import Registry
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,28 +56,16 @@ class WeightPolicy(abc.ABC):
         """Drop any state kept for ``endpoint_id``."""
 
 
-POLICIES: dict[str, type[WeightPolicy]] = {}
-
-_P = TypeVar("_P", bound=type[WeightPolicy])
-
-
-def register_policy(name: str) -> Callable[[_P], _P]:
-    """Class decorator: register a :class:`WeightPolicy` under ``name``."""
-
-    def decorate(cls: _P) -> _P:
-        if name in POLICIES and POLICIES[name] is not cls:
-            raise ValueError(f"weight policy {name!r} already registered by {POLICIES[name]!r}")
-        cls.name = name
-        POLICIES[name] = cls
-        return cls
-
-    return decorate
+POLICY_GROUP = "intent_planner.weight_policies"
+REGISTRY: Registry[WeightPolicy] = Registry(POLICY_GROUP, WeightPolicy, "weight policy")
+"""Weight policies by name (built-ins ``lvs``, ``orca``, ``slo`` are declared as entry points in
+the project's ``pyproject.toml``, like a third party's)."""
+register_policy = REGISTRY.register
 
 
 def create_policy(name: str, **params: Any) -> WeightPolicy:
     """Instantiate the registered policy ``name`` with ``params``."""
-    try:
-        cls = POLICIES[name]
-    except KeyError:
-        raise KeyError(f"unknown weight policy {name!r}; known: {sorted(POLICIES)}") from None
-    return cls(**params)
+    known = REGISTRY.available()
+    if name not in known:
+        raise KeyError(f"unknown weight policy {name!r}; known: {sorted(known)}")
+    return known[name](**params)

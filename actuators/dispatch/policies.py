@@ -18,7 +18,6 @@ DEFAULT_LVS_COEFFICIENTS: Mapping[str, float] = {
 LVS_METRICS = ("utilisation", "in_flight", "latency", "errors")
 
 
-@base.register_policy("lvs")
 class LvsPolicy(base.WeightPolicy):
     """LVS dynamic feedback load balancing.
 
@@ -29,6 +28,8 @@ class LvsPolicy(base.WeightPolicy):
     endpoint reports. Each endpoint's weight is nudged by ``damping * gain * cbrt(target - L_i)``
     and kept within ``[min_weight, max_weight]`` (relative to an initial weight of 1).
     """
+
+    name = "lvs"
 
     def __init__(
         self,
@@ -119,7 +120,6 @@ def _tail_latency(sample: metrics.EndpointMetrics) -> float | None:
     return None
 
 
-@base.register_policy("orca")
 class OrcaPolicy(base.WeightPolicy):
     """gRPC/Envoy client-side weighted round robin fed by ORCA load reports.
 
@@ -128,6 +128,8 @@ class OrcaPolicy(base.WeightPolicy):
     with no traffic or zero utilisation have no usable report and are left to the engine's mean
     weight, as in gRPC.
     """
+
+    name = "orca"
 
     required_fields = ("request_rate",)
 

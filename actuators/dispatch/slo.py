@@ -128,7 +128,6 @@ def minimax_shares(
     return {e: v / s for e, v in raw.items()}, hi
 
 
-@base.register_policy("slo")
 class SloPolicy(base.WeightPolicy):
     """Weights = shares of load that equalise predicted latency (see module docstring).
 
@@ -140,6 +139,8 @@ class SloPolicy(base.WeightPolicy):
     ``1 - error_penalty * error_fraction``), ``headroom`` (plan for this much more load than
     observed), ``planning_floor`` (plan for at least this fraction of the estimated capacity).
     """
+
+    name = "slo"
 
     def __init__(
         self,

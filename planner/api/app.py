@@ -1,15 +1,15 @@
 """The FastAPI application factory.
 
 ``create_app(settings, runtime)`` serves a runtime that is already running (``intent-planner
-run --api``: the controller loop owns it). Without a runtime, the lifespan builds one from the
-settings (``intent-planner serve``): the scenario's simulated cluster and controller, warmed up
-for ``warmup_s`` simulated seconds, then held still; it is closed at shutdown.
+run --api``: the controller loop owns it). ``create_app(settings, runtime_factory=...)`` builds
+one from the settings when the app starts and closes it at shutdown (``intent-planner serve``
+passes :func:`planner.cli.embedded.serve_runtime`). The API never builds a cluster itself.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 
@@ -50,25 +50,11 @@ TAGS = [
 ]
 
 
-def build_runtime(settings: Settings) -> Runtime:
-    """The embedded default for ``serve``: scenario + knowledge base, warmed up, frozen."""
-    from knowledge.connect import open_knowledge_base
-    from simulator.runner import ScenarioRun
-    from simulator.scenario import load_scenario
-
-    scenario = load_scenario(settings.scenario)
-    kb = open_knowledge_base(settings.kb, resilient=True)
-    run = ScenarioRun(scenario, settings.planner, knowledge=kb)
-    if settings.warmup_s > 0:
-        run.run(settings.warmup_s)
-    rt = Runtime.from_scenario_run(run, looping=False)
-    rt.closers.append(kb.close)
-    if run.trainer is not None:
-        rt.closers.append(run.trainer.close)
-    return rt
+RuntimeFactory = Callable[[Settings], Runtime]
 
 
-def create_app(settings: Settings | None = None, runtime: Runtime | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, runtime: Runtime | None = None, *,
+               runtime_factory: RuntimeFactory | None = None) -> FastAPI:
     settings = settings if settings is not None else Settings()
     metrics = ApiMetrics()
 
@@ -76,7 +62,9 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = app.state.runtime is None
         if owned:
-            app.state.runtime = await anyio.to_thread.run_sync(build_runtime, settings)
+            if runtime_factory is None:
+                raise RuntimeError("create_app needs a runtime or a runtime_factory to serve")
+            app.state.runtime = await anyio.to_thread.run_sync(runtime_factory, settings)
         rt: Runtime = app.state.runtime
         executor = ThreadPoolExecutor(settings.preview_workers,
                                       thread_name_prefix="intent-planner-preview")

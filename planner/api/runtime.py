@@ -3,13 +3,15 @@
 A :class:`Runtime` gives the API the controller (its backend, KPI source, intent source, admin
 config, planners and actuators) and the knowledge base, plus a lock that serialises the
 controller's cycles with the moments a preview reads live state. Build one with
-:meth:`Runtime.from_scenario_run` (the embedded default: simulated cluster + controller) or
-:meth:`Runtime.from_controller` (any backend, e.g. Kubernetes).
+:meth:`Runtime.from_controller` (any backend, e.g. Kubernetes); the embedded default (simulated
+cluster + controller) is built by the front-end that owns the simulation
+(:func:`planner.cli.embedded.scenario_runtime`).
 
 Why a lock: a preview copies the live planner and actuators and observes the cluster; doing
 that while a cycle mutates them (or while the simulator steps) would copy a half-updated
-state. Both constructors wrap the method that drives the controller (``ScenarioRun.advance``
-or ``IntentController.cycle``) so that it holds :attr:`Runtime.lock`. Build the runtime before
+state. Whoever builds a runtime wraps the method that drives the controller
+(``IntentController.cycle``, a simulation's step) with :meth:`Runtime.guard` so that it holds
+:attr:`Runtime.lock`. Build the runtime before
 handing ``controller.cycle`` to whatever drives it (e.g. the operator's cycle runner), so that
 the driver calls the guarded method.
 """
@@ -18,18 +20,14 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from knowledge.base import KnowledgeBase
 from planner.control.controller import IntentController
 from planner.domain.intents import Intent, KPIProfile
 from planner.domain.ports import ClusterBackend, IntentSource, KPISource
-
-if TYPE_CHECKING:
-    from simulator.runner import ScenarioRun
 
 Measure = Callable[[Intent, KPIProfile], "float | None"]
 
@@ -95,6 +93,10 @@ class Runtime:
         with self.peek():
             return self.kpis.measure(intent, profile)
 
+    def guard(self, obj: object, method: str) -> None:
+        """Make ``obj.method`` hold :attr:`lock` (idempotent)."""
+        _guard(obj, method, self.lock)
+
     def close(self) -> None:
         for close in reversed(self.closers):
             close()
@@ -107,24 +109,4 @@ class Runtime:
         rt = cls(controller, looping=looping, description=description or
                  f"{controller.backend.name} backend")
         _guard(controller, "cycle", rt.lock)
-        return rt
-
-    @classmethod
-    def from_scenario_run(cls, run: ScenarioRun, *, looping: bool = True) -> Runtime:
-        rt = cls(run.controller, looping=looping,
-                 description=f"simulated cluster, scenario {run.scenario.name}")
-        _guard(run, "advance", rt.lock)
-        _guard(run.controller, "cycle", rt.lock)
-        sim = run.sim
-
-        @contextmanager
-        def peek() -> Iterator[None]:
-            with rt.lock:
-                state = sim.noise_rng.bit_generator.state
-                try:
-                    yield
-                finally:
-                    sim.noise_rng.bit_generator.state = state
-
-        rt.peek = peek
         return rt

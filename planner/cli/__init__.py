@@ -248,6 +248,7 @@ def serve(
     still) and the knowledge base (see docs/api.md)."""
     from planner.api import app as api_app
     from planner.api import server
+    from planner.cli import embedded
 
     try:
         warmup_s = _parse_duration(warmup, "--warmup", allow_zero=True)
@@ -258,7 +259,7 @@ def serve(
             # A shared store is read, not filled with simulated events: no warm-up unless asked.
             changes["warmup_s"] = 0.0
         settings, token = server.with_token(_api_settings(changes))
-        runtime = api_app.build_runtime(settings)
+        runtime = embedded.serve_runtime(settings)
     except SpecError as exc:
         raise _fail(exc) from None
     _announce_api(settings, token)
@@ -312,7 +313,7 @@ def _announce_api(settings: Any, token: str | None) -> None:
 def _start_api(runner: Any, port: int | None) -> Any:
     from planner.api import app as api_app
     from planner.api import server
-    from planner.api.runtime import Runtime
+    from planner.cli import embedded
 
     try:
         settings, token = server.with_token(_api_settings({} if port is None else
@@ -320,7 +321,7 @@ def _start_api(runner: Any, port: int | None) -> Any:
     except SpecError as exc:
         raise _fail(exc) from None
     bg = server.BackgroundServer(
-        api_app.create_app(settings, Runtime.from_scenario_run(runner)), settings.host,
+        api_app.create_app(settings, embedded.scenario_runtime(runner)), settings.host,
         settings.port)
     if not bg.start():
         bg.stop()

@@ -7,7 +7,6 @@ from typing import Any
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from actuators import dispatch as dispatch_weights
 from planner.domain.validation import spec_error
 
 
@@ -51,18 +50,15 @@ class UtilityWeights(_Cfg):
 
 
 #: Fields a dispatch template may use: ``{namespace}``, ``{name}`` (of the workload), ``{pod}``.
+#: The data planes render them (:func:`actuators.dataplanes.render_template`).
 TEMPLATE_FIELDS = ("namespace", "name", "pod")
 HAPROXY_MAX_WEIGHT = 256
-
-
-def render_template(template: str, namespace: str, name: str, pod: str = "") -> str:
-    """``template`` with ``{namespace}``, ``{name}`` and ``{pod}`` filled in."""
-    return template.format(namespace=namespace, name=name, pod=pod)
+"""HAProxy's largest server weight."""
 
 
 def _check_template(value: str, what: str, needs: tuple[str, ...] = ()) -> str:
     try:
-        rendered = render_template(value, "ns", "web", "web-0")
+        rendered = value.format(namespace="ns", name="web", pod="web-0")
     except (KeyError, IndexError, ValueError) as exc:
         raise ValueError(f"{what}: bad template {value!r} ({exc}); the fields are "
                          f"{', '.join('{' + f + '}' for f in TEMPLATE_FIELDS)}") from None
@@ -165,7 +161,8 @@ class DispatchConfig(_Cfg):
     """
 
     policy: str = "slo"
-    """A registered weight policy: ``slo`` (ours), ``orca``, ``lvs``, or a third party's."""
+    """A registered weight policy: ``slo`` (ours), ``orca``, ``lvs``, or a third party's
+    (checked with its ``policyParams`` when the ``weights`` actuator is created)."""
     policy_params: dict[str, Any] = Field(default_factory=dict, alias="policyParams")
     """Keyword arguments of the policy, e.g. ``{headroom: 0.3}`` for ``slo``."""
     engine: EngineSettings = EngineSettings()
@@ -177,13 +174,6 @@ class DispatchConfig(_Cfg):
 
     @model_validator(mode="after")
     def _valid(self) -> DispatchConfig:
-        if self.policy not in dispatch_weights.POLICIES:
-            raise ValueError(f"unknown weight policy {self.policy!r}; use one of "
-                             f"{sorted(dispatch_weights.POLICIES)}")
-        try:
-            dispatch_weights.create_policy(self.policy, **self.policy_params)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"policyParams for {self.policy}: {exc}") from None
         if self.haproxy is not None and self.engine.max_weight > HAPROXY_MAX_WEIGHT:
             raise ValueError(f"engine.maxWeight must be <= {HAPROXY_MAX_WEIGHT} with haproxy")
         for key in self.workloads or ():
@@ -191,13 +181,6 @@ class DispatchConfig(_Cfg):
             if not sep or not ns or not name or "/" in name:
                 raise ValueError(f"dispatch.workloads: {key!r} is not namespace/name")
         return self
-
-    def engine_config(self) -> dispatch_weights.EngineConfig:
-        """The :class:`actuators.dispatch.EngineConfig` for these settings."""
-        e = self.engine
-        return dispatch_weights.EngineConfig(
-            e.blackout_s, e.expiry_s, e.min_share, e.max_relative_change, e.change_threshold,
-            e.reference_weight, e.min_weight, e.max_weight)
 
     def applies_to(self, workload: str) -> bool:
         return self.workloads is None or workload in self.workloads

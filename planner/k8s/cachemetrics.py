@@ -20,19 +20,17 @@ Every metric has a ``resource`` label (the plural); requests also have ``verb``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-if TYPE_CHECKING:
-    from planner.k8s.watchcache import ResourceStats
+from planner.k8s.cachestats import ResourceStats
 
 PREFIX = "intent_planner_watch"
 
 
 class CacheCollector(Collector):
-    """Collects :class:`~planner.k8s.watchcache.ResourceStats` from ``stats()`` at scrape time."""
+    """Collects :class:`~planner.k8s.cachestats.ResourceStats` from ``stats()`` at scrape time."""
 
     def __init__(self, stats: Callable[[], Mapping[str, ResourceStats]]) -> None:
         self._stats = stats

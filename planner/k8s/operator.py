@@ -50,7 +50,7 @@ import kopf
 from kubernetes.client import ApiClient, Configuration
 
 from knowledge.base import KnowledgeBase
-from planner.control.controller import IntentController
+from planner.control import wiring
 from planner.domain.admin import AdminConfig
 from planner.domain.intents import API_GROUP
 from planner.domain.ports import KPISource
@@ -63,8 +63,6 @@ from planner.k8s.runner import CycleRunner
 from planner.k8s.source import KubernetesIntentSource
 from planner.k8s.watchcache import WatchCache
 from planner.kpi.prometheus import PrometheusKPISource
-from planner.models.training import Trainer
-from planner.planners import registry as planner_registry
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +107,7 @@ class IndexStore:
         return list(self._objects)
 
 
-class Runtime:
+class OperatorRuntime:
     """Everything the handlers use, built once: cache, backend, source, controller, runner."""
 
     def __init__(self, config: OperatorConfig, api_client: ApiClient, cache: WatchCache,
@@ -128,18 +126,15 @@ class Runtime:
         if kpis is None:
             self._prometheus = PrometheusKPISource(config.prometheus_url)
             kpis = KubernetesKPISource(self._prometheus, self.backend.workload)
-        self.controller = IntentController(self.backend, kpis, self.source, knowledge,
-                                           config.admin)
+        built = wiring.build_controller(self.backend, kpis, self.source, knowledge, config.admin,
+                                        threaded_training=True)
+        self.controller = built.controller
+        self.trainer = built.trainer
         apply_configmap = configmap_applier(api_client)
         for act in self.controller.actuators.values():
             attach = getattr(act, "attach_configmap", None)
             if callable(attach):  # the dispatch-weight ConfigMap output
                 attach(apply_configmap)
-        self.trainer = Trainer(knowledge, self.source, threaded=True)
-        if any(planner_registry.available()[n].uses_models for n in {
-                config.admin.planner, *config.admin.planners_by_namespace.values()}
-               if n in planner_registry.available()):
-            self.controller.hooks.append(self.trainer)
         self.runner = CycleRunner(self.controller.cycle, config.admin.cycle_s,
                                   ready=lambda: cache.ready(*KubernetesBackend.OBSERVED))
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="planner")
@@ -176,6 +171,8 @@ class Runtime:
 
     def close(self) -> None:
         self.executor.shutdown(wait=True, cancel_futures=True)
+        if self.trainer is not None:
+            self.trainer.close()
         if self._prometheus is not None:
             self._prometheus.close()
         if self._load is not None:
@@ -186,7 +183,7 @@ def _raw(body: Mapping[str, Any]) -> dict[str, Any]:
     return project_custom(copy.deepcopy(dict(body)))
 
 
-def register_handlers(registry: kopf.OperatorRegistry, runtime: Runtime,
+def register_handlers(registry: kopf.OperatorRegistry, runtime: OperatorRuntime,
                       login: Callable[..., Any] | None = None) -> None:
     """Register the handlers (see the module docstring) on ``registry``."""
     group = API_GROUP
@@ -284,7 +281,7 @@ def run(config: OperatorConfig) -> None:
     api_client = kube_api_client()
     cache = WatchCache(ApiClientTransport(api_client), namespaces=config.namespaces or None)
     knowledge = open_knowledge_base(config.kb, resilient=True)
-    runtime = Runtime(config, api_client, cache, knowledge)
+    runtime = OperatorRuntime(config, api_client, cache, knowledge)
     registry = kopf.OperatorRegistry()
     register_handlers(registry, runtime, login=kopf.login_via_client)
     health = HealthServer(config.health_port, runtime.live, runtime.ready,

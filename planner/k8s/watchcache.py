@@ -44,13 +44,14 @@ import random
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from prometheus_client import CollectorRegistry
 
 from planner.domain.errors import TemporaryError
 from planner.k8s import cachemetrics
+from planner.k8s.cachestats import ResourceStats
 from planner.k8s.projections import PROJECTIONS, Interner, Projection, project_all
 from planner.k8s.resources import ResourceType
 from planner.k8s.transport import Gone, Transport, UpstreamError, WatchStream
@@ -81,57 +82,6 @@ class CacheSettings:
     backoff_max_s: float = 30.0
     queue_size: int = 10_000
     """Events buffered per subscriber; beyond that it gets one ``RESYNC`` event instead."""
-
-
-@dataclass
-class ResourceStats:
-    """Counters of one resource type (summed over its namespaces)."""
-
-    resource: str
-    list_requests: int = 0
-    watch_requests: int = 0
-    upstream_bytes: int = 0
-    upstream_objects: int = 0
-    served_objects: int = 0
-    served_bytes: int = 0
-    relists: dict[str, int] = field(default_factory=dict)
-    resumes: int = 0
-    errors: int = 0
-    objects: int = 0
-    subscribers: int = 0
-    ready: bool = False
-    resource_version: str | None = None
-    last_error: str | None = None
-
-    @property
-    def upstream_requests(self) -> int:
-        return self.list_requests + self.watch_requests
-
-    def merge(self, other: ResourceStats) -> ResourceStats:
-        relists = dict(self.relists)
-        for k, v in other.relists.items():
-            relists[k] = relists.get(k, 0) + v
-        return replace(
-            self,
-            list_requests=self.list_requests + other.list_requests,
-            watch_requests=self.watch_requests + other.watch_requests,
-            upstream_bytes=self.upstream_bytes + other.upstream_bytes,
-            upstream_objects=self.upstream_objects + other.upstream_objects,
-            served_objects=self.served_objects + other.served_objects,
-            served_bytes=self.served_bytes + other.served_bytes,
-            relists=relists, resumes=self.resumes + other.resumes,
-            errors=self.errors + other.errors, objects=self.objects + other.objects,
-            subscribers=self.subscribers + other.subscribers,
-            ready=self.ready and other.ready,
-            last_error=self.last_error or other.last_error)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"resource": self.resource, "list_requests": self.list_requests,
-                "watch_requests": self.watch_requests, "upstream_bytes": self.upstream_bytes,
-                "upstream_objects": self.upstream_objects,
-                "served_objects": self.served_objects, "served_bytes": self.served_bytes,
-                "relists": dict(self.relists), "resumes": self.resumes, "errors": self.errors,
-                "objects": self.objects, "subscribers": self.subscribers, "ready": self.ready}
 
 
 class WatchEvent(NamedTuple):

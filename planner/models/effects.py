@@ -17,8 +17,6 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from knowledge.base import KnowledgeBase
-from planner.domain.errors import TemporaryError
 from planner.models import serialization
 from planner.models.availability import AvailabilityRegressor
 from planner.models.latency import QueueingLatencyRegressor
@@ -166,52 +164,3 @@ class LearnedThroughput(Predictor):
         cap = est.capacity(X)
         served = np.minimum(rate, cap)
         return Prediction(served, np.minimum(rate, cap * 0.9), est.supported(X))
-
-
-class EffectCache:
-    """Newest usable model per (intent, objective), re-read from the knowledge base at most
-    every ``refresh_s``; refused documents are logged once and skipped."""
-
-    def __init__(self, knowledge: KnowledgeBase | None, lookback_s: float = 6 * 3600.0,
-                 refresh_s: float = 60.0) -> None:
-        self.knowledge = knowledge
-        self.lookback_s = lookback_s
-        self.refresh_s = refresh_s
-        self._cache: dict[tuple[str, str], tuple[float, EffectModel | None]] = {}
-        self._refused: dict[tuple[str, str, float], str] = {}
-        self.refusals = 0
-
-    def get(self, intent: str, objective: str, now: float) -> EffectModel | None:
-        key = (intent, objective)
-        hit = self._cache.get(key)
-        if hit is not None and now - hit[0] < self.refresh_s:
-            return hit[1]
-        model = self._load(intent, objective, now)
-        self._cache[key] = (now, model)
-        return model
-
-    def invalidate(self, intent: str) -> None:
-        for key in [k for k in self._cache if k[0] == intent]:
-            del self._cache[key]
-
-    def _load(self, intent: str, objective: str, now: float) -> EffectModel | None:
-        if self.knowledge is None:
-            return None
-        try:
-            doc = self.knowledge.effect(intent, objective, now, self.lookback_s)
-        except TemporaryError as exc:
-            log.warning("effects unavailable for %s/%s: %s", intent, objective, exc)
-            hit = self._cache.get((intent, objective))
-            return hit[1] if hit else None
-        if doc is None:
-            return None
-        try:
-            return from_document(doc)
-        except serialization.ModelRefused as exc:
-            tag = (intent, objective, float(doc.get("timestamp", 0.0)))
-            if tag not in self._refused:
-                self._refused[tag] = str(exc)
-                self.refusals += 1
-                log.warning("refused effect model for %s objective %s (timestamp %s): %s; "
-                            "falling back to the explicit model", intent, objective, tag[2], exc)
-            return None

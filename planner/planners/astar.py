@@ -73,7 +73,6 @@ from planner.planners.base import (
     steps_towards,
 )
 from planner.planners.online import OnlineEstimates, explicit_predictors
-from planner.planners.registry import register_planner
 
 ACTION_BASE_COST: dict[str, float] = {
     "replicas": 0.2,
@@ -154,8 +153,8 @@ class _Prices:
         return cfg.replicas * (cfg.cpu * core + (gpu if cfg.device == "gpu" else 0.0))
 
 
-@register_planner("astar")
 class AStarPlanner(Planner):
+    name = "astar"
     def __init__(self, max_states: int = 2000, max_candidates: int = 10,
                  predictors_for: PredictorsFor | None = None, heuristic: Heuristic = "ido",
                  action_costs: Mapping[str, float] | None = None,

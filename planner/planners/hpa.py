@@ -15,7 +15,6 @@ from collections import deque
 from planner.domain.cost import cost_per_hour
 from planner.domain.plan import Action, Plan
 from planner.planners.base import Planner, PlanningContext
-from planner.planners.registry import register_planner
 
 TARGET_UTILIZATION = 0.8
 TOLERANCE = 0.1
@@ -23,8 +22,8 @@ STABILIZATION_S = 300.0
 SCALE_UP_PERIOD_S = 15.0
 
 
-@register_planner("hpa")
 class HPAPlanner(Planner):
+    name = "hpa"
     def __init__(self, target: float = TARGET_UTILIZATION) -> None:
         self.target = target
         self._recommendations: dict[str, deque[tuple[float, int]]] = {}

@@ -45,7 +45,6 @@ from planner.planners.base import (
     steps_towards,
 )
 from planner.planners.predictors import PredictorSource
-from planner.planners.registry import register_planner
 from planner.planners.search_space import SearchSpace, gpu_capacity_ok, prices, space_for
 
 log = logging.getLogger(__name__)
@@ -92,8 +91,8 @@ def _violated_any(ctx: PlanningContext) -> bool:
                for o in ctx.intent.spec.objectives)
 
 
-@register_planner("optuna")
 class OptunaPlanner(Planner):
+    name = "optuna"
     uses_models = True
 
     def __init__(self, seed: int = 0, n_trials: int = 150, timeout_s: float = 0.04,

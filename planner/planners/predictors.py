@@ -11,7 +11,6 @@ from planner.domain.state import ClusterSnapshot
 from planner.models.effects import (
     KIND_AVAILABILITY,
     KIND_LATENCY,
-    EffectCache,
     LearnedAvailability,
     LearnedLatency,
     LearnedThroughput,
@@ -19,6 +18,7 @@ from planner.models.effects import (
 from planner.models.mix import expected_mix
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
 from planner.planners.base import PlanningContext
+from planner.planners.effect_cache import EffectCache
 from planner.planners.online import OnlineEstimates, explicit_predictors
 from planner.planners.search_space import prices
 

@@ -17,14 +17,13 @@ from planner.planners.base import (
     steps_towards,
 )
 from planner.planners.online import OnlineEstimates
-from planner.planners.registry import register_planner
 
 REDUNDANCY_AVAILABILITY = 0.99
 """Availability targets at or above this need at least two replicas."""
 
 
-@register_planner("queueing")
 class QueueingPlanner(Planner):
+    name = "queueing"
     def __init__(self) -> None:
         self.estimates = OnlineEstimates()
 

@@ -1,0 +1,5 @@
+"""``python -m planner.cli``."""
+
+from planner.cli import main
+
+main()
