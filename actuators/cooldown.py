@@ -1,6 +1,9 @@
-"""Cooldown bookkeeping for actuators whose changes restart pods (CPU size, device, pool)."""
+"""Cooldown for actuators whose changes restart pods (CPU size, device, pool), kept in the
+actuator's memory of the intent (``{"last_change": time}``)."""
 
 from __future__ import annotations
+
+from planner.domain.memory import Memory
 
 
 class Cooldown:
@@ -12,22 +15,23 @@ class Cooldown:
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
-        self._last: dict[str, float] = {}
 
-    def record(self, workload: str, now: float) -> None:
-        self._last[workload] = now
+    @staticmethod
+    def record(memory: Memory, now: float) -> Memory:
+        """``memory`` after a change at ``now``."""
+        return {**memory, "last_change": now}
 
-    def remaining(self, workload: str, now: float) -> float:
+    def remaining(self, memory: Memory, now: float) -> float:
         """Seconds left before the next change may be made (0: free to change)."""
-        last = self._last.get(workload)
+        last = memory.get("last_change")
         if last is None:
             return 0.0
-        return max(0.0, self.seconds - (now - last))
+        return max(0.0, self.seconds - (now - float(last)))
 
-    def why_held(self, workload: str, now: float, what: str) -> str | None:
+    def why_held(self, memory: Memory, now: float, what: str) -> str | None:
         """A one-line reason if a change is held back, else ``None``."""
-        if self.remaining(workload, now) <= 0.0:
+        if self.remaining(memory, now) <= 0.0:
             return None
-        last = self._last[workload]
+        last = float(memory["last_change"])
         return (f"{what} held: {now - last:.0f}s since the last change < cooldown "
                 f"{self.seconds:.0f}s (it restarts pods)")

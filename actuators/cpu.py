@@ -7,6 +7,7 @@ import bisect
 from actuators.base import Actuator
 from actuators.cooldown import Cooldown
 from planner.domain.admin import AdminConfig
+from planner.domain.memory import Memory
 from planner.domain.plan import Action
 from planner.domain.ports import ClusterBackend
 from planner.domain.state import WorkloadConfig, WorkloadState
@@ -50,12 +51,12 @@ class CpuActuator(Actuator):
         return out[:limit]
 
     def steps(self, workload: str, current: WorkloadConfig, target: WorkloadConfig,
-              now: float) -> list[Action]:
+              now: float, memory: Memory) -> list[Action]:
         self.held.pop(workload, None)
         want = self.clip(target).cpu
         if want == current.cpu:
             return []
-        held = self.cooldown.why_held(workload, now, f"resize {current.cpu:g} -> {want:g} cpu")
+        held = self.cooldown.why_held(memory, now, f"resize {current.cpu:g} -> {want:g} cpu")
         if held is not None:
             self.held[workload] = held
             return []
@@ -72,5 +73,5 @@ class CpuActuator(Actuator):
     def apply(self, action: Action, backend: ClusterBackend) -> None:
         backend.resize(action.workload, float(action.params["cpu"]))
 
-    def applied(self, action: Action, now: float) -> None:
-        self.cooldown.record(action.workload, now)
+    def applied(self, action: Action, now: float, memory: Memory) -> Memory:
+        return self.cooldown.record(memory, now)

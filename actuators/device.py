@@ -6,6 +6,7 @@ from actuators.base import Actuator
 from actuators.cooldown import Cooldown
 from actuators.topology import ClusterAware
 from planner.domain.admin import AdminConfig
+from planner.domain.memory import Memory
 from planner.domain.plan import Action
 from planner.domain.ports import ClusterBackend
 from planner.domain.state import ClusterSnapshot, WorkloadConfig, WorkloadState
@@ -58,7 +59,7 @@ class DeviceActuator(ClusterAware, Actuator):
         return out[:limit]
 
     def steps(self, workload: str, current: WorkloadConfig, target: WorkloadConfig,
-              now: float) -> list[Action]:
+              now: float, memory: Memory) -> list[Action]:
         self.held.pop(workload, None)
         want = self.clip(target).device
         if want == current.device:
@@ -69,7 +70,7 @@ class DeviceActuator(ClusterAware, Actuator):
             if problem is not None:
                 self.held[workload] = f"{what} held: {problem}"
                 return []
-        held = self.cooldown.why_held(workload, now, what)
+        held = self.cooldown.why_held(memory, now, what)
         if held is not None:
             self.held[workload] = held
             return []
@@ -80,5 +81,5 @@ class DeviceActuator(ClusterAware, Actuator):
     def apply(self, action: Action, backend: ClusterBackend) -> None:
         backend.set_device(action.workload, str(action.params["device"]))
 
-    def applied(self, action: Action, now: float) -> None:
-        self.cooldown.record(action.workload, now)
+    def applied(self, action: Action, now: float, memory: Memory) -> Memory:
+        return self.cooldown.record(memory, now)

@@ -7,6 +7,7 @@ from actuators.base import Actuator
 from actuators.cooldown import Cooldown
 from actuators.topology import ClusterAware, allowed_pools
 from planner.domain.admin import AdminConfig
+from planner.domain.memory import Memory
 from planner.domain.plan import Action
 from planner.domain.ports import ClusterBackend
 from planner.domain.state import ClusterSnapshot, WorkloadConfig, WorkloadState
@@ -72,7 +73,7 @@ class PlacementActuator(ClusterAware, Actuator):
         return out[:limit]
 
     def steps(self, workload: str, current: WorkloadConfig, target: WorkloadConfig,
-              now: float) -> list[Action]:
+              now: float, memory: Memory) -> list[Action]:
         self.held.pop(workload, None)
         want = self.clip(target).pool
         if want == current.pool:
@@ -83,7 +84,7 @@ class PlacementActuator(ClusterAware, Actuator):
                                    and want not in self.topology.pools
                                    else f"{what} held: not enough GPUs there")
             return []
-        held = self.cooldown.why_held(workload, now, what)
+        held = self.cooldown.why_held(memory, now, what)
         if held is not None:
             self.held[workload] = held
             return []
@@ -97,5 +98,5 @@ class PlacementActuator(ClusterAware, Actuator):
         pool = action.params.get("pool")
         backend.place(action.workload, None if pool is None else str(pool))
 
-    def applied(self, action: Action, now: float) -> None:
-        self.cooldown.record(action.workload, now)
+    def applied(self, action: Action, now: float, memory: Memory) -> Memory:
+        return self.cooldown.record(memory, now)

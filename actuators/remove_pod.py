@@ -15,6 +15,7 @@ from dataclasses import replace
 from actuators.replicas import ReplicasActuator
 from actuators.topology import ClusterAware
 from planner.domain.admin import AdminConfig
+from planner.domain.memory import Memory
 from planner.domain.plan import Action
 from planner.domain.ports import ClusterBackend
 from planner.domain.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
@@ -58,9 +59,9 @@ class RemovePodActuator(ClusterAware, ReplicasActuator):
         return pods[:count]
 
     def steps(self, workload: str, current: WorkloadConfig, target: WorkloadConfig,
-              now: float) -> list[Action]:
+              now: float, memory: Memory) -> list[Action]:
         out: list[Action] = []
-        for a in super().steps(workload, current, target, now):
+        for a in super().steps(workload, current, target, now, memory):
             new, old = int(a.params["replicas"]), int(a.params["from"])
             if new >= old:
                 out.append(replace(a, actuator=self.name))

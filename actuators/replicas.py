@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from actuators.base import Actuator
 from planner.domain.admin import AdminConfig
+from planner.domain.memory import Memory
 from planner.domain.plan import Action
 from planner.domain.ports import ClusterBackend
 from planner.domain.state import WorkloadConfig, WorkloadState
@@ -14,15 +15,11 @@ class ReplicasActuator(Actuator):
 
     Bounds from ``admin.replicas``: ``min``/``max``, at most ``max_step`` replicas per cycle,
     and no scale-down within ``cooldown_s`` of a scale-up (scale-up is never held back: the
-    SLO comes first).
+    SLO comes first). Memory: ``{"last_up": time}`` of the last scale-up.
     """
 
     name = "replicas"
     knobs = ("replicas",)
-
-    def __init__(self, admin: AdminConfig) -> None:
-        super().__init__(admin)
-        self._last_up: dict[str, float] = {}
 
     def clip(self, config: WorkloadConfig) -> WorkloadConfig:
         b = self.admin.replicas
@@ -42,14 +39,14 @@ class ReplicasActuator(Actuator):
         return out[:limit]
 
     def steps(self, workload: str, current: WorkloadConfig, target: WorkloadConfig,
-              now: float) -> list[Action]:
+              now: float, memory: Memory) -> list[Action]:
         self.held.pop(workload, None)
         b = self.admin.replicas
         want = min(b.max, max(b.min, target.replicas))
         if want == current.replicas:
             return []
         if want < current.replicas:
-            last_up = self._last_up.get(workload)
+            last_up = memory.get("last_up")
             if last_up is not None and now - last_up < b.cooldown_s:
                 self.held[workload] = (f"scale-down to {want} held: {now - last_up:.0f}s since "
                                        f"the last scale-up < cooldown {b.cooldown_s:.0f}s")
@@ -64,6 +61,7 @@ class ReplicasActuator(Actuator):
     def apply(self, action: Action, backend: ClusterBackend) -> None:
         backend.scale(action.workload, int(action.params["replicas"]))
 
-    def applied(self, action: Action, now: float) -> None:
+    def applied(self, action: Action, now: float, memory: Memory) -> Memory:
         if int(action.params["replicas"]) > int(action.params.get("from", 0)):
-            self._last_up[action.workload] = now
+            return {**memory, "last_up": now}
+        return memory

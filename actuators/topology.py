@@ -7,7 +7,7 @@ with third-party actuators, and only a few built-ins need the cluster. Why not a
 all
 have to fill it (for every workload, every cycle) for the sake of two actuators. Instead an
 actuator that needs the cluster mixes in :class:`ClusterAware`: it gets the snapshot as a
-constructor argument (tests, a fixed cluster) and through :meth:`ClusterAware.observe`, which
+constructor argument (tests, a fixed cluster) and through :meth:`ClusterAware.observe_cluster`, which
 whoever plans calls with the cycle's snapshot (:func:`observe_all`: the controller once per
 cycle, the REST preview for its copy). Without a snapshot such an actuator stays conservative:
 it proposes nothing it cannot check (no GPU, no pool it does not know of).
@@ -67,9 +67,9 @@ class ClusterAware:
         self.snapshot: ClusterSnapshot | None = None
         self.topology: Topology | None = None
         if snapshot is not None:
-            self.observe(snapshot)
+            self.observe_cluster(snapshot)
 
-    def observe(self, snapshot: ClusterSnapshot) -> None:
+    def observe_cluster(self, snapshot: ClusterSnapshot) -> None:
         """Remember the cycle's snapshot (cheap when called again with the same one)."""
         if snapshot is self.snapshot:
             return
@@ -84,7 +84,7 @@ def observe_all(actuators: Iterable[object], snapshot: ClusterSnapshot) -> None:
     """Give the cycle's snapshot to every actuator that wants it."""
     for act in actuators:
         if isinstance(act, ClusterAware):
-            act.observe(snapshot)
+            act.observe_cluster(snapshot)
 
 
 def allowed_pools(admin: AdminConfig, topology: Topology | None) -> tuple[str, ...]:

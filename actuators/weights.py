@@ -49,6 +49,7 @@ from actuators.dataplanes import haproxy as haproxy_plane
 from actuators.topology import ClusterAware
 from planner.domain import admin as admin_config
 from planner.domain.errors import SpecError, TemporaryError
+from planner.domain.memory import Memory
 from planner.domain.plan import Action
 from planner.domain.ports import ClusterBackend, UnsupportedOperation
 from planner.domain.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
@@ -175,7 +176,7 @@ class WeightsActuator(ClusterAware, Actuator):
         return []
 
     def steps(self, workload: str, current: WorkloadConfig, target: WorkloadConfig,
-              now: float) -> list[Action]:
+              now: float, memory: Memory) -> list[Action]:
         if not self.dispatch.applies_to(workload):
             return []
         ws = self.workload_state(workload)

@@ -48,11 +48,14 @@ class KnowledgeBase(ABC):
       ``time`` come most recently recorded first, so pages (``skip``/``limit``) never overlap.
     * ``put_effect`` never overwrites: each call adds a version.
     * ``effect(intent, objective, now, lookback_s)`` returns the newest document that is
-      either ``static`` or has ``timestamp >= now - lookback_s``; ``None`` if there is none.
-      Versions with the same ``timestamp``: the one stored last wins.
+      either ``static`` or has ``now - lookback_s <= timestamp <= now``; ``None`` if there is
+      none (so asking again with the same ``now`` gives the same model, also after newer
+      versions were stored). Versions with the same ``timestamp``: the one stored last wins.
     * ``effects`` lists versions newest first; without ``with_blobs`` the ``blob`` key is
       absent (not ``None``, which would mean "no model bytes").
     * ``put_status`` keeps one document per intent: the last call wins.
+    * ``put_memory`` keeps one document per intent (what the planner and actuators remember,
+      :mod:`planner.domain.memory`): the last call wins; ``memory`` returns it or ``None``.
     * ``apply_retention(now)`` deletes events older than the retention and returns how many:
       those with ``time < now - retention``; effects and statuses are kept.
     * Values are stored as plain data (``knowledge.documents``): NaN/inf become ``None``,
@@ -94,6 +97,12 @@ class KnowledgeBase(ABC):
 
     @abstractmethod
     def statuses(self) -> dict[str, Document]: ...
+
+    @abstractmethod
+    def put_memory(self, intent: str, memory: Mapping[str, Any]) -> None: ...
+
+    @abstractmethod
+    def memory(self, intent: str) -> Document | None: ...
 
     @abstractmethod
     def apply_retention(self, now: float) -> int: ...

@@ -196,3 +196,10 @@ def status_document(intent: str, time: float, status: Mapping[str, Any]) -> Docu
     require_str(doc, "intent", "status")
     require_number(doc, "time", "status")
     return doc
+
+
+def memory_document(intent: str, memory: Mapping[str, Any]) -> Document:
+    """A sanitized ``memory`` document: ``memory`` with its ``intent``."""
+    doc = sanitize({**memory, "intent": intent}, "memory")
+    require_str(doc, "intent", "memory")
+    return doc

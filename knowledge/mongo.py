@@ -49,6 +49,7 @@ DEFAULT_RETENTION_S = 7 * 24 * 3600.0
 EVENTS = "events"
 EFFECTS = "effects"
 STATUS = "status"
+MEMORY = "memory"
 
 RECORDED_AT = "_kb_recorded_at"
 INTERNAL_FIELDS = frozenset({"_id", RECORDED_AT})
@@ -107,6 +108,7 @@ class MongoKnowledgeBase(base.KnowledgeBase):
         self._events = db[EVENTS]
         self._effects = db[EFFECTS]
         self._status = db[STATUS]
+        self._memory = db[MEMORY]
         if create_indexes:
             self.prepare()
 
@@ -169,6 +171,7 @@ class MongoKnowledgeBase(base.KnowledgeBase):
                 name=INDEX_EFFECTS,
             )
             self._status.create_index([("intent", asc)], name=INDEX_STATUS, unique=True)
+            self._memory.create_index([("intent", asc)], name=INDEX_STATUS, unique=True)
 
     # -- events -----------------------------------------------------------------------------
 
@@ -231,7 +234,7 @@ class MongoKnowledgeBase(base.KnowledgeBase):
         query = {
             "intent": intent,
             "objective": objective,
-            "$or": [{"static": True}, {"timestamp": {"$gte": now - lookback_s}}],
+            "$or": [{"static": True}, {"timestamp": {"$gte": now - lookback_s, "$lte": now}}],
         }
         with self._translate("reading an effect"):
             doc = self._effects.find_one(query, sort=_NEWEST_EFFECT)
@@ -254,6 +257,19 @@ class MongoKnowledgeBase(base.KnowledgeBase):
             except pymongo.errors.DuplicateKeyError:
                 # Two writers upserted the same new intent at once; the document exists now.
                 self._status.replace_one({"intent": intent}, doc, upsert=True)
+
+    def put_memory(self, intent: str, memory: Mapping[str, Any]) -> None:
+        doc = documents.memory_document(intent, memory)
+        with self._translate("storing a memory"):
+            try:
+                self._memory.replace_one({"intent": intent}, doc, upsert=True)
+            except pymongo.errors.DuplicateKeyError:
+                self._memory.replace_one({"intent": intent}, doc, upsert=True)
+
+    def memory(self, intent: str) -> base.Document | None:
+        with self._translate("reading a memory"):
+            doc = self._memory.find_one({"intent": intent})
+        return None if doc is None else _restore(doc)
 
     def statuses(self) -> dict[str, base.Document]:
         with self._translate("reading statuses"):

@@ -6,9 +6,13 @@
 * ``record_event``: the event goes to a bounded in-memory buffer (oldest dropped first, counted
   and logged); the buffer is written back, in order, before the next write that reaches the
   store. A buffered event gets a provisional id ``buffered:<n>``.
-* ``put_status``: the latest status per intent is kept and written back the same way.
+* ``put_status`` and ``put_memory``: the latest document per intent is kept and written back
+  the same way.
 * reads (``events``, ``count_events``, ``effect``, ``effects``, ``statuses``) and
   ``apply_retention`` return empty results (``[]``, ``0``, ``None``, ``{}``) and log.
+  ``memory`` raises :class:`~knowledge.base.KnowledgeBaseUnavailable`: "nothing remembered"
+  must not be mistaken for "cannot tell" (a controller would forget its cooldowns); a memory
+  still waiting to be written back is returned from the buffer.
 * ``put_effect`` re-raises :class:`~knowledge.base.KnowledgeBaseUnavailable`: a model is large
   and will be learned again; the caller keeps using the one it has in memory.
 
@@ -66,6 +70,7 @@ class ResilientKnowledgeBase(base.KnowledgeBase):
         self._lock = threading.RLock()
         self._buffer: collections.deque[base.Document] = collections.deque()
         self._pending_status: dict[str, tuple[float, base.Document]] = {}
+        self._pending_memory: dict[str, base.Document] = {}
         self._prepared = False
         self._healthy = True
         self._delay = 0.0
@@ -110,6 +115,7 @@ class ResilientKnowledgeBase(base.KnowledgeBase):
         return {
             "buffered": len(self._buffer),
             "pending_statuses": len(self._pending_status),
+            "pending_memories": len(self._pending_memory),
             "dropped": self._dropped,
             "flushed": self._flushed,
             "failures": self._failures,
@@ -208,6 +214,18 @@ class ResilientKnowledgeBase(base.KnowledgeBase):
             except Exception as exc:
                 log.error("knowledge base rejected a pending status, dropping it: %s", exc)
             del self._pending_status[intent]
+        while self._pending_memory:
+            intent, memory = next(iter(self._pending_memory.items()))
+            try:
+                self.inner.put_memory(intent, memory)
+            except base.KnowledgeBaseUnavailable:
+                raise
+            except Exception as exc:
+                log.error("knowledge base rejected a pending memory, dropping it: %s", exc)
+            del self._pending_memory[intent]
+
+    def _unwritten(self) -> bool:
+        return bool(self._buffer or self._pending_status or self._pending_memory)
 
     def flush(self, force: bool = False) -> bool:
         """Write the buffer back now (``force``: even during the back-off delay).
@@ -215,7 +233,7 @@ class ResilientKnowledgeBase(base.KnowledgeBase):
         Returns True when nothing is left to write.
         """
         with self._lock:
-            if not (self._buffer or self._pending_status or not self._prepared):
+            if not (self._unwritten() or not self._prepared):
                 return True
             if not (force or self._may_try()):
                 return False
@@ -270,6 +288,37 @@ class ResilientKnowledgeBase(base.KnowledgeBase):
             else:
                 self._succeeded()
 
+    def put_memory(self, intent: str, memory: Mapping[str, Any]) -> None:
+        doc = documents.memory_document(intent, memory)
+        with self._lock:
+            self._pending_memory.pop(intent, None)
+            self._pending_memory[intent] = doc
+            if not self._may_try():
+                return
+            try:
+                self._flush_locked()
+            except base.KnowledgeBaseUnavailable as exc:
+                self._failed(exc, "put_memory")
+            else:
+                self._succeeded()
+
+    def memory(self, intent: str) -> base.Document | None:
+        with self._lock:
+            pending = self._pending_memory.get(intent)
+            if pending is not None:
+                return dict(pending)
+            if not self._may_try():
+                raise base.KnowledgeBaseUnavailable(
+                    f"knowledge base unavailable, memory not read: {self._last_error}")
+            try:
+                self._flush_locked()
+                found = self.inner.memory(intent)
+            except base.KnowledgeBaseUnavailable as exc:
+                self._failed(exc, "memory")
+                raise
+            self._succeeded()
+            return found
+
     def put_effect(self, effect: Mapping[str, Any]) -> str:
         with self._lock:
             if not self._may_try():
@@ -297,7 +346,7 @@ class ResilientKnowledgeBase(base.KnowledgeBase):
             log.debug("knowledge base unavailable, %s returns an empty result", operation)
             return empty
         try:
-            if self._buffer or self._pending_status or not self._prepared:
+            if self._unwritten() or not self._prepared:
                 with self._lock:  # reads see what was written before them
                     self._flush_locked()
             result = call()
@@ -342,7 +391,7 @@ class ResilientKnowledgeBase(base.KnowledgeBase):
     def close(self) -> None:
         """Try a last write-back (even during the back-off), then close the wrapped store."""
         with self._lock:
-            if (self._buffer or self._pending_status) and not self.flush(force=True):
+            if self._unwritten() and not self.flush(force=True):
                 log.warning(
                     "closing the knowledge base with %d events and %d statuses not written",
                     len(self._buffer),

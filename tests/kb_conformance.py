@@ -322,6 +322,12 @@ class KnowledgeBaseConformance:
         assert at_edge is not None and at_edge["blob"] == b"edge"
         assert kb.effect("default/a", "p95", now=200.001, lookback_s=100.0) is None
 
+    def test_a_model_from_the_future_is_not_served(self, kb: base.KnowledgeBase) -> None:
+        kb.put_effect(effect(timestamp=100.0, blob=b"then"))
+        kb.put_effect(effect(timestamp=160.0, blob=b"later"))
+        then = kb.effect("default/a", "p95", now=150.0, lookback_s=100.0)
+        assert then is not None and then["blob"] == b"then"  # the same answer as at 150 s
+
     def test_equal_timestamps_last_stored_wins(self, kb: base.KnowledgeBase) -> None:
         for i in range(3):
             kb.put_effect(effect(timestamp=5.0, blob=b"%d" % i))
@@ -371,6 +377,25 @@ class KnowledgeBaseConformance:
         assert kb.statuses()["default/a"]["status"] == {
             "conditions": [{"type": "Ready", "status": "True"}]
         }
+
+    # -- memory -------------------------------------------------------------------------------
+
+    def test_memory_upsert_last_call_wins(self, kb: base.KnowledgeBase) -> None:
+        assert kb.memory("default/a") is None
+        kb.put_memory("default/a", {"planner": "p", "planning": {"alarm": 0.5}})
+        kb.put_memory("default/b", {"planner": "q", "planning": {}})
+        mem: dict[str, Any] = {"planner": "p", "planning": {"alarm": 0.25, "x": math.inf},
+                               "actuators": {"cpu": {"last_change": 30.0}}}
+        kb.put_memory("default/a", mem)
+        mem["planning"]["alarm"] = 9.0
+        got = kb.memory("default/a")
+        assert got == {"intent": "default/a", "planner": "p",
+                       "planning": {"alarm": 0.25, "x": None},
+                       "actuators": {"cpu": {"last_change": 30.0}}}
+        got["planning"]["alarm"] = 7.0
+        stored = kb.memory("default/a")
+        assert stored is not None and stored["planning"]["alarm"] == 0.25
+        assert kb.memory("default/b") == {"intent": "default/b", "planner": "q", "planning": {}}
 
     # -- retention ----------------------------------------------------------------------------
 
@@ -465,7 +490,7 @@ class KnowledgeBaseConformance:
                 candidates = [
                     (ts, seq)
                     for seq, (o, ts, static) in enumerate(versions)
-                    if o == objective and (static or ts >= now - lookback)
+                    if o == objective and (static or now - lookback <= ts <= now)
                 ]
                 found = kb.effect("default/a", objective, float(now), float(lookback))
                 if not candidates:

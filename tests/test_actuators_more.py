@@ -17,6 +17,7 @@ from actuators.remove_pod import RemovePodActuator
 from actuators.topology import Topology, observe_all
 from planner.domain.admin import AdminConfig, CpuBounds, ReplicaBounds
 from planner.domain.errors import SpecError
+from planner.domain.memory import Memory
 from planner.domain.state import WorkloadConfig, WorkloadState
 from simulator.cluster import SimulatedCluster
 from simulator.scenario import load_scenario
@@ -76,28 +77,35 @@ def test_cpu_clip_and_candidates_are_neighbouring_sizes() -> None:
 
 
 def test_cpu_one_size_per_cycle_and_cooldown_after_any_change() -> None:
+    m: Memory = {}
     act = cpu_act(cooldown=300)
-    [a] = act.steps("ns/w", WorkloadConfig(3, cpu=0.5), WorkloadConfig(3, cpu=4.0), now=0)
+    [a] = act.steps("ns/w", WorkloadConfig(3, cpu=0.5), WorkloadConfig(3, cpu=4.0), now=0, memory=m)
     assert a.params == {"cpu": 1.0, "from": 0.5}
     assert a.reason.startswith("resize 0.5 -> 1 cpu (towards 4, one size per cycle):")
-    act.applied(a, now=0)
+    m = act.applied(a, now=0, memory=m)
     # held in both directions: a resize restarts every pod
-    assert act.steps("ns/w", WorkloadConfig(3, cpu=1.0), WorkloadConfig(3, cpu=4.0), now=100) == []
+    assert act.steps("ns/w", WorkloadConfig(3, cpu=1.0), WorkloadConfig(3, cpu=4.0), now=100,
+                     memory=m) == []
     assert "cooldown 300s" in act.held["ns/w"]
-    assert act.steps("ns/w", WorkloadConfig(3, cpu=1.0), WorkloadConfig(3, cpu=0.5), now=299) == []
-    [b] = act.steps("ns/w", WorkloadConfig(3, cpu=1.0), WorkloadConfig(3, cpu=0.5), now=300)
+    assert act.steps("ns/w", WorkloadConfig(3, cpu=1.0), WorkloadConfig(3, cpu=0.5), now=299,
+                     memory=m) == []
+    [b] = act.steps("ns/w", WorkloadConfig(3, cpu=1.0), WorkloadConfig(3, cpu=0.5), now=300,
+                    memory=m)
     assert b.params["cpu"] == 0.5 and "ns/w" not in act.held
-    # another workload is not held by this one's change
-    assert act.steps("ns/x", WorkloadConfig(3), WorkloadConfig(3, cpu=2.0), now=1)
+    # another intent (its own memory) is not held by this one's change
+    assert act.steps("ns/x", WorkloadConfig(3), WorkloadConfig(3, cpu=2.0), now=1, memory={})
     # a target off the grid goes to the nearest size; the same size: nothing to do
-    assert act.steps("ns/y", WorkloadConfig(3, cpu=2.0), WorkloadConfig(3, cpu=2.2), now=0) == []
+    assert act.steps("ns/y", WorkloadConfig(3, cpu=2.0), WorkloadConfig(3, cpu=2.2), now=0,
+                     memory=m) == []
 
 
 @given(st.sampled_from([0.25, 0.5, 1.0, 2.0, 4.0, 3.0]), st.floats(0.01, 16.0))
 def test_cpu_steps_stay_on_the_grid(cur: float, want: float) -> None:
+    m: Memory = {}
     act = cpu_act(cooldown=0)
     sizes = act.sizes
-    for a in act.steps("ns/w", WorkloadConfig(2, cpu=cur), WorkloadConfig(2, cpu=want), now=0):
+    for a in act.steps("ns/w", WorkloadConfig(2, cpu=cur), WorkloadConfig(2, cpu=want), now=0,
+                       memory=m):
         new = a.params["cpu"]
         assert new in sizes
         between = [s for s in sizes if min(cur, new) < s < max(cur, new)]
@@ -105,12 +113,13 @@ def test_cpu_steps_stay_on_the_grid(cur: float, want: float) -> None:
 
 
 def test_cpu_resize_changes_pods_on_the_simulator() -> None:
+    m: Memory = {}
     cluster = sim()
     admin = AdminConfig(actuators=("replicas", "cpu"))
     act = registry.create(admin.actuators, admin)["cpu"]
     cur = cluster.observe().workloads[INFERENCE].config
     assert cur.cpu == 2.0
-    [a] = act.steps(INFERENCE, cur, cur.with_(cpu=4.0), now=cluster.now())
+    [a] = act.steps(INFERENCE, cur, cur.with_(cpu=4.0), now=cluster.now(), memory=m)
     act.apply(a, cluster)
     act.apply(a, cluster)                                   # idempotent
     settle(cluster)
@@ -138,19 +147,20 @@ def test_device_candidates_need_gpu_nodes() -> None:
 
 
 def test_device_steps_hold_without_gpus_and_cool_down() -> None:
+    m: Memory = {}
     shop = DeviceActuator(AdminConfig(), sim(SHOP).observe())
     cfg = WorkloadConfig(4)
-    assert shop.steps("ns/w", cfg, cfg.with_(device="gpu"), now=0) == []
+    assert shop.steps("ns/w", cfg, cfg.with_(device="gpu"), now=0, memory=m) == []
     assert "no GPU nodes" in shop.held["ns/w"]
     act = DeviceActuator(AdminConfig(cpu=CpuBounds(cooldownSeconds=120)), sim().observe())
-    [a] = act.steps("ns/w", cfg, cfg.with_(device="gpu"), now=0)
+    [a] = act.steps("ns/w", cfg, cfg.with_(device="gpu"), now=0, memory=m)
     assert a.params == {"device": "gpu", "from": "cpu"}
     assert a.reason.startswith("switch device cpu -> gpu:")
-    act.applied(a, now=0)
+    m = act.applied(a, now=0, memory=m)
     back = cfg.with_(device="gpu")
-    assert act.steps("ns/w", back, cfg, now=60) == []
+    assert act.steps("ns/w", back, cfg, now=60, memory=m) == []
     assert "cooldown 120s" in act.held["ns/w"]
-    assert act.steps("ns/w", back, cfg, now=121)
+    assert act.steps("ns/w", back, cfg, now=121, memory=m)
 
 
 # ---------------------------------------------------------------------------- placement
@@ -175,19 +185,20 @@ def test_placement_bounds_and_candidates() -> None:
 
 
 def test_placement_steps_and_cooldown() -> None:
+    m: Memory = {}
     act = PlacementActuator(AdminConfig(cpu=CpuBounds(cooldownSeconds=200)), sim().observe())
     cfg = WorkloadConfig(6, cpu=2.0)
-    [a] = act.steps("ns/w", cfg, cfg.with_(pool="us-gpu"), now=0)
+    [a] = act.steps("ns/w", cfg, cfg.with_(pool="us-gpu"), now=0, memory=m)
     assert a.params == {"pool": "us-gpu", "from": None}
     assert a.reason.startswith("move from anywhere to pool us-gpu (region us-east):")
-    act.applied(a, now=0)
+    m = act.applied(a, now=0, memory=m)
     moved = cfg.with_(pool="us-gpu")
-    assert act.steps("ns/w", moved, cfg.with_(pool="eu-general"), now=100) == []
+    assert act.steps("ns/w", moved, cfg.with_(pool="eu-general"), now=100, memory=m) == []
     assert "cooldown 200s" in act.held["ns/w"]
-    assert act.steps("ns/w", moved, cfg.with_(pool="eu-general"), now=200)
+    assert act.steps("ns/w", moved, cfg.with_(pool="eu-general"), now=200, memory=m)
     # a GPU workload cannot be pinned where there are no GPUs
     gpu = cfg.with_(device="gpu")
-    assert act.steps("ns/x", gpu, gpu.with_(pool="eu-general"), now=0) == []
+    assert act.steps("ns/x", gpu, gpu.with_(pool="eu-general"), now=0, memory=m) == []
     assert "GPUs" in act.held["ns/x"]
 
 
@@ -195,12 +206,13 @@ def test_placement_steps_and_cooldown() -> None:
                                          ("placement", {"pool": "us-gpu"})])
 def test_shape_change_moves_pods_to_gpu_nodes_on_the_simulator(knob: str,
                                                                change: dict[str, str]) -> None:
+    m: Memory = {}
     cluster = sim()
     admin = AdminConfig(actuators=("replicas", knob))
     act = registry.create(admin.actuators, admin)[knob]
     observe_all([act], cluster.observe())
     cur = cluster.observe().workloads[INFERENCE].config
-    [a] = act.steps(INFERENCE, cur, cur.with_(**change), now=cluster.now())  # type: ignore[arg-type]
+    [a] = act.steps(INFERENCE, cur, cur.with_(**change), now=cluster.now(), memory=m)  # type: ignore[arg-type]
     act.apply(a, cluster)
     settle(cluster)
     snap = cluster.observe()
@@ -225,6 +237,7 @@ def test_remove_pod_candidates_one_pod_fewer_and_scale_out() -> None:
 
 
 def test_remove_pod_removes_the_worst_pod_on_the_simulator() -> None:
+    m: Memory = {}
     cluster = sim()
     settle(cluster, 30)
     cluster.workloads[INFERENCE].pods[2].restarts = 7
@@ -233,7 +246,7 @@ def test_remove_pod_removes_the_worst_pod_on_the_simulator() -> None:
     act = registry.create(admin.actuators, admin)["remove-pod"]
     observe_all([act], cluster.observe())
     cur = cluster.observe().workloads[INFERENCE].config
-    [a] = act.steps(INFERENCE, cur, cur.with_(replicas=5), now=cluster.now())
+    [a] = act.steps(INFERENCE, cur, cur.with_(replicas=5), now=cluster.now(), memory=m)
     assert a.actuator == "remove-pod"
     assert a.params == {"pods": [worst], "replicas": 5, "from": 6}
     assert a.reason.startswith(f"remove pod {worst} (7 restart(s)")
@@ -247,21 +260,23 @@ def test_remove_pod_removes_the_worst_pod_on_the_simulator() -> None:
 
 
 def test_remove_pod_scale_out_and_blind_scale_in() -> None:
+    m: Memory = {}
     cluster = sim()
     admin = AdminConfig(actuators=("remove-pod",), replicas=ReplicaBounds(min=1, max=20))
     act = RemovePodActuator(admin)                          # never observed a snapshot
     cur = cluster.observe().workloads[INFERENCE].config
-    [down] = act.steps(INFERENCE, cur, cur.with_(replicas=4), now=0)
+    [down] = act.steps(INFERENCE, cur, cur.with_(replicas=4), now=0, memory=m)
     assert down.actuator == "remove-pod" and "no pod data" in down.reason
     act.apply(down, cluster)
     assert cluster.observe().workloads[INFERENCE].config.replicas == 4
-    [up] = act.steps(INFERENCE, cur.with_(replicas=4), cur.with_(replicas=8), now=10)
+    [up] = act.steps(INFERENCE, cur.with_(replicas=4), cur.with_(replicas=8), now=10, memory=m)
     assert up.actuator == "remove-pod" and up.reason.startswith("scale out 4 -> 8")
     act.apply(up, cluster)
-    act.applied(up, now=10)
+    m = act.applied(up, now=10, memory=m)
     assert cluster.observe().workloads[INFERENCE].config.replicas == 8
     # the replicas actuator's anti-flapping rule applies
-    assert act.steps(INFERENCE, cur.with_(replicas=8), cur.with_(replicas=4), now=20) == []
+    assert act.steps(INFERENCE, cur.with_(replicas=8), cur.with_(replicas=4), now=20,
+                     memory=m) == []
 
 
 def test_topology_summarises_pools() -> None:

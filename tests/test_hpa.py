@@ -5,6 +5,7 @@ from planner.domain.intents import parse_intent, parse_profile
 from planner.domain.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
 from planner.planners.base import PlanningContext
 from planner.planners.hpa import HPAPlanner
+from tests.support.memory import Remembering
 
 INTENT = parse_intent({"kind": "Intent", "metadata": {"name": "w", "namespace": "ns"},
                        "spec": {"targetRef": {"name": "w"}, "objectives": [
@@ -21,7 +22,7 @@ def ctx(replicas: int, util: float, now: float, max_replicas: int = 100) -> Plan
                            {"p95": 10.0}, admin, {}, None, now)
 
 
-def replicas_of(plan_ctx: PlanningContext, hpa: HPAPlanner) -> int:
+def replicas_of(plan_ctx: PlanningContext, hpa: HPAPlanner | Remembering) -> int:
     return hpa.plan(plan_ctx).target.replicas
 
 
@@ -37,7 +38,7 @@ def test_scale_up_limit() -> None:
 
 
 def test_scale_down_waits_for_stabilisation_window() -> None:
-    hpa = HPAPlanner()
+    hpa = Remembering(HPAPlanner())
     assert replicas_of(ctx(10, 0.8, 0), hpa) == 10
     assert replicas_of(ctx(10, 0.2, 60), hpa) == 10   # highest recommendation in 300 s is 10
     assert replicas_of(ctx(10, 0.2, 200), hpa) == 10

@@ -98,6 +98,13 @@ class Flaky(base.KnowledgeBase):
         result: int = self._call(self.inner.count_events, intent)
         return result
 
+    def put_memory(self, intent: str, memory: Mapping[str, Any]) -> None:
+        self._call(self.inner.put_memory, intent, memory)
+
+    def memory(self, intent: str) -> base.Document | None:
+        result: base.Document | None = self._call(self.inner.memory, intent)
+        return result
+
     def put_effect(self, effect: Mapping[str, Any]) -> str:
         result: str = self._call(self.inner.put_effect, effect)
         return result

@@ -87,7 +87,7 @@ def admin(**dispatch: Any) -> AdminConfig:
 def cycle(act: aw.WeightsActuator, backend: ClusterBackend, snap: ClusterSnapshot
           ) -> Action | None:
     """What the controller does for this actuator in one cycle."""
-    act.observe(snap)
+    act.observe_cluster(snap)
     actions = act.steps(KEY, CFG, CFG, snap.time)
     assert len(actions) <= 1
     for a in actions:
@@ -243,7 +243,7 @@ def test_steps_are_computed_once_per_cycle() -> None:
     """Planners may ask twice in a cycle (the optuna planner does); the change must not be
     consumed by the first, discarded, call."""
     act = aw.WeightsActuator(admin(engine={"blackoutSeconds": 0}))
-    act.observe(snapshot(0.0, [pod("a"), pod("b")]))
+    act.observe_cluster(snapshot(0.0, [pod("a"), pod("b")]))
     first = act.steps(KEY, CFG, CFG, 0.0)
     again = act.steps(KEY, CFG, CFG, 0.0)
     assert first and first == again
@@ -411,7 +411,7 @@ def test_envoy_eds_file_and_backend_without_weights(tmp_path: Path) -> None:
 
 def test_backend_without_weights_and_no_data_plane_is_a_permanent_error() -> None:
     act = aw.WeightsActuator(admin())
-    act.observe(snapshot(0.0, [pod("a")]))
+    act.observe_cluster(snapshot(0.0, [pod("a")]))
     (action,) = act.steps(KEY, CFG, CFG, 0.0)
     with pytest.raises(UnsupportedOperation, match="configure a data plane"):
         act.apply(action, RecordingBackend(supported=False))

@@ -1,11 +1,13 @@
 """Plan previews: what the planner would do now for an intent, without doing it.
 
 A preview reads the live state under the runtime's lock (one cluster snapshot, the KPI values,
-the intent source) and copies what planning mutates: the live planner (its per-intent memory:
-online estimates, model cache, hysteresis) and the actuators (their cooldown bookkeeping and
-``held`` reasons). It then plans on the copies, outside the lock. Nothing is applied, recorded
-or reported: the next controller cycle sees exactly the state it would have seen without the
-preview, and for the same snapshot it makes the same plan.
+the intent source, and the controller's memory of the intent: cooldowns, margins, forecasts,
+trials, which is immutable data) and plans outside the lock with a fresh planner instance given
+that memory. Planners keep no state of their own, so nothing needs copying for them. The
+actuators are copied (their ``held`` reasons and the dispatch-weight engines are still instance
+state). Nothing is applied, recorded or reported: the next controller cycle sees exactly the
+state it would have seen without the preview, and for the same snapshot it makes the same
+plan.
 
 What-if overrides change the observed workload before planning: ``load`` replaces the request
 rate, ``replicas``/``cpu``/``device``/``pool`` the configuration (and its pods). The CPU
@@ -33,9 +35,11 @@ from actuators.base import Actuator
 from knowledge.base import KnowledgeBase
 from planner.api import schemas
 from planner.api.runtime import Runtime
+from planner.control import controller as controller_module
 from planner.domain.admin import AdminConfig
 from planner.domain.errors import IntentPlannerError, SpecError, TemporaryError
 from planner.domain.intents import Intent, KPIProfile, parse_intent
+from planner.domain.memory import IntentMemory
 from planner.domain.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
 from planner.domain.validation import spec_error
 from planner.models import effects as effect_models
@@ -111,8 +115,8 @@ class Prepared:
     admin: AdminConfig
     actuators: dict[str, Actuator]
     planner: Planner
-    probe: Planner
-    """A second copy, to ask afterwards which predictors the planner used."""
+    memory: IntentMemory
+    """The controller's memory of the intent, as of the snapshot."""
     knowledge: KnowledgeBase
     notes: list[str] = field(default_factory=list)
 
@@ -235,40 +239,31 @@ def prepare(runtime: Runtime, req: schemas.PreviewRequest) -> Prepared:
             seen = getattr(act, "snapshot", None)
             if seen is not None:
                 memo[id(seen)] = seen  # immutable; re-observed below
+        memory = controller.memory(intent.key)
         notes: list[str] = []
-        live: Planner | None = getattr(controller, "_planners", {}).get(name)
-        planner: Planner
-        if live is not None:
-            try:
-                planner = _copy(live, memo)
-                probe = _copy(live, memo)
-                notes.append("planner state copied from the live controller")
-            except Exception as exc:  # a planner that cannot be copied plans from scratch
-                log.warning("cannot copy planner %s (%s); previewing with a fresh one", name,
-                            exc)
-                live = None
-        if live is None:
-            planner, probe = fresh_type(), fresh_type()
-            notes.append("fresh planner instance: no memory of earlier cycles")
+        if memory.planner == name:
+            notes.append("planner memory of the intent from the live controller")
+        else:
+            notes.append("no memory of earlier cycles for this planner")
+        planner = fresh_type()
         actuators: dict[str, Actuator] = _copy(dict(controller.actuators), memo)
     topology.observe_all(actuators.values(), snapshot)
+    memory = controller_module.observed(actuators, workload.key, snapshot.time, memory)
     if req.overrides is not None:
         given = req.overrides.model_dump(exclude_none=True)
         notes.append("what-if: " + ", ".join(f"{k}={v}" for k, v in given.items())
                      if given else "what-if: no overrides given")
     return Prepared(intent, profiles, workload, snapshot, current, admin, actuators, planner,
-                    probe, runtime.knowledge, notes)
+                    memory, runtime.knowledge, notes)
 
 
 # ------------------------------------------------------------------------------ compute
 def _predictors(planner: Planner, ctx: PlanningContext) -> dict[str, Predictor]:
-    """The predictors ``planner`` plans with for ``ctx`` (called on a copy that has not
-    planned yet, so its per-intent memory is updated exactly as the planning copy's was)."""
+    """The predictors ``planner`` plans with for ``ctx`` (from the same memory: pure)."""
     if isinstance(planner, optimizer.OptunaPlanner):
-        return planner.predictors(ctx)
-    estimates = getattr(planner, "estimates", None)
-    if isinstance(estimates, online.OnlineEstimates):
-        est = estimates.update(ctx)
+        return planner.predictors(ctx, optimizer.Recall.of(ctx.intent.key, ctx.memory).predictors)
+    if planner.name in ("queueing", "astar"):
+        est = online.updated_estimate(ctx, online.recalled_estimate(ctx.memory.get("estimate")))
         return online.explicit_predictors(ctx, est) if est is not None else {}
     return {}
 
@@ -311,7 +306,8 @@ def config_out(cfg: WorkloadConfig) -> schemas.ConfigOut:
 def compute(p: Prepared) -> schemas.PreviewOut:
     t0 = time.perf_counter()
     ctx = PlanningContext(p.intent, p.profiles, p.workload, p.snapshot, p.current, p.admin,
-                          p.actuators, p.knowledge, p.snapshot.time)
+                          p.actuators, p.knowledge, p.snapshot.time,
+                          p.memory.for_planner(p.planner.name), p.memory.actuators)
     try:
         plan = p.planner.plan(ctx)
     except TemporaryError as exc:
@@ -321,7 +317,7 @@ def compute(p: Prepared) -> schemas.PreviewOut:
                              f"{exc}", "check the intent and the admin bounds",
                              kind="planning_failed") from None
     planning_ms = (time.perf_counter() - t0) * 1000.0
-    preds = _predictors(p.probe, ctx)
+    preds = _predictors(p.planner, ctx)
     rate = p.workload.request_rate
     planned = rate * (1.0 + p.admin.headroom) if rate is not None else None
     configs = [plan.current]

@@ -20,7 +20,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 err = Console(stderr=True)
 out = Console()
 
-DEFAULT_SCENARIO = Path(__file__).resolve().parents[1] / "examples" / "scenarios" / \
+DEFAULT_SCENARIO = Path(__file__).resolve().parents[2] / "examples" / "scenarios" / \
     "diurnal-shop.yaml"
 
 Scenario = Annotated[Path, typer.Option("--scenario", "-s", help="Scenario YAML file.")]

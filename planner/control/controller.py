@@ -1,7 +1,12 @@
-"""The intent controller: observe -> record -> plan -> act -> report, once per cycle.
+"""The intent controller: observe -> plan -> act -> record -> report, once per cycle.
 
 Level-based and idempotent: each cycle reads the whole state and recomputes. It does not know
 which :class:`planner.domain.ports.ClusterBackend` it drives.
+
+Memory: what the planner and the actuators remember of an intent between cycles is an
+:class:`~planner.domain.memory.IntentMemory` the controller keeps, passes in, takes back,
+persists in the knowledge base each cycle it changes and reads back the first time it sees an
+intent (after a restart, the next plan is the one the uninterrupted controller would make).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from planner.domain.admin import AdminConfig
 from planner.domain.errors import IntentPlannerError, PermanentError, TemporaryError
 from planner.domain.events import build_event
 from planner.domain.intents import Intent, KPIProfile, objective_met
+from planner.domain.memory import IntentMemory
 from planner.domain.plan import Action, Plan
 from planner.domain.ports import ClusterBackend, IntentSource, KPISource
 from planner.domain.state import ClusterSnapshot
@@ -42,6 +48,8 @@ class IntentOutcome:
     applied: list[str] = field(default_factory=list)
     applied_actions: list[Action] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    """The actuators' errors this cycle."""
+    planner_error: str | None = None
     invalid: str | None = None
     status: dict[str, Any] = field(default_factory=dict)
 
@@ -69,6 +77,7 @@ class IntentController:
             self.admin.actuators, self.admin)
         self._planners: dict[str, Planner] = dict(planners or {})
         self._statuses: dict[str, dict[str, Any]] = {}
+        self._memory: dict[str, IntentMemory] = {}
         self.hooks: list[CycleHook] = []
         self.cycles = 0
         self.intents_seen = 0
@@ -80,6 +89,39 @@ class IntentController:
         if name not in self._planners:
             self._planners[name] = planner_registry.create(name)
         return self._planners[name]
+
+    def memory(self, intent_key: str) -> IntentMemory:
+        """The planner's and actuators' memory of an intent (read from the knowledge base the
+        first time; empty when there is none or the knowledge base cannot be read)."""
+        mem = self._memory.get(intent_key)
+        if mem is not None:
+            return mem
+        mem = IntentMemory(intent_key)
+        try:
+            doc = self.knowledge.memory(intent_key)
+        except TemporaryError as exc:
+            log.warning("memory of %s not restored (knowledge base unavailable): %s",
+                        intent_key, exc)
+            return mem
+        if doc is not None:
+            try:
+                mem = IntentMemory.from_document(doc)
+            except ValueError as exc:
+                log.error("memory of %s not restored: %s", intent_key, exc)
+        self._memory[intent_key] = mem
+        return mem
+
+    def _remember(self, mem: IntentMemory) -> None:
+        if self._memory.get(mem.intent) == mem:
+            return
+        self._memory[mem.intent] = mem
+        try:
+            self.knowledge.put_memory(mem.intent, mem.as_document())
+        except TemporaryError as exc:
+            log.warning("knowledge base unavailable, memory of %s not stored: %s",
+                        mem.intent, exc)
+        except PermanentError as exc:
+            log.error("memory of %s refused by the knowledge base: %s", mem.intent, exc)
 
     def cycle(self) -> list[IntentOutcome]:
         """One pass over every intent; never raises for a failing dependency."""
@@ -109,7 +151,8 @@ class IntentController:
             return self._reconcile(intent, snapshot, profiles)
         except Exception as exc:
             log.exception("reconciling %s failed", intent.key)
-            out = IntentOutcome(intent, errors=[f"internal error: {type(exc).__name__}: {exc}"])
+            out = IntentOutcome(intent,
+                                planner_error=f"internal error: {type(exc).__name__}: {exc}")
             self._report(out, snapshot.time)
             return out
 
@@ -155,23 +198,27 @@ class IntentController:
                 why = getattr(self.kpis, "last_error", None)
                 unknown_reasons[obj.name] = (why(intent, prof) if callable(why) else None) or \
                     "no data"
-        ctx = PlanningContext(intent, by_objective, workload, snapshot, out.current, self.admin,
-                              self.actuators, self.knowledge, now)
+        mem = observed(self.actuators, workload.key, now, self.memory(intent.key))
         planner = self.planner_for(intent)
+        ctx = PlanningContext(intent, by_objective, workload, snapshot, out.current, self.admin,
+                              self.actuators, self.knowledge, now,
+                              mem.for_planner(planner.name), mem.actuators)
         t0 = time.perf_counter()
         try:
             plan = planner.plan(ctx)
         except Exception as exc:  # a planner plugin's failure is this intent's, not the cycle's
             if not isinstance(exc, IntentPlannerError):
                 log.exception("planner %s failed on %s", planner.name, intent.key)
-            out.errors.append(f"planner {planner.name}: {exc}")
+            out.planner_error = f"planner {planner.name}: {exc}"
             plan = None
         elapsed = (time.perf_counter() - t0) * 1000.0
         if plan is not None:
             plan = _with_latency(plan, elapsed)
+            mem = mem.with_planning(planner.name, plan.memory, now)
         out.plan = plan
         if plan is not None and intent.spec.active:
-            self._act(plan, out, now)
+            mem = self._act(plan, out, now, mem)
+        self._remember(mem)
         try:
             self.knowledge.record_event(build_event(intent, workload, snapshot, out.current, plan,
                                                     bool(out.applied), out.applied_actions))
@@ -182,7 +229,8 @@ class IntentController:
         self._report(out, now, unknown_reasons)
         return out
 
-    def _act(self, plan: Plan, out: IntentOutcome, now: float) -> None:
+    def _act(self, plan: Plan, out: IntentOutcome, now: float,
+             mem: IntentMemory) -> IntentMemory:
         for action in plan.actions:
             act = self.actuators.get(action.actuator)
             if act is None:
@@ -196,17 +244,22 @@ class IntentController:
             except PermanentError as exc:
                 out.errors.append(f"{action.actuator}: {exc}")
                 continue
-            act.applied(action, now)
+            name = action.actuator
+            mem = mem.with_actuator(name, act.applied(action, now, mem.for_actuator(name)), now)
+            mem = mem.with_change(name, now)
             out.applied.append(action.reason or action.actuator)
             out.applied_actions.append(action)
+        return mem
 
     def _report(self, out: IntentOutcome, now: float,
                 unknown_reasons: dict[str, str] | None = None) -> None:
         key = out.intent.key
         # After a restart the object's own status keeps transition times and the last plan.
         previous = self._statuses.get(key) or out.intent.status
+        mem = self._memory.get(key)
         out.status = build_status(out.intent, previous, now, out.current, out.met,
-                                  out.plan, out.applied, out.errors, out.invalid, unknown_reasons)
+                                  out.plan, out.applied, out.errors, out.invalid, unknown_reasons,
+                                  out.planner_error, mem.changes if mem is not None else None)
         self._statuses[key] = out.status
         self.source.report(out.intent, out.status)
         try:
@@ -216,6 +269,18 @@ class IntentController:
 
     def status(self, intent_key: str) -> dict[str, Any] | None:
         return self._statuses.get(intent_key)
+
+
+def observed(actuators: Mapping[str, Actuator], workload: str, now: float,
+             mem: IntentMemory) -> IntentMemory:
+    """``mem`` after every actuator took in this cycle's observation of ``workload``
+    (:meth:`Actuator.observe`); the controller does this before planning, and so does a
+    preview."""
+    for name, act in actuators.items():
+        seen = act.observe(workload, now, mem.for_actuator(name))
+        if seen != mem.for_actuator(name):
+            mem = mem.with_actuator(name, seen, now)
+    return mem
 
 
 def _with_latency(plan: Plan, ms: float) -> Plan:

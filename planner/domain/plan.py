@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from planner.domain.memory import Memory
 from planner.domain.state import WorkloadConfig
 
 
@@ -29,6 +30,8 @@ class Plan:
     ``target`` is the configuration the planner aims for; ``actions`` are the steps from the
     current configuration towards it that fit within the admin's limits this cycle.
     ``predicted`` maps objective names to the values the planner expects after the actions.
+    ``memory`` is the planner's memory of this intent after planning (see
+    :mod:`planner.domain.memory`); it is not part of :meth:`as_dict` (events stay compact).
     """
 
     intent: str
@@ -41,6 +44,7 @@ class Plan:
     reason: str = ""
     exploratory: bool = False
     planning_ms: float = 0.0
+    memory: Memory = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -69,7 +70,12 @@ def build_status(
     errors: list[str],
     invalid: str | None = None,
     unknown_reasons: dict[str, str] | None = None,
+    planner_error: str | None = None,
+    changes: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
+    """The Intent's status. ``errors`` are the actuators' (``ActuationFailed``); a planner that
+    failed is ``planner_error`` (``Planned`` false, reason ``PlannerError``): the two are
+    reported apart. ``changes`` is when each actuator last applied an action."""
     gen = intent.metadata.generation
     conds: list[Condition] = []
     if invalid is not None:
@@ -82,7 +88,7 @@ def build_status(
             conds.append(Condition("Planned", TRUE, "PlanComputed", plan.reason or "planned"))
         else:
             conds.append(Condition("Planned", FALSE, "PlannerError",
-                                   "; ".join(errors) or "no plan this cycle"))
+                                   planner_error or "no plan this cycle"))
         mode = "Active" if intent.spec.active else "Shadow"
         msg = ("actions are applied" if intent.spec.active
                else "shadow mode: plans are recorded, not applied")
@@ -101,6 +107,8 @@ def build_status(
     }
     if applied:
         status["lastAction"] = applied[-1]
+    if changes:
+        status["lastChangeTimes"] = {k: rfc3339(t) for k, t in sorted(changes.items())}
     if plan is not None:
         new_plan = {
             "time": rfc3339(now), "planner": plan.planner, "reason": plan.reason,

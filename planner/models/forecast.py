@@ -30,8 +30,9 @@ Contract:
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -198,6 +199,30 @@ class LoadForecast:
         if rate > 0 and rise > self.min_rise * rate:
             planned = min(rate + rise, self.max_ratio * rate)
         return Forecast(planned, rate, slope, horizon_s)
+
+    # ---------------------------------------------------------------- memory as data
+    def remember(self, key: str) -> dict[str, Any]:
+        """Intent ``key``'s history as JSON-safe data (:meth:`recall` restores it)."""
+        st = self._startup.get(key)
+        return {
+            "points": [[t, r] for t, r in self._points.get(key, ())],
+            "startup": None if st is None else {
+                "pending": {n: [c, w] for n, (c, w) in st.pending.items()},
+                "seen": list(st.seen), "samples": list(st.samples)},
+        }
+
+    def recall(self, key: str, memory: Mapping[str, Any]) -> None:
+        """Restore what :meth:`remember` wrote down for intent ``key``."""
+        points = memory.get("points") or []
+        if points:
+            self._points[key] = deque(((float(t), float(r)) for t, r in points),
+                                      maxlen=self.max_points)
+        st = memory.get("startup")
+        if st is not None:
+            self._startup[key] = _Startup(
+                {str(n): (float(c), float(w)) for n, (c, w) in dict(st["pending"]).items()},
+                dict.fromkeys(str(n) for n in st["seen"]),
+                deque(float(x) for x in st["samples"]))
 
     def __len__(self) -> int:
         """Observations held, over all intents (for memory checks)."""

@@ -54,7 +54,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -64,6 +64,7 @@ from planner.domain.intents import KPIType
 from planner.domain.plan import Plan
 from planner.domain.state import ClusterSnapshot, WorkloadConfig
 from planner.models.predictor import CandidateBatch, FloatArray, Prediction, Predictor
+from planner.models.queue_estimate import QueueEstimate
 from planner.planners.base import (
     Planner,
     PlanningContext,
@@ -72,7 +73,12 @@ from planner.planners.base import (
     hold_if_unknown,
     steps_towards,
 )
-from planner.planners.online import OnlineEstimates, explicit_predictors
+from planner.planners.online import (
+    estimate_memory,
+    explicit_predictors,
+    recalled_estimate,
+    updated_estimate,
+)
 
 ACTION_BASE_COST: dict[str, float] = {
     "replicas": 0.2,
@@ -169,13 +175,12 @@ class AStarPlanner(Planner):
         self.heuristic = heuristic
         self.action_costs = dict(ACTION_BASE_COST if action_costs is None else action_costs)
         self.trust_unsupported = trust_unsupported
-        self.estimates = OnlineEstimates()
         self.last: SearchResult | None = None
-        """The last search (for tests and debugging)."""
+        """The last search (for tests and debugging; not memory: no decision reads it)."""
 
     # ------------------------------------------------------------------ predictors
-    def predictors(self, ctx: PlanningContext, prices: _Prices) -> dict[str, Predictor]:
-        est = self.estimates.update(ctx)
+    def predictors(self, ctx: PlanningContext, prices: _Prices,
+                   est: QueueEstimate | None) -> dict[str, Predictor]:
         out: dict[str, Predictor] = {}
         if est is not None:
             out.update(explicit_predictors(ctx, est))
@@ -190,13 +195,18 @@ class AStarPlanner(Planner):
 
     # ------------------------------------------------------------------ plan
     def plan(self, ctx: PlanningContext) -> Plan:
-        cfg = ctx.config
         self.last = None
         on_hold = hold_if_unknown(ctx, self.name)
         if on_hold is not None:
             return on_hold
+        est = updated_estimate(ctx, recalled_estimate(ctx.memory.get("estimate")))
+        plan = self._plan(ctx, est)
+        return replace(plan, memory={"estimate": estimate_memory(est)})
+
+    def _plan(self, ctx: PlanningContext, est: QueueEstimate | None) -> Plan:
+        cfg = ctx.config
         prices = _Prices(ctx.snapshot)
-        preds = self.predictors(ctx, prices)
+        preds = self.predictors(ctx, prices, est)
         if ctx.workload.request_rate is None:
             return Plan(ctx.intent.key, self.name, cfg, cfg,
                         reason="no action: request rate unknown")

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from actuators.base import Actuator
 from knowledge.base import KnowledgeBase
 from planner.domain.admin import AdminConfig
 from planner.domain.intents import Intent, KPIProfile
+from planner.domain.memory import EMPTY, Memory
 from planner.domain.plan import Action, Plan
 from planner.domain.state import ClusterSnapshot, WorkloadConfig, WorkloadState
 
@@ -30,6 +31,11 @@ class PlanningContext:
     actuators: Mapping[str, Actuator]
     knowledge: KnowledgeBase | None
     now: float
+    memory: Memory = field(default_factory=dict)
+    """The planner's own memory of this intent (what its last plan returned as
+    :attr:`Plan.memory`; empty at first sight or after another planner)."""
+    actuator_memory: Mapping[str, Memory] = field(default_factory=dict)
+    """Each actuator's memory of this intent, by actuator name."""
 
     @property
     def config(self) -> WorkloadConfig:
@@ -41,8 +47,11 @@ class Planner(ABC):
 
     Contract:
 
-    * ``plan`` never mutates the cluster; it may keep per-intent memory between calls
-      (one planner instance serves one controller).
+    * ``plan`` never mutates the cluster, and keeps no per-intent state in the instance: what
+      it remembers between cycles comes in as ``ctx.memory`` and goes out as the plan's
+      ``memory`` (JSON-safe data, :mod:`planner.domain.memory`), which the controller persists
+      and restores after a restart. Caches of what can be re-read (models from the knowledge
+      base) are allowed; they must not change a decision.
     * The plan's ``target`` uses only knobs of enabled actuators, within the admin's bounds;
       its ``actions`` come from :func:`steps_towards` (so every action respects step limits
       and cooldowns). An unknown objective value yields an empty plan with the reason.
@@ -60,8 +69,9 @@ class Planner(ABC):
 def steps_towards(ctx: PlanningContext, target: WorkloadConfig) -> list[Action]:
     """The actions of every enabled actuator that move the workload towards ``target``."""
     actions: list[Action] = []
-    for act in ctx.actuators.values():
-        actions.extend(act.steps(ctx.workload.key, ctx.config, target, ctx.now))
+    for name, act in ctx.actuators.items():
+        actions.extend(act.steps(ctx.workload.key, ctx.config, target, ctx.now,
+                                 ctx.actuator_memory.get(name, EMPTY)))
     return actions[: ctx.admin.max_actions_per_cycle]
 
 
@@ -90,4 +100,5 @@ def hold_if_unknown(ctx: PlanningContext, planner: str) -> Plan | None:
     if not unknown:
         return None
     return Plan(ctx.intent.key, planner, ctx.config, ctx.config,
-                reason=f"no action: objective(s) {', '.join(unknown)} unknown")
+                reason=f"no action: objective(s) {', '.join(unknown)} unknown",
+                memory=ctx.memory)

@@ -15,7 +15,11 @@ log = logging.getLogger(__name__)
 
 class EffectCache:
     """Newest usable model per (intent, objective), re-read from the knowledge base at most
-    every ``refresh_s``; refused documents are logged once and skipped."""
+    every ``refresh_s``; refused documents are logged once and skipped.
+
+    It is a cache, not memory: when the model was loaded (``loaded_at``) is the planner's memory
+    of the intent. Given it back, the cache serves the model as the knowledge base had it then
+    (a restarted planner uses the model the uninterrupted one would still be using)."""
 
     def __init__(self, knowledge: KnowledgeBase | None, lookback_s: float = 6 * 3600.0,
                  refresh_s: float = 60.0) -> None:
@@ -26,14 +30,21 @@ class EffectCache:
         self._refused: dict[tuple[str, str, float], str] = {}
         self.refusals = 0
 
-    def get(self, intent: str, objective: str, now: float) -> EffectModel | None:
+    def get(self, intent: str, objective: str, now: float,
+            loaded_at: float | None = None) -> tuple[EffectModel | None, float]:
+        """The model to use at ``now`` and when it was loaded. ``loaded_at`` is when the model
+        in use was loaded (from the planner's memory): within ``refresh_s`` of it, that model
+        is served."""
         key = (intent, objective)
         hit = self._cache.get(key)
-        if hit is not None and now - hit[0] < self.refresh_s:
-            return hit[1]
+        if loaded_at is not None and now - loaded_at < self.refresh_s:
+            if hit is None or hit[0] != loaded_at:
+                hit = (loaded_at, self._load(intent, objective, loaded_at))
+                self._cache[key] = hit
+            return hit[1], loaded_at
         model = self._load(intent, objective, now)
         self._cache[key] = (now, model)
-        return model
+        return model, now
 
     def _load(self, intent: str, objective: str, now: float) -> EffectModel | None:
         if self.knowledge is None:

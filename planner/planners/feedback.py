@@ -15,6 +15,8 @@ Correction: :func:`load_correction` (see there).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -42,6 +44,11 @@ observed is its own behaviour, not a scale-up still under way."""
 
 Shape = tuple[float, str, str | None]
 """(CPU size, device, pool): what a learned model must have observed to vouch for."""
+
+
+def _shape(data: Sequence[Any]) -> Shape:
+    cpu, device, pool = data
+    return (float(cpu), str(device), None if pool is None else str(pool))
 
 
 def shape_of(cfg: WorkloadConfig) -> Shape:
@@ -125,6 +132,29 @@ class Explorer:
         dropped = self.trials.pop(key, None)
         if dropped is not None:
             self.tried.get(key, {}).pop(dropped[0], None)
+
+    # ---------------------------------------------------------------- memory as data
+    def remember(self, key: str) -> dict[str, Any]:
+        """Intent ``key``'s exploration state as JSON-safe data (:meth:`recall` restores it)."""
+        trial = self.trials.get(key)
+        return {
+            "trial": None if trial is None else [list(trial[0]), trial[1]],
+            "tried": [[list(shape), t] for shape, t in self.tried.get(key, {}).items()],
+            "violated_at": self.violated_at.get(key),
+            "seen_at": self.seen_at.get(key),
+        }
+
+    def recall(self, key: str, memory: Mapping[str, Any]) -> None:
+        """Restore what :meth:`remember` wrote down for intent ``key``."""
+        trial = memory.get("trial")
+        if trial is not None:
+            self.trials[key] = (_shape(trial[0]), float(trial[1]))
+        tried = memory.get("tried") or []
+        if tried:
+            self.tried[key] = {_shape(shape): float(t) for shape, t in tried}
+        for table, name in ((self.violated_at, "violated_at"), (self.seen_at, "seen_at")):
+            if memory.get(name) is not None:
+                table[key] = float(memory[name])
 
     def _forget(self, now: float) -> None:
         if len(self.seen_at) < 64:

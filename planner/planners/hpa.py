@@ -10,7 +10,6 @@ admin's step size and cooldown, so that it behaves as a Kubernetes user would se
 from __future__ import annotations
 
 import math
-from collections import deque
 
 from planner.domain.cost import cost_per_hour
 from planner.domain.plan import Action, Plan
@@ -26,8 +25,6 @@ class HPAPlanner(Planner):
     name = "hpa"
     def __init__(self, target: float = TARGET_UTILIZATION) -> None:
         self.target = target
-        self._recommendations: dict[str, deque[tuple[float, int]]] = {}
-        self._last_up: dict[str, float] = {}
 
     def plan(self, ctx: PlanningContext) -> Plan:
         cfg = ctx.config
@@ -35,19 +32,20 @@ class HPAPlanner(Planner):
         util = ctx.workload.cpu_utilization
         bounds = ctx.admin.replicas
         if util is None:
-            return Plan(ctx.intent.key, self.name, cfg, cfg, reason="no action: no CPU metrics")
+            return Plan(ctx.intent.key, self.name, cfg, cfg, reason="no action: no CPU metrics",
+                        memory=ctx.memory)
         ready = ctx.workload.ready_replicas or cfg.replicas
         ratio = util / self.target
         desired = cfg.replicas if abs(ratio - 1.0) <= TOLERANCE else math.ceil(ready * ratio)
         desired = min(bounds.max, max(bounds.min, desired))
-        recs = self._recommendations.setdefault(key, deque())
+        # Memory: the recommendations of the stabilisation window and the last scale-up.
+        recs = [(float(t), int(r)) for t, r in ctx.memory.get("recommendations") or ()]
+        last = ctx.memory.get("last_up")
         recs.append((ctx.now, desired))
-        while recs and recs[0][0] < ctx.now - STABILIZATION_S:
-            recs.popleft()
+        recs = [(t, r) for t, r in recs if t >= ctx.now - STABILIZATION_S]
         if desired < cfg.replicas:
             desired = min(cfg.replicas, max(r for _, r in recs))
         if desired > cfg.replicas:
-            last = self._last_up.get(key)
             if last is not None and ctx.now - last < SCALE_UP_PERIOD_S:
                 desired = cfg.replicas
             else:
@@ -57,8 +55,9 @@ class HPAPlanner(Planner):
         actions: tuple[Action, ...] = ()
         if desired != cfg.replicas:
             if desired > cfg.replicas:
-                self._last_up[key] = ctx.now
+                last = ctx.now
             actions = (Action("replicas", key, {"replicas": desired, "from": cfg.replicas},
                               reason),)
         return Plan(ctx.intent.key, self.name, cfg, target, actions, {},
-                    cost_per_hour(target, ctx.snapshot), reason)
+                    cost_per_hour(target, ctx.snapshot), reason,
+                    memory={"recommendations": [[t, r] for t, r in recs], "last_up": last})

@@ -1,6 +1,11 @@
-"""Online explicit estimates per workload, refreshed every cycle from the observation."""
+"""Online explicit estimates of a workload, refreshed every cycle from the observation and
+kept in the planner's memory of the intent."""
 
 from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
 
 from planner.domain.intents import KPIType
 from planner.models.explicit import ExplicitAvailability, ExplicitLatency, ExplicitThroughput
@@ -9,27 +14,31 @@ from planner.models.queue_estimate import QueueEstimate, blend, estimate
 from planner.planners.base import PlanningContext
 
 
-class OnlineEstimates:
-    """Keeps an exponentially weighted :class:`QueueEstimate` per workload."""
+def updated_estimate(ctx: PlanningContext, previous: QueueEstimate | None
+                     ) -> QueueEstimate | None:
+    """The workload's exponentially weighted :class:`QueueEstimate` after this cycle's
+    observation (``previous`` when the observation says nothing)."""
+    latency = [(o, ctx.profiles[o.name]) for o in ctx.intent.spec.objectives
+               if ctx.profiles[o.name].spec.type is KPIType.LATENCY]
+    obs, q, cap = None, 0.95, float("inf")
+    if latency:
+        o, p = latency[0]
+        obs, q, cap = ctx.current.get(o.name), p.spec.latency_percentile / 100.0, 0.5 * o.value
+    fresh = estimate(ctx.workload, obs, q, cap)
+    return blend(previous, fresh) if fresh is not None else previous
 
-    def __init__(self) -> None:
-        self._estimates: dict[str, QueueEstimate] = {}
 
-    def get(self, workload: str) -> QueueEstimate | None:
-        return self._estimates.get(workload)
+def estimate_memory(est: QueueEstimate | None) -> dict[str, float] | None:
+    """``est`` as memory (JSON-safe)."""
+    return None if est is None else {"mu_per_core": est.mu_per_core, "base_ms": est.base_ms}
 
-    def update(self, ctx: PlanningContext) -> QueueEstimate | None:
-        latency = [(o, ctx.profiles[o.name]) for o in ctx.intent.spec.objectives
-                   if ctx.profiles[o.name].spec.type is KPIType.LATENCY]
-        obs, q, cap = None, 0.95, float("inf")
-        if latency:
-            o, p = latency[0]
-            obs, q, cap = ctx.current.get(o.name), p.spec.latency_percentile / 100.0, 0.5 * o.value
-        fresh = estimate(ctx.workload, obs, q, cap)
-        key = ctx.workload.key
-        if fresh is not None:
-            self._estimates[key] = blend(self._estimates.get(key), fresh)
-        return self._estimates.get(key)
+
+def recalled_estimate(memory: Mapping[str, Any] | None) -> QueueEstimate | None:
+    """The estimate :func:`estimate_memory` wrote down."""
+    if not memory:
+        return None
+    base = memory.get("base_ms")
+    return QueueEstimate(float(memory["mu_per_core"]), math.nan if base is None else float(base))
 
 
 def explicit_predictors(ctx: PlanningContext, est: QueueEstimate) -> dict[str, Predictor]:

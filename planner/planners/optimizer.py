@@ -24,7 +24,9 @@ import itertools
 import logging
 import math
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import optuna
@@ -44,7 +46,7 @@ from planner.planners.base import (
     hold_if_unknown,
     steps_towards,
 )
-from planner.planners.predictors import PredictorSource
+from planner.planners.predictors import PredictorMemory, PredictorSource
 from planner.planners.search_space import SearchSpace, gpu_capacity_ok, prices, space_for
 
 log = logging.getLogger(__name__)
@@ -65,6 +67,43 @@ SCALE_IN_MARGIN = 0.05
 it from a configuration that meets its objectives (hysteresis in load, against flapping)."""
 SATURATED_EXCESS = 1e8
 """``excess`` at or above this means a prediction of an unstable queue (infinite latency)."""
+
+
+@dataclass
+class Recall:
+    """The planner's memory of one intent while it plans (built from ``ctx.memory``, returned
+    as the plan's ``memory``; see :mod:`planner.domain.memory`)."""
+
+    alarm: float
+    """How recently objectives were violated (1 after a violation, decaying): the risk
+    margin grows where the models have been too optimistic."""
+    forecast: LoadForecast
+    """Recent load and pod start-ups: on rising load the planner sizes for the rate expected
+    when the pods it orders now are ready (never below the current rate)."""
+    explorer: feedback.Explorer
+    """Which unobserved shape is on trial (see :mod:`.feedback`)."""
+    predictors: PredictorMemory
+
+    @staticmethod
+    def of(key: str, memory: Mapping[str, Any]) -> Recall:
+        forecast, explorer = LoadForecast(), feedback.Explorer()
+        forecast.recall(key, memory.get("forecast") or {})
+        explorer.recall(key, memory.get("explorer") or {})
+        return Recall(float(memory.get("alarm") or 0.0), forecast, explorer,
+                      PredictorMemory.recall(memory.get("predictors") or {}))
+
+    def as_memory(self, key: str) -> dict[str, Any]:
+        return {"alarm": self.alarm, "forecast": self.forecast.remember(key),
+                "explorer": self.explorer.remember(key),
+                "predictors": self.predictors.as_memory()}
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What scoring a candidate needs besides the candidate: the predictors and the alarm."""
+
+    preds: dict[str, Predictor]
+    alarm: float
 
 
 @dataclass(frozen=True)
@@ -102,23 +141,16 @@ class OptunaPlanner(Planner):
         self.timeout_s = timeout_s
         self.grid_limit = grid_limit
         self.source: PredictorSource | None = None
-        self._alarm: dict[str, float] = {}
-        """Per intent, how recently objectives were violated (1 after a violation, decaying):
-        the risk margin grows where the models have been too optimistic."""
-        self.forecast = LoadForecast()
-        """Per intent, recent load and pod start-ups: on rising load the planner sizes for the
-        rate expected when the pods it orders now are ready (never below the current rate)."""
-        self.explorer = feedback.Explorer()
-        """Per intent, which unobserved shape is on trial (see :mod:`.feedback`)."""
+        """The model cache (re-readable from the knowledge base; not memory)."""
 
-    def predictors(self, ctx: PlanningContext) -> dict[str, Predictor]:
+    def predictors(self, ctx: PlanningContext, mem: PredictorMemory) -> dict[str, Predictor]:
         if self.source is None:
             self.source = PredictorSource(ctx.knowledge)
-        return self.source.predictors(ctx)
+        return self.source.predictors(ctx, mem)
 
     # ---------------------------------------------------------------- scoring
     def score(self, ctx: PlanningContext, batch: CandidateBatch, rate: float,
-              preds: dict[str, Predictor], slack: float = 0.0,
+              inp: Inputs, slack: float = 0.0,
               monotone_only: bool = False) -> Scored:
         """Predictions, feasibility and score of every candidate. ``monotone_only`` leaves
         out the constraints that tighten with replicas (budget, GPU count) so feasibility is
@@ -130,7 +162,7 @@ class OptunaPlanner(Planner):
         closeness = np.zeros(n)
         predictions: dict[str, Prediction] = {}
         for o in ctx.intent.spec.objectives:
-            p = preds.get(o.name)
+            p = inp.preds.get(o.name)
             if p is None:
                 continue
             pr = p.predict(batch, rate)
@@ -157,7 +189,7 @@ class OptunaPlanner(Planner):
         # Risk, weighted by the intent's priority: a configuration that uses more than
         # RISK_FREE of an objective's budget (bound / target) pays for the thin margin.
         risk = np.clip(closeness - RISK_FREE, 0.0, 1.0)
-        alarm = 1.0 + ALARM_GAIN * self._alarm.get(ctx.intent.key, 0.0)
+        alarm = 1.0 + ALARM_GAIN * inp.alarm
         score = (u.cost * cost + u.disruption * cost * restarts
                  + u.slo_risk * RISK_SCALE * alarm * ctx.intent.spec.priority * cost * risk)
         budget = ctx.admin.budget_per_hour
@@ -167,7 +199,7 @@ class OptunaPlanner(Planner):
 
     # ---------------------------------------------------------------- search
     def _grid(self, ctx: PlanningContext, space: SearchSpace, rate: float,
-              preds: dict[str, Predictor]) -> tuple[Scored, str]:
+              inp: Inputs) -> tuple[Scored, str]:
         """Exact search using monotonicity: for a fixed (CPU size, device, pool) more replicas
         never predict worse objectives and always cost more, so the cheapest feasible point
         of each combination is its fewest feasible replicas. A vectorised binary search over
@@ -180,7 +212,7 @@ class OptunaPlanner(Planner):
         pools = tuple(p for _, _, p in combos)
 
         def at(idx: NDArray[np.int64]) -> Scored:
-            return self.score(ctx, CandidateBatch(reps[idx], cpu, gpu, pools), rate, preds,
+            return self.score(ctx, CandidateBatch(reps[idx], cpu, gpu, pools), rate, inp,
                               monotone_only=True)
 
         lo = np.zeros(n, dtype=np.int64)
@@ -195,11 +227,11 @@ class OptunaPlanner(Planner):
             hi = np.where(possible & s.feasible, mid, hi)
             lo = np.where(possible & ~s.feasible, mid + 1, lo)
         final_idx = np.where(possible, lo, len(reps) - 1)
-        final = self.score(ctx, CandidateBatch(reps[final_idx], cpu, gpu, pools), rate, preds)
+        final = self.score(ctx, CandidateBatch(reps[final_idx], cpu, gpu, pools), rate, inp)
         return final, f"{evaluated} of {space.size} points searched"
 
     def _study(self, ctx: PlanningContext, space: SearchSpace, rate: float,
-               preds: dict[str, Predictor]) -> tuple[Scored, str]:
+               inp: Inputs) -> tuple[Scored, str]:
         sampler = optuna.samplers.TPESampler(seed=self.seed)
         study = optuna.create_study(direction="minimize", sampler=sampler)
         configs: list[WorkloadConfig] = [ctx.config]
@@ -215,7 +247,7 @@ class OptunaPlanner(Planner):
             dev = trial.suggest_categorical("device", list(space.devices))
             pool_s = trial.suggest_categorical("pool", pool_names)
             cfg = WorkloadConfig(r, float(cpu), str(dev), None if pool_s == "None" else pool_s)
-            s = self.score(ctx, CandidateBatch.of([cfg]), rate, preds)
+            s = self.score(ctx, CandidateBatch.of([cfg]), rate, inp)
             # Objectives as constraints: the worst relative violation, <= 0 when feasible.
             trial.set_constraint("slo", float(s.excess[0]) if not s.feasible[0] else 0.0)
             study.tell(trial, float(s.score[0]))
@@ -223,16 +255,16 @@ class OptunaPlanner(Planner):
             if time.perf_counter() - started > self.timeout_s:
                 break
         uniq = list(dict.fromkeys(configs))
-        return (self.score(ctx, CandidateBatch.of(uniq), rate, preds),
+        return (self.score(ctx, CandidateBatch.of(uniq), rate, inp),
                 f"optuna TPE, {len(study.trials)} trials")
 
     def _holds_at(self, ctx: PlanningContext, cfg: WorkloadConfig, rate: float,
-                  preds: dict[str, Predictor]) -> bool:
-        return bool(self.score(ctx, CandidateBatch.of([cfg]), rate, preds).feasible[0])
+                  inp: Inputs) -> bool:
+        return bool(self.score(ctx, CandidateBatch.of([cfg]), rate, inp).feasible[0])
 
     # ---------------------------------------------------------------- transitions
     def _safe_step(self, ctx: PlanningContext, target: WorkloadConfig, rate: float,
-                   preds: dict[str, Predictor]) -> tuple[WorkloadConfig, str, list[Action]]:
+                   inp: Inputs) -> tuple[WorkloadConfig, str, list[Action]]:
         """This cycle's step towards ``target`` without an unsafe intermediate state.
 
         Changing CPU size, device or pool replaces every pod (a rolling update sized by the
@@ -265,7 +297,7 @@ class OptunaPlanner(Planner):
         n = len(reps)
         batch = CandidateBatch(reps, np.full(n, cur.cpu),
                                np.full(n, 1.0 if cur.device == "gpu" else 0.0), (cur.pool,) * n)
-        s = self.score(ctx, batch, rate, preds)
+        s = self.score(ctx, batch, rate, inp)
         ok = np.flatnonzero(s.feasible)
         need = int(reps[ok[0]]) if ok.size else int(reps[-1])
         step = cur.with_(replicas=need)
@@ -274,35 +306,42 @@ class OptunaPlanner(Planner):
 
     # ---------------------------------------------------------------- plan
     def plan(self, ctx: PlanningContext) -> Plan:
+        key = ctx.intent.key
+        mem = Recall.of(key, ctx.memory)
+        plan = self._plan(ctx, mem)
+        return replace(plan, memory=mem.as_memory(key))
+
+    def _plan(self, ctx: PlanningContext, mem: Recall) -> Plan:
         cfg = ctx.config
         key = ctx.intent.key
-        self.forecast.observe(key, ctx.now, ctx.workload.request_rate)
-        self.forecast.observe_pods(key, ctx.now, ctx.workload.pods)
+        mem.forecast.observe(key, ctx.now, ctx.workload.request_rate)
+        mem.forecast.observe_pods(key, ctx.now, ctx.workload.pods)
         on_hold = hold_if_unknown(ctx, self.name)
         if on_hold is not None:
             return on_hold
         violated = _violated_any(ctx)
-        self._alarm[key] = 1.0 if violated else self._alarm.get(key, 0.0) * ALARM_DECAY
-        trial = self.explorer.observe(key, ctx.now, violated)
-        preds = self.predictors(ctx)
+        mem.alarm = 1.0 if violated else mem.alarm * ALARM_DECAY
+        trial = mem.explorer.observe(key, ctx.now, violated)
+        preds = self.predictors(ctx, mem.predictors)
+        inp = Inputs(preds, mem.alarm)
         if not preds:
             return Plan(ctx.intent.key, self.name, cfg, cfg,
                         reason="no action: no model yet (load too low to estimate)")
         corrected = feedback.load_correction(
-            ctx, preds, self.forecast.peak(key, ctx.now, feedback.KPI_WINDOW_S))
+            ctx, preds, mem.forecast.peak(key, ctx.now, feedback.KPI_WINDOW_S))
         kinds = sorted({p.kind for p in preds.values()})
         blind = [o.name for o in ctx.intent.spec.objectives if o.name not in preds]
-        fc = self.forecast.forecast(key, ctx.workload.request_rate or 0.0,
-                                    self.forecast.horizon_s(key, ctx.admin.cycle_s))
+        fc = mem.forecast.forecast(key, ctx.workload.request_rate or 0.0,
+                                    mem.forecast.horizon_s(key, ctx.admin.cycle_s))
         rate = fc.rate * (1.0 + ctx.admin.headroom) * max(corrected.values(), default=1.0)
         space = space_for(ctx)
         if space.size <= min(FULL_GRID_LIMIT, self.grid_limit):
-            scored, how = self.score(ctx, space.grid(), rate, preds), f"grid of {space.size}"
+            scored, how = self.score(ctx, space.grid(), rate, inp), f"grid of {space.size}"
         elif space.size <= self.grid_limit:
-            scored, how = self._grid(ctx, space, rate, preds)
+            scored, how = self._grid(ctx, space, rate, inp)
         else:
-            scored, how = self._study(ctx, space, rate, preds)
-        current = self.score(ctx, CandidateBatch.of([cfg]), rate, preds, slack=1.0)
+            scored, how = self._study(ctx, space, rate, inp)
+        current = self.score(ctx, CandidateBatch.of([cfg]), rate, inp, slack=1.0)
         # The shape on trial counts as known until the retrained model covers it.
         supported = scored.supported | feedback.shape_mask(scored.batch, trial)
         keep_current = bool(current.feasible[0] and (current.supported[0]
@@ -314,7 +353,7 @@ class OptunaPlanner(Planner):
             idx = int(np.flatnonzero(known)[np.argmin(scored.score[known])])
             why = "cheapest configuration predicted to meet every objective"
             if "learned" in kinds and not violated:
-                probe = self.explorer.propose(ctx, scored.batch, scored.feasible, supported,
+                probe = mem.explorer.propose(ctx, scored.batch, scored.feasible, supported,
                                               scored.score, idx)
             if probe is not None:
                 gain = 1.0 - float(scored.score[probe] / scored.score[idx])
@@ -339,12 +378,12 @@ class OptunaPlanner(Planner):
             best = cfg.with_(replicas=ctx.admin.replicas.max)
             why = "every configuration predicted saturated: scaling out at the maximum step"
         if keep_current and scored.score[idx] < current.score[0] and not self._holds_at(
-                ctx, scored.batch.config(idx), rate * (1 + SCALE_IN_MARGIN), preds):
+                ctx, scored.batch.config(idx), rate * (1 + SCALE_IN_MARGIN), inp):
             # Cheaper, but only just feasible: moving there now would come back next cycle.
             idx = -1
         if keep_current and (idx < 0 or scored.score[idx] > current.score[0] * (1 - HYSTERESIS)):
             if probe is not None:                # the probe lost to the current configuration
-                self.explorer.cancel(key)
+                mem.explorer.cancel(key)
             best, why, exploratory = cfg, "current configuration still meets every objective", \
                 False
             chosen, i_chosen = current, 0
@@ -353,7 +392,7 @@ class OptunaPlanner(Planner):
         predicted = {n: float(p.mean[i_chosen]) for n, p in chosen.predictions.items()
                      if math.isfinite(float(p.mean[i_chosen]))}
         target = clip_target(ctx, best)
-        _, transition, actions = self._safe_step(ctx, target, rate, preds)
+        _, transition, actions = self._safe_step(ctx, target, rate, inp)
         held = held_reasons(ctx)
         pretty = (f"{target.replicas} x {target.cpu:g} cpu {target.device}"
                   + (f" in {target.pool}" if target.pool else ""))

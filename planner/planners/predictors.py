@@ -3,6 +3,10 @@ else the explicit queueing estimate."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
 import numpy as np
 
 from knowledge.base import KnowledgeBase
@@ -17,9 +21,15 @@ from planner.models.effects import (
 )
 from planner.models.mix import expected_mix
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
+from planner.models.queue_estimate import QueueEstimate
 from planner.planners.base import PlanningContext
 from planner.planners.effect_cache import EffectCache
-from planner.planners.online import OnlineEstimates, explicit_predictors
+from planner.planners.online import (
+    estimate_memory,
+    explicit_predictors,
+    recalled_estimate,
+    updated_estimate,
+)
 from planner.planners.search_space import prices
 
 
@@ -36,22 +46,44 @@ class ComputedCost(Predictor):
         return Prediction(cost, cost, np.ones(len(batch), dtype=bool))
 
 
+@dataclass
+class PredictorMemory:
+    """What choosing predictors remembers of an intent: the online explicit estimate and,
+    per objective, when the learned model in use was loaded."""
+
+    estimate: QueueEstimate | None = None
+    loaded_at: dict[str, float] = field(default_factory=dict)
+
+    @staticmethod
+    def recall(memory: Mapping[str, Any]) -> PredictorMemory:
+        return PredictorMemory(recalled_estimate(memory.get("estimate")),
+                               {str(k): float(v) for k, v in
+                                dict(memory.get("loaded_at") or {}).items()})
+
+    def as_memory(self) -> dict[str, Any]:
+        return {"estimate": estimate_memory(self.estimate), "loaded_at": dict(self.loaded_at)}
+
+
 class PredictorSource:
+    """Chooses the predictors; holds the model cache (a cache of the knowledge base, not
+    memory: see :class:`~planner.planners.effect_cache.EffectCache`)."""
+
     def __init__(self, knowledge: KnowledgeBase | None, min_samples: int = 8,
                  lookback_s: float = 6 * 3600.0) -> None:
         self.cache = EffectCache(knowledge, lookback_s)
-        self.online = OnlineEstimates()
         self.min_samples = min_samples
 
-    def predictors(self, ctx: PlanningContext) -> dict[str, Predictor]:
-        """Per objective the best predictor available; objectives with none are left out."""
-        est = self.online.update(ctx)
+    def predictors(self, ctx: PlanningContext, mem: PredictorMemory) -> dict[str, Predictor]:
+        """Per objective the best predictor available; objectives with none are left out.
+        Updates ``mem`` (the caller's working copy of the intent's memory)."""
+        mem.estimate = est = updated_estimate(ctx, mem.estimate)
         out: dict[str, Predictor] = explicit_predictors(ctx, est) if est is not None else {}
         latency_model = None
         mix = expected_mix(ctx.workload, ctx.snapshot)
         for o in ctx.intent.spec.objectives:
             spec = ctx.profiles[o.name].spec
-            model = self.cache.get(ctx.intent.key, o.name, ctx.now)
+            model, mem.loaded_at[o.name] = self.cache.get(ctx.intent.key, o.name, ctx.now,
+                                                          mem.loaded_at.get(o.name))
             if model is None or model.samples < self.min_samples:
                 continue
             if spec.type is KPIType.LATENCY and model.kind == KIND_LATENCY:

@@ -16,7 +16,7 @@ from planner.planners.base import (
     hold_if_unknown,
     steps_towards,
 )
-from planner.planners.online import OnlineEstimates
+from planner.planners.online import estimate_memory, recalled_estimate, updated_estimate
 
 REDUNDANCY_AVAILABILITY = 0.99
 """Availability targets at or above this need at least two replicas."""
@@ -24,9 +24,6 @@ REDUNDANCY_AVAILABILITY = 0.99
 
 class QueueingPlanner(Planner):
     name = "queueing"
-    def __init__(self) -> None:
-        self.estimates = OnlineEstimates()
-
     def required_replicas(self, ctx: PlanningContext, est: QueueEstimate,
                           rate: float) -> tuple[int, dict[str, float]]:
         cfg = ctx.config
@@ -68,10 +65,12 @@ class QueueingPlanner(Planner):
         on_hold = hold_if_unknown(ctx, self.name)
         if on_hold is not None:
             return on_hold
-        est = self.estimates.update(ctx)
+        est = updated_estimate(ctx, recalled_estimate(ctx.memory.get("estimate")))
+        remembered = {"estimate": estimate_memory(est)}
         if est is None:
             return Plan(ctx.intent.key, self.name, cfg, cfg,
-                        reason="no action: load too low to estimate the service rate")
+                        reason="no action: load too low to estimate the service rate",
+                        memory=remembered)
         rate = (ctx.workload.request_rate or 0.0) * (1.0 + ctx.admin.headroom)
         replicas, predicted = self.required_replicas(ctx, est, rate)
         reason = f"queueing model: {replicas} replica(s) meet every objective at {rate:.0f} req/s"
@@ -89,4 +88,4 @@ class QueueingPlanner(Planner):
         if not actions and held:
             reason += "; " + "; ".join(held)
         return Plan(ctx.intent.key, self.name, cfg, target, tuple(actions), predicted,
-                    cost_per_hour(target, ctx.snapshot), reason)
+                    cost_per_hour(target, ctx.snapshot), reason, memory=remembered)
