@@ -55,8 +55,9 @@ def open_knowledge_base(
     selection timeout; the caller decides whether to stop or to go on degraded.
 
     With ``resilient`` the store is wrapped in
-    :class:`~knowledge.resilient.ResilientKnowledgeBase` (``buffer_size`` events): this never
-    raises ``KnowledgeBaseUnavailable``; index creation is tried once now and again later.
+    :class:`~knowledge.resilient.ResilientKnowledgeBase` (``buffer_size`` events): opening and
+    writing events and statuses never raise ``KnowledgeBaseUnavailable`` (reads and
+    ``put_effect`` still do); index creation is tried once now and again later.
     """
     text = "" if uri is None else uri.strip()
     scheme, sep, _ = text.partition("://")

@@ -9,18 +9,21 @@
 * ``put_status`` and ``put_memory``: the latest document per intent is kept and written back
   the same way.
 * reads (``events``, ``count_events``, ``effect``, ``effects``, ``statuses``) and
-  ``apply_retention`` return empty results (``[]``, ``0``, ``None``, ``{}``) and log.
-  ``memory`` raises :class:`~knowledge.base.KnowledgeBaseUnavailable`: "nothing remembered"
-  must not be mistaken for "cannot tell" (a controller would forget its cooldowns); a memory
-  still waiting to be written back is returned from the buffer.
+  ``apply_retention`` raise :class:`~knowledge.base.KnowledgeBaseUnavailable`, as the wrapped
+  store does: an empty result would read as "no data" (no events, no model) and make the caller
+  drop what it knows. Callers degrade on :class:`~planner.domain.errors.TemporaryError` (the
+  effect cache keeps serving its last good model, the API answers 503, training waits).
+  ``memory`` raises too ("nothing remembered" must not be mistaken for "cannot tell": a
+  controller would forget its cooldowns); a memory still waiting to be written back is
+  returned from the buffer.
 * ``put_effect`` re-raises :class:`~knowledge.base.KnowledgeBaseUnavailable`: a model is large
   and will be learned again; the caller keeps using the one it has in memory.
 
 After a failure the store is not tried again before a back-off delay (``retry_interval_s``,
 doubling up to ``max_retry_interval_s``): with a down MongoDB each attempt blocks for the server
 selection timeout, and a cycle over 1000 intents must not wait 1000 times. Calls in between go
-straight to the buffer / empty results. The wrapped store's :meth:`~KnowledgeBase.prepare`
-(index creation) is retried lazily until it succeeds once.
+straight to the buffer, or raise without waiting (reads). The wrapped store's
+:meth:`~KnowledgeBase.prepare` (index creation) is retried lazily until it succeeds once.
 
 Errors that are not about availability (an invalid document, a bad argument) still raise.
 Thread-safe: writes and the buffer are serialised by a lock; reads run concurrently.
@@ -45,7 +48,7 @@ log = logging.getLogger(__name__)
 
 
 class ResilientKnowledgeBase(base.KnowledgeBase):
-    """Buffers writes and degrades reads while ``inner`` raises ``KnowledgeBaseUnavailable``."""
+    """Buffers writes while ``inner`` raises ``KnowledgeBaseUnavailable``; reads fail fast."""
 
     def __init__(
         self,
@@ -335,16 +338,19 @@ class ResilientKnowledgeBase(base.KnowledgeBase):
             return ident
 
     def apply_retention(self, now: float) -> int:
-        return self._read("apply_retention", lambda: self.inner.apply_retention(now), 0)
+        return self._read("apply_retention", lambda: self.inner.apply_retention(now))
 
     # -- reads ------------------------------------------------------------------------------
 
-    def _read(self, operation: str, call: Callable[[], T], empty: T) -> T:
+    def _read(self, operation: str, call: Callable[[], T]) -> T:
+        """``call()``; raise ``KnowledgeBaseUnavailable`` (without trying the store during the
+        back-off delay) while the store cannot be reached."""
         if not self._may_try():
             with self._lock:
                 self._skipped_reads += 1
-            log.debug("knowledge base unavailable, %s returns an empty result", operation)
-            return empty
+            raise base.KnowledgeBaseUnavailable(
+                f"knowledge base unavailable, {operation} not read: {self._last_error}"
+            )
         try:
             if self._unwritten() or not self._prepared:
                 with self._lock:  # reads see what was written before them
@@ -354,7 +360,7 @@ class ResilientKnowledgeBase(base.KnowledgeBase):
             self._failed(exc, operation)
             with self._lock:
                 self._skipped_reads += 1
-            return empty
+            raise
         self._succeeded()
         return result
 
@@ -366,25 +372,21 @@ class ResilientKnowledgeBase(base.KnowledgeBase):
         limit: int = 0,
         skip: int = 0,
     ) -> list[base.Document]:
-        return self._read(
-            "events", lambda: self.inner.events(intent, since, until, limit, skip), []
-        )
+        return self._read("events", lambda: self.inner.events(intent, since, until, limit, skip))
 
     def count_events(self, intent: str | None = None) -> int:
-        return self._read("count_events", lambda: self.inner.count_events(intent), 0)
+        return self._read("count_events", lambda: self.inner.count_events(intent))
 
     def effect(
         self, intent: str, objective: str, now: float, lookback_s: float
     ) -> base.Document | None:
-        return self._read(
-            "effect", lambda: self.inner.effect(intent, objective, now, lookback_s), None
-        )
+        return self._read("effect", lambda: self.inner.effect(intent, objective, now, lookback_s))
 
     def effects(self, intent: str | None = None, with_blobs: bool = False) -> list[base.Document]:
-        return self._read("effects", lambda: self.inner.effects(intent, with_blobs), [])
+        return self._read("effects", lambda: self.inner.effects(intent, with_blobs))
 
     def statuses(self) -> dict[str, base.Document]:
-        return self._read("statuses", self.inner.statuses, {})
+        return self._read("statuses", self.inner.statuses)
 
     # -- lifecycle --------------------------------------------------------------------------
 

@@ -148,6 +148,17 @@ def resilient_over_flaky(
     return kb, flaky, store, clock
 
 
+READS: list[Callable[[base.KnowledgeBase], object]] = [
+    lambda kb: kb.events(),
+    lambda kb: kb.count_events(),
+    lambda kb: kb.effect("default/a", "p95", 1.0, 1.0),
+    lambda kb: kb.effects(),
+    lambda kb: kb.statuses(),
+    lambda kb: kb.apply_retention(1e9),
+]
+"""Every read; while the store is down each raises ``KnowledgeBaseUnavailable``."""
+
+
 # -- a MongoDB that is down ------------------------------------------------------------------------
 
 
@@ -221,9 +232,10 @@ def test_resilient_open_against_a_down_server_degrades(
     # The back-off keeps a burst of calls from waiting for the server selection timeout each.
     ids = [kb.record_event(ev(i)) for i in range(100)]
     assert all(i.startswith("buffered:") for i in ids)
-    assert kb.events() == [] and kb.count_events() == 0 and kb.statuses() == {}
-    assert kb.effect("default/a", "p95", 1.0, 1.0) is None and kb.effects() == []
-    assert kb.apply_retention(1e9) == 0
+    # Reads raise (fast): an empty answer would read as "no events, no model".
+    for read in READS:
+        with pytest.raises(base.KnowledgeBaseUnavailable, match="not read"):
+            read(kb)
     kb.put_status("default/a", 1.0, {"phase": "x"})
     with pytest.raises(base.KnowledgeBaseUnavailable):
         kb.put_effect({"intent": "default/a", "objective": "p95", "timestamp": 1.0})
@@ -244,7 +256,10 @@ def test_buffers_while_down_then_flushes_in_order() -> None:
     assert all(i.startswith("buffered:") for i in ids)
     assert not kb.healthy and kb.buffered == 5
     assert kb.counters()["failures"] == 1  # the others waited for the back-off
-    assert kb.events() == [] and kb.effect("default/a", "p95", 0.0, 1.0) is None
+    with pytest.raises(base.KnowledgeBaseUnavailable):
+        kb.events()
+    with pytest.raises(base.KnowledgeBaseUnavailable):
+        kb.effect("default/a", "p95", 0.0, 1.0)
     flaky.down = False
     ident = kb.record_event(ev(6, time_=5.0))  # still inside the back-off delay
     assert ident.startswith("buffered:") and kb.buffered == 6
@@ -322,6 +337,7 @@ def test_bounded_buffer_drops_oldest_and_counts(caplog: pytest.LogCaptureFixture
     assert kb.counters() == {
         "buffered": 0,
         "pending_statuses": 0,
+        "pending_memories": 0,
         "dropped": 5,
         "flushed": 3,
         "failures": 1,
@@ -337,13 +353,15 @@ def test_back_off_doubles_and_skips_the_store_meanwhile() -> None:
     for _ in range(5):
         calls = flaky.calls
         kb.record_event(ev(1))
-        kb.events()
+        with pytest.raises(base.KnowledgeBaseUnavailable):
+            kb.events()
         assert flaky.calls == calls  # inside the delay: not tried
         waited = 0.0
         while flaky.calls == calls:
             clock.now += 0.5
             waited += 0.5
-            kb.count_events()
+            with pytest.raises(base.KnowledgeBaseUnavailable):
+                kb.count_events()
         delays.append(waited)
     assert delays == [1.0, 2.0, 4.0, 4.0, 4.0]
     assert kb.counters()["skipped_reads"] > 0
@@ -355,7 +373,9 @@ def test_statuses_kept_while_down_latest_wins() -> None:
     kb.put_status("default/a", 1.0, {"phase": "one"})
     kb.put_status("default/b", 1.0, {"phase": "b"})
     kb.put_status("default/a", 2.0, {"phase": "two"})
-    assert kb.statuses() == {} and kb.counters()["pending_statuses"] == 2
+    assert kb.counters()["pending_statuses"] == 2
+    with pytest.raises(base.KnowledgeBaseUnavailable):
+        kb.statuses()
     flaky.down = False
     clock.now += 5.0
     kb.put_status("default/c", 3.0, {"phase": "c"})

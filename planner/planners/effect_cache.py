@@ -1,11 +1,19 @@
 """The learned effect models a planner uses, read from the knowledge base and kept between
-cycles."""
+cycles.
+
+Stale while error: when the knowledge base cannot be read (a
+:class:`~planner.domain.errors.TemporaryError`), the last model read for an (intent, objective)
+is served on, and :meth:`EffectCache.stale` says since when. A model is never kept past the
+look-back the store itself applies (``lookback_s``, unless static): after that the planner
+falls back to the explicit estimate, as it would with the store up.
+"""
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
-from knowledge.base import KnowledgeBase
+from knowledge.base import Document, KnowledgeBase
 from planner.domain.errors import TemporaryError
 from planner.models import serialization
 from planner.models.effects import EffectModel, from_document
@@ -13,9 +21,34 @@ from planner.models.effects import EffectModel, from_document
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class Stale:
+    """A model served from memory because the knowledge base cannot be read."""
+
+    since: float
+    """Time of the first read that failed: the model has been served stale since then."""
+    confirmed: float
+    """Time of the last read that succeeded: the model was the newest one then."""
+    error: str
+    """The first failure."""
+
+    def age_s(self, now: float) -> float:
+        """Seconds the model has been served stale at ``now``."""
+        return max(0.0, now - self.since)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    checked: float
+    """Time of the last read attempt."""
+    model: EffectModel | None
+    stale: Stale | None = None
+
+
 class EffectCache:
     """Newest usable model per (intent, objective), re-read from the knowledge base at most
-    every ``refresh_s``; refused documents are logged once and skipped.
+    every ``refresh_s``; refused documents are logged once and skipped; while reads fail the
+    last good model is kept (see the module docstring).
 
     It is a cache, not memory: when the model was loaded (``loaded_at``) is the planner's memory
     of the intent. Given it back, the cache serves the model as the knowledge base had it then
@@ -26,7 +59,7 @@ class EffectCache:
         self.knowledge = knowledge
         self.lookback_s = lookback_s
         self.refresh_s = refresh_s
-        self._cache: dict[tuple[str, str], tuple[float, EffectModel | None]] = {}
+        self._cache: dict[tuple[str, str], _Entry] = {}
         self._refused: dict[tuple[str, str, float], str] = {}
         self.refusals = 0
 
@@ -38,25 +71,51 @@ class EffectCache:
         key = (intent, objective)
         hit = self._cache.get(key)
         if loaded_at is not None and now - loaded_at < self.refresh_s:
-            if hit is None or hit[0] != loaded_at:
-                hit = (loaded_at, self._load(intent, objective, loaded_at))
+            if hit is None or hit.checked != loaded_at:
+                hit = self._read(intent, objective, loaded_at, hit)
                 self._cache[key] = hit
-            return hit[1], loaded_at
-        model = self._load(intent, objective, now)
-        self._cache[key] = (now, model)
-        return model, now
+            return hit.model, loaded_at
+        entry = self._read(intent, objective, now, hit)
+        self._cache[key] = entry
+        return entry.model, now
 
-    def _load(self, intent: str, objective: str, now: float) -> EffectModel | None:
+    def stale(self, intent: str, objective: str) -> Stale | None:
+        """Since when the model :meth:`get` returns is served stale; None when it is fresh
+        (or there is no model)."""
+        hit = self._cache.get((intent, objective))
+        return hit.stale if hit is not None and hit.model is not None else None
+
+    def _read(self, intent: str, objective: str, now: float, hit: _Entry | None) -> _Entry:
         if self.knowledge is None:
-            return None
+            return _Entry(now, None)
         try:
             doc = self.knowledge.effect(intent, objective, now, self.lookback_s)
         except TemporaryError as exc:
+            return self._keep(intent, objective, now, hit, exc)
+        if hit is not None and hit.stale is not None:
+            log.info("effects for %s/%s readable again after %.0f s", intent, objective,
+                     hit.stale.age_s(now))
+        return _Entry(now, None if doc is None else self._model(intent, objective, doc))
+
+    def _keep(self, intent: str, objective: str, now: float, hit: _Entry | None,
+              exc: TemporaryError) -> _Entry:
+        """The entry while reads fail: the last model, unless the store would have let it
+        expire too."""
+        model = hit.model if hit is not None else None
+        if model is not None and not model.static and model.timestamp < now - self.lookback_s:
+            log.warning("effects unavailable for %s/%s and the last model is older than the "
+                        "look-back: falling back to the explicit model", intent, objective)
+            model = None
+        if model is None or hit is None:
             log.warning("effects unavailable for %s/%s: %s", intent, objective, exc)
-            hit = self._cache.get((intent, objective))
-            return hit[1] if hit else None
-        if doc is None:
-            return None
+            return _Entry(now, None)
+        if hit.stale is not None:
+            return _Entry(now, model, hit.stale)
+        log.warning("effects unavailable for %s/%s, serving the model read at %s stale: %s",
+                    intent, objective, hit.checked, exc)
+        return _Entry(now, model, Stale(since=now, confirmed=hit.checked, error=str(exc)))
+
+    def _model(self, intent: str, objective: str, doc: Document) -> EffectModel | None:
         try:
             return from_document(doc)
         except serialization.ModelRefused as exc:

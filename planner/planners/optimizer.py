@@ -405,6 +405,8 @@ class OptunaPlanner(Planner):
                                        "its model" for n, f in corrected.items())
         if blind:
             reason += f"; no model for {', '.join(blind)}: not planned for"
+        if self.source is not None and (stale := self.source.stale_note(ctx, preds)):
+            reason += f"; {stale}"
         if transition:
             reason += f"; {transition}"
         if held and not actions:

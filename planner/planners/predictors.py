@@ -1,5 +1,6 @@
-"""Which predictor a planner uses per objective: the learned model when a usable one exists,
-else the explicit queueing estimate."""
+"""Which predictor a planner uses per objective: the learned model when a usable one exists
+(kept while the knowledge base cannot be read, see :mod:`.effect_cache`), else the explicit
+queueing estimate."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from planner.domain.state import ClusterSnapshot
 from planner.models.effects import (
     KIND_AVAILABILITY,
     KIND_LATENCY,
+    EffectModel,
     LearnedAvailability,
     LearnedLatency,
     LearnedThroughput,
@@ -99,3 +101,20 @@ class PredictorSource:
             if ctx.profiles[o.name].spec.type is KPIType.COST:
                 out[o.name] = ComputedCost(ctx.snapshot)
         return out
+
+    def stale_note(self, ctx: PlanningContext, preds: Mapping[str, Predictor]) -> str:
+        """For a plan's reason: which of ``preds``' learned models are served stale because
+        the knowledge base cannot be read, and for how long ("" when none is)."""
+        since: dict[str, float] = {}
+        for name, p in preds.items():
+            model = getattr(p, "model", None)
+            if p.kind != "learned" or not isinstance(model, EffectModel):
+                continue
+            stale = self.cache.stale(ctx.intent.key, model.objective)
+            if stale is not None:
+                since[name] = stale.since
+        if not since:
+            return ""
+        age = ctx.now - min(since.values())
+        return (f"learned model{'s' if len(since) > 1 else ''} for {', '.join(sorted(since))} "
+                f"served stale: knowledge base unreachable for {age:.0f} s")

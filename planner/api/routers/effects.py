@@ -28,6 +28,8 @@ def _effect(doc: dict[str, Any], newest: bool) -> schemas.EffectOut:
 
 
 @router.get("", response_model=schemas.EffectList, summary="Effect models (metadata only)",
+            responses={503: {"model": schemas.Problem,
+                             "description": "the knowledge base cannot be read now"}},
             description="Every stored version, newest first: training window, features, "
                         "node pools seen, samples, validation score, library versions. "
                         "`newest` marks the version the planner would pick (unless stale).")

@@ -18,7 +18,7 @@ from planner.api import schemas
 from planner.api.dependencies import RuntimeDep, require_read_token
 from planner.api.preview import json_safe
 from planner.api.runtime import Runtime
-from planner.domain.errors import IntentPlannerError
+from planner.domain.errors import IntentPlannerError, TemporaryError
 from planner.domain.intents import Intent
 
 log = logging.getLogger(__name__)
@@ -38,6 +38,8 @@ Name = Annotated[str, Path(min_length=1, max_length=253, pattern=NAME_PATTERN,
                            examples=["checkout"])]
 NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": schemas.Problem, "description": "no such intent"}}
+KB_UNAVAILABLE: dict[int | str, dict[str, Any]] = {
+    503: {"model": schemas.Problem, "description": "the knowledge base cannot be read now"}}
 
 
 def _kb_statuses(rt: Runtime) -> dict[str, dict[str, Any]]:
@@ -156,7 +158,7 @@ def _event(doc: dict[str, Any]) -> schemas.EventOut:
 
 @router.get(
     "/{namespace}/{name}/events", response_model=schemas.EventPage,
-    responses=NOT_FOUND,
+    responses={**NOT_FOUND, **KB_UNAVAILABLE},
     summary="The intent's events, newest first, paginated",
     description="One event per intent per cycle (observed objectives, configuration, load, "
                 "pods, the plan). Pages are stable while new events arrive: follow "
@@ -173,11 +175,14 @@ def list_events(
 ) -> schemas.EventPage:
     key = f"{namespace}/{name}"
     intents, stored = _known(rt)
-    if key not in intents and key not in stored and rt.knowledge.count_events(key) == 0:
-        raise HTTPException(404, f"unknown intent {key!r}")
     until_us, skip = decode_cursor(cursor) if cursor else (None, 0)
     until = until_us / 1e6 if until_us is not None else None
-    docs = rt.knowledge.events(key, since=since, until=until, limit=limit + 1, skip=skip)
+    try:
+        if key not in intents and key not in stored and rt.knowledge.count_events(key) == 0:
+            raise HTTPException(404, f"unknown intent {key!r}")
+        docs = rt.knowledge.events(key, since=since, until=until, limit=limit + 1, skip=skip)
+    except TemporaryError as exc:  # not an empty page: that would read as "no events"
+        raise HTTPException(503, f"the knowledge base cannot be read: {exc}") from None
     more = len(docs) > limit
     docs = docs[:limit]
     next_cursor = next_url = None
