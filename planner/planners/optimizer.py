@@ -369,5 +369,8 @@ class OptunaPlanner(Planner):
         return Plan(ctx.intent.key, self.name, cfg, target, tuple(actions), predicted,
                     float(chosen.cost[i_chosen]), exploratory=exploratory,
                     planned_rate=rate, chosen=best if best != target else None,
-                    steps=plan_details.plan_steps(ctx, actions, target, preds, rate),
+                    steps=plan_details.plan_steps(ctx, actions, target, preds, rate, known={
+                        cfg: plan_details.predicted_at(current.predictions, 0),
+                        chosen.batch.config(i_chosen): plan_details.predicted_at(
+                            chosen.predictions, i_chosen)}),
                     models=plan_details.models_used(ctx, preds), reason_parts=tuple(parts))

@@ -13,7 +13,7 @@ from planner.domain.cost import cost_per_hour
 from planner.domain.plan import Action, ModelInfo, ObjectivePrediction, Plan, PlanStep, ReasonPart
 from planner.domain.state import WorkloadConfig
 from planner.models.effects import EffectModel
-from planner.models.predictor import CandidateBatch, Predictor
+from planner.models.predictor import CandidateBatch, Prediction, Predictor
 from planner.planners.base import PlanningContext, held_reasons
 
 
@@ -44,25 +44,35 @@ def configs_along(current: WorkloadConfig, actions: Sequence[Action],
     return configs
 
 
+Predicted = dict[str, ObjectivePrediction]
+
+
+def predicted_at(predictions: Mapping[str, Prediction], i: int) -> Predicted:
+    """Row ``i`` of a batch's predictions (per objective)."""
+    return {n: ObjectivePrediction(float(p.mean[i]), float(p.bound[i]))
+            for n, p in predictions.items()}
+
+
 def plan_steps(ctx: PlanningContext, actions: Sequence[Action], target: WorkloadConfig,
-               preds: Mapping[str, Predictor] | None = None,
-               rate: float | None = None) -> tuple[PlanStep, ...]:
+               preds: Mapping[str, Predictor] | None = None, rate: float | None = None,
+               known: Mapping[WorkloadConfig, Predicted] | None = None
+               ) -> tuple[PlanStep, ...]:
     """The plan's steps, each predicted by ``preds`` at ``rate`` (no predictions without a
-    rate or predictors) and priced from the snapshot's node pools."""
+    rate or predictors) and priced from the snapshot's node pools. ``known`` holds what the
+    planner already predicted for some configurations with the same predictors at the same
+    rate (reused: a learned model's bound costs milliseconds per call)."""
     configs = configs_along(ctx.config, actions, target)
-    per_objective: dict[str, tuple[list[float], list[float]]] = {}
+    found: dict[WorkloadConfig, Predicted] = {}
     if preds and rate is not None:
-        batch = CandidateBatch.of(configs)
-        for o in ctx.intent.spec.objectives:
-            p = preds.get(o.name)
-            if p is not None:
-                pr = p.predict(batch, rate)
-                per_objective[o.name] = ([float(v) for v in pr.mean],
-                                         [float(v) for v in pr.bound])
-    return tuple(
-        PlanStep(cfg, {n: ObjectivePrediction(m[i], b[i]) for n, (m, b) in per_objective.items()},
-                 cost_per_hour(cfg, ctx.snapshot), this_cycle=i <= len(actions))
-        for i, cfg in enumerate(configs))
+        found = {c: dict(known[c]) for c in configs if known and c in known}
+        missing = list(dict.fromkeys(c for c in configs if c not in found))
+        if missing:
+            batch = CandidateBatch.of(missing)
+            fresh = {o.name: p.predict(batch, rate) for o in ctx.intent.spec.objectives
+                     if (p := preds.get(o.name)) is not None}
+            found.update((c, predicted_at(fresh, i)) for i, c in enumerate(missing))
+    return tuple(PlanStep(cfg, found.get(cfg, {}), cost_per_hour(cfg, ctx.snapshot),
+                          this_cycle=i <= len(actions)) for i, cfg in enumerate(configs))
 
 
 def models_used(ctx: PlanningContext,
