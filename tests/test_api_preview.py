@@ -132,7 +132,7 @@ def test_preview_equals_next_cycle_and_changes_nothing() -> None:
             assert preview["predicted"] == pytest.approx(plan.predicted)
             assert preview["cost_per_hour"] == pytest.approx(plan.cost_per_hour)
             assert preview["exploratory"] == plan.exploratory
-            assert preview["reasons"][0] == plan.reason.split("; ")[0]
+            assert preview["reasons"][0] == plan.reason_parts[0].text
             compared += 1
             with_actions += bool(plan.actions)
             if plan.actions:  # steps: current, then one per action, predicted and priced

@@ -5,9 +5,10 @@ the intent source, and the controller's memory of the intent: cooldowns, margins
 trials, which is immutable data) and plans outside the lock with a fresh planner instance given
 that memory. Planners keep no state of their own, so nothing needs copying for them. The
 actuators are copied (their ``held`` reasons and the dispatch-weight engines are still instance
-state). Nothing is applied, recorded or reported: the next controller cycle sees exactly the
-state it would have seen without the preview, and for the same snapshot it makes the same
-plan.
+state). It shows the plan as it is (planned load, steps with their predictions, models,
+reasons: the plan carries them; nothing is recomputed here). Nothing is applied, recorded or
+reported: the next controller cycle sees exactly the state it would have seen without the
+preview, and for the same snapshot it makes the same plan.
 
 What-if overrides change the observed workload before planning: ``load`` replaces the request
 rate, ``replicas``/``cpu``/``device``/``pool`` the configuration (and its pods). The CPU
@@ -36,18 +37,15 @@ from knowledge.base import KnowledgeBase
 from planner.api import schemas
 from planner.api.runtime import Runtime
 from planner.control import controller as controller_module
+from planner.domain import plan as plan_domain
 from planner.domain.admin import AdminConfig
 from planner.domain.errors import IntentPlannerError, SpecError, TemporaryError
 from planner.domain.intents import Intent, KPIProfile, parse_intent
 from planner.domain.memory import IntentMemory
 from planner.domain.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
 from planner.domain.validation import spec_error
-from planner.models import effects as effect_models
-from planner.models.predictor import CandidateBatch, Predictor
-from planner.planners import online, optimizer
 from planner.planners import registry as planner_registry
 from planner.planners.base import Planner, PlanningContext
-from planner.planners.search_space import prices
 
 log = logging.getLogger(__name__)
 
@@ -258,44 +256,11 @@ def prepare(runtime: Runtime, req: schemas.PreviewRequest) -> Prepared:
 
 
 # ------------------------------------------------------------------------------ compute
-def _predictors(planner: Planner, ctx: PlanningContext) -> dict[str, Predictor]:
-    """The predictors ``planner`` plans with for ``ctx`` (from the same memory: pure)."""
-    if isinstance(planner, optimizer.OptunaPlanner):
-        return planner.predictors(ctx, optimizer.Recall.of(ctx.intent.key, ctx.memory).predictors)
-    if planner.name in ("queueing", "astar"):
-        est = online.updated_estimate(ctx, online.recalled_estimate(ctx.memory.get("estimate")))
-        return online.explicit_predictors(ctx, est) if est is not None else {}
-    return {}
-
-
-def _models(intent: Intent, preds: Mapping[str, Predictor]) -> list[schemas.ModelUsed]:
-    out: list[schemas.ModelUsed] = []
-    for o in intent.spec.objectives:
-        p = preds.get(o.name)
-        model = getattr(p, "model", None)
-        if isinstance(model, effect_models.EffectModel):
-            validation = model.metadata.get("validation")
-            out.append(schemas.ModelUsed(
-                objective=o.name, source=p.kind if p is not None else "learned",
-                kind=model.kind, samples=model.samples, trained_at=finite(model.timestamp),
-                validation=_json_safe(validation) if isinstance(validation, dict) else None))
-        else:
-            out.append(schemas.ModelUsed(objective=o.name,
-                                         source=p.kind if p is not None else "none"))
-    return out
-
-
-def _after(cfg: WorkloadConfig, params: Mapping[str, Any]) -> WorkloadConfig:
-    changes: dict[str, Any] = {}
-    if "replicas" in params:
-        changes["replicas"] = int(params["replicas"])
-    if "cpu" in params:
-        changes["cpu"] = float(params["cpu"])
-    if "device" in params:
-        changes["device"] = str(params["device"])
-    if "pool" in params:
-        changes["pool"] = None if params["pool"] is None else str(params["pool"])
-    return cfg.with_(**changes)
+def _model_out(m: plan_domain.ModelInfo) -> schemas.ModelUsed:
+    return schemas.ModelUsed(
+        objective=m.objective, source=m.source, kind=m.kind, samples=m.samples,
+        trained_at=finite(m.trained_at),
+        validation=_json_safe(dict(m.validation)) if m.validation is not None else None)
 
 
 def config_out(cfg: WorkloadConfig) -> schemas.ConfigOut:
@@ -303,7 +268,19 @@ def config_out(cfg: WorkloadConfig) -> schemas.ConfigOut:
                              pool=cfg.pool)
 
 
+def _step_out(i: int, step: plan_domain.PlanStep, plan: plan_domain.Plan) -> schemas.StepOut:
+    action = plan.actions[i - 1] if 0 < i <= len(plan.actions) else None
+    return schemas.StepOut(
+        step=i, action=_action_out(action.as_dict()) if action is not None else None,
+        config=config_out(step.config),
+        predicted={n: finite(pr.mean) for n, pr in step.predicted.items()},
+        bound={n: finite(pr.bound) for n, pr in step.predicted.items()},
+        cost_per_hour=finite(step.cost_per_hour), this_cycle=step.this_cycle)
+
+
 def compute(p: Prepared) -> schemas.PreviewOut:
+    """Plan on the prepared copies and show the plan as it is: the load it was sized for,
+    its steps and predictions, models and reasons all come from the plan itself."""
     t0 = time.perf_counter()
     ctx = PlanningContext(p.intent, p.profiles, p.workload, p.snapshot, p.current, p.admin,
                           p.actuators, p.knowledge, p.snapshot.time,
@@ -317,42 +294,21 @@ def compute(p: Prepared) -> schemas.PreviewOut:
                              f"{exc}", "check the intent and the admin bounds",
                              kind="planning_failed") from None
     planning_ms = (time.perf_counter() - t0) * 1000.0
-    preds = _predictors(p.planner, ctx)
-    rate = p.workload.request_rate
-    planned = rate * (1.0 + p.admin.headroom) if rate is not None else None
-    configs = [plan.current]
-    actions = list(plan.actions)
-    for a in actions:
-        configs.append(_after(configs[-1], a.params))
-    reaches = configs[-1] == plan.target
-    if not reaches:
-        configs.append(plan.target)
-    batch = CandidateBatch.of(configs)
-    costs = prices(p.snapshot, batch)
-    per_objective = {name: pred.predict(batch, planned or 0.0) for name, pred in preds.items()}
-    steps: list[schemas.StepOut] = []
-    for i, cfg in enumerate(configs):
-        this_cycle = i <= len(actions)
-        action = actions[i - 1] if 0 < i <= len(actions) else None
-        steps.append(schemas.StepOut(
-            step=i,
-            action=_action_out(action.as_dict()) if action is not None else None,
-            config=config_out(cfg),
-            predicted={n: finite(float(pr.mean[i])) for n, pr in per_objective.items()},
-            bound={n: finite(float(pr.bound[i])) for n, pr in per_objective.items()},
-            cost_per_hour=finite(float(costs[i])),
-            this_cycle=this_cycle))
-    reasons = [r for r in plan.reason.split("; ") if r] + p.notes
+    steps = [_step_out(i, s, plan) for i, s in enumerate(plan.steps)]
     return schemas.PreviewOut(
         intent=p.intent.key, planner=plan.planner, applied=False, observed_at=p.snapshot.time,
         observed={k: finite(v) for k, v in p.current.items()},
         desired={o.name: o.value for o in p.intent.spec.objectives},
-        observed_rate=finite(rate), planned_rate=finite(planned),
+        observed_rate=finite(p.workload.request_rate), planned_rate=finite(plan.planned_rate),
         overrides=None, current=config_out(plan.current), target=config_out(plan.target),
-        actions=[_action_out(a.as_dict()) for a in actions], steps=steps,
+        chosen=config_out(plan.chosen) if plan.chosen is not None else None,
+        actions=[_action_out(a.as_dict()) for a in plan.actions], steps=steps,
         predicted={k: v for k, v in plan.predicted.items() if math.isfinite(v)},
-        cost_per_hour=finite(plan.cost_per_hour), current_cost_per_hour=finite(float(costs[0])),
-        reasons=reasons, exploratory=plan.exploratory, models=_models(p.intent, preds),
+        cost_per_hour=finite(plan.cost_per_hour),
+        current_cost_per_hour=steps[0].cost_per_hour if steps else None,
+        reasons=[r.text for r in plan.reason_parts] + p.notes,
+        reason_parts=[schemas.ReasonOut(kind=r.kind, text=r.text) for r in plan.reason_parts],
+        exploratory=plan.exploratory, models=[_model_out(m) for m in plan.models],
         planning_ms=planning_ms, total_ms=0.0)
 
 

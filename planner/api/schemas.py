@@ -144,7 +144,8 @@ class ModelUsed(BaseModel):
 
     objective: str
     source: str = Field(description="'learned' (an effect model from the knowledge base), "
-                                    "'explicit' (the queueing estimate) or 'none'",
+                                    "'explicit' (the queueing estimate), 'computed' (e.g. "
+                                    "cost from node-pool prices) or 'none'",
                         examples=["learned"])
     kind: str | None = Field(default=None, description="model family, for learned models")
     samples: int | None = None
@@ -152,10 +153,19 @@ class ModelUsed(BaseModel):
     validation: dict[str, Any] | None = None
 
 
+class ReasonOut(BaseModel):
+    """One part of the plan's reason."""
+
+    kind: str = Field(description="choice, forecast, margin, correction, exploration, "
+                                  "hysteresis, transition, held, no-model, unknown, search or "
+                                  "note", examples=["choice"])
+    text: str
+
+
 class StepOut(BaseModel):
-    """The configuration after each action, and what is predicted for it. Step 0 is the
-    configuration the plan starts from; a last step with ``this_cycle: false`` is the target
-    when this cycle's actions do not reach it yet."""
+    """The configuration after each action, and what the planner predicted for it at the
+    planned load. Step 0 is the configuration the plan starts from; a last step with
+    ``this_cycle: false`` is the target when this cycle's actions do not reach it yet."""
 
     step: int
     action: ActionOut | None
@@ -177,16 +187,24 @@ class PreviewOut(BaseModel):
     observed: dict[str, float | None] = Field(description="measured value per objective")
     desired: dict[str, float]
     observed_rate: float | None = Field(description="request rate planned from (req/s)")
-    planned_rate: float | None = Field(description="rate incl. the admin's headroom")
+    planned_rate: float | None = Field(
+        description="the load the plan was sized for (req/s; forecast, headroom and load "
+                    "corrections included); null when the planner does not size for a load")
     overrides: Overrides | None
     current: ConfigOut
     target: ConfigOut
+    chosen: ConfigOut | None = Field(
+        default=None, description="the configuration the planner's search chose, when it "
+                                  "differs from the target (clipped to the admin's bounds)")
     actions: list[ActionOut]
     steps: list[StepOut]
     predicted: dict[str, float] = Field(description="the planner's prediction at the target")
     cost_per_hour: float | None
     current_cost_per_hour: float | None
-    reasons: list[str]
+    reasons: list[str] = Field(description="the plan's reason parts, then notes on the "
+                                           "preview itself")
+    reason_parts: list[ReasonOut] = Field(default_factory=list,
+                                          description="the plan's reason, structured")
     exploratory: bool
     models: list[ModelUsed]
     planning_ms: float

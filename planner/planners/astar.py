@@ -61,18 +61,12 @@ import numpy as np
 
 from planner.domain.cost import cost_per_hour, pool_prices
 from planner.domain.intents import KPIType
-from planner.domain.plan import Plan
+from planner.domain.plan import Plan, ReasonPart
 from planner.domain.state import ClusterSnapshot, WorkloadConfig
 from planner.models.predictor import CandidateBatch, FloatArray, Prediction, Predictor
 from planner.models.queue_estimate import QueueEstimate
-from planner.planners.base import (
-    Planner,
-    PlanningContext,
-    clip_target,
-    held_reasons,
-    hold_if_unknown,
-    steps_towards,
-)
+from planner.planners import plan_details
+from planner.planners.base import Planner, PlanningContext, clip_target, steps_towards
 from planner.planners.online import (
     estimate_memory,
     explicit_predictors,
@@ -196,7 +190,7 @@ class AStarPlanner(Planner):
     # ------------------------------------------------------------------ plan
     def plan(self, ctx: PlanningContext) -> Plan:
         self.last = None
-        on_hold = hold_if_unknown(ctx, self.name)
+        on_hold = plan_details.hold_if_unknown(ctx, self.name)
         if on_hold is not None:
             return on_hold
         est = updated_estimate(ctx, recalled_estimate(ctx.memory.get("estimate")))
@@ -208,29 +202,32 @@ class AStarPlanner(Planner):
         prices = _Prices(ctx.snapshot)
         preds = self.predictors(ctx, prices, est)
         if ctx.workload.request_rate is None:
-            return Plan(ctx.intent.key, self.name, cfg, cfg,
-                        reason="no action: request rate unknown")
+            return plan_details.no_action(ctx, self.name, "unknown",
+                                          "no action: request rate unknown", preds)
         objectives = [_Objective(o.name, o.value, ctx.profiles[o.name].spec.minimizes)
                       for o in ctx.intent.spec.objectives if o.name in preds]
         if not objectives:
-            return Plan(ctx.intent.key, self.name, cfg, cfg,
-                        reason="no action: load too low to estimate the service rate")
+            return plan_details.no_action(
+                ctx, self.name, "no-model",
+                "no action: load too low to estimate the service rate", preds)
         rate = ctx.workload.request_rate * (1.0 + ctx.admin.headroom)
         result = self.search(ctx, objectives, preds, rate, prices)
         self.last = result
-        target = clip_target(ctx, result.node.config)
+        chosen = result.node.config
+        target = clip_target(ctx, chosen)
         actions = steps_towards(ctx, target)
-        reason = self._reason(ctx, result, target, preds, objectives, rate)
-        held = held_reasons(ctx)
-        if not actions and held:
-            reason += "; " + "; ".join(held)
+        parts = (*self._reason(ctx, result, target, preds, objectives, rate),
+                 *plan_details.held_parts(ctx, actions))
         predicted = {k: v for k, v in result.node.values.items() if math.isfinite(v)}
         return Plan(ctx.intent.key, self.name, cfg, target, tuple(actions), predicted,
-                    cost_per_hour(target, ctx.snapshot), reason)
+                    cost_per_hour(target, ctx.snapshot), planned_rate=rate,
+                    chosen=chosen if chosen != target else None,
+                    steps=plan_details.plan_steps(ctx, actions, target, preds, rate),
+                    models=plan_details.models_used(ctx, preds), reason_parts=parts)
 
     def _reason(self, ctx: PlanningContext, r: SearchResult, target: WorkloadConfig,
                 preds: Mapping[str, Predictor], objectives: Sequence[_Objective],
-                rate: float) -> str:
+                rate: float) -> tuple[ReasonPart, ...]:
         kinds = "/".join(sorted({preds[o.name].kind for o in objectives}))
         budget = (f"{r.expanded} state(s) expanded of at most {self.max_states}, "
                   f"{self.max_candidates} candidate(s) per actuator")
@@ -247,8 +244,9 @@ class AStarPlanner(Planner):
                     f"{what} (distance {r.node.h:.3g})")
         left_out = [o.name for o in ctx.intent.spec.objectives
                     if o.name not in {x.name for x in objectives}]
-        tail = f"; not predicted: {', '.join(left_out)}" if left_out else ""
-        return f"{head}; {budget}{tail}"
+        tail = ((ReasonPart("no-model", f"not predicted: {', '.join(left_out)}"),)
+                if left_out else ())
+        return (ReasonPart("choice", head), ReasonPart("search", budget), *tail)
 
     # ------------------------------------------------------------------ search
     def action_cost(self, actuator: str, priority: float, dearer: bool) -> float:

@@ -56,6 +56,10 @@ class Planner(ABC):
       its ``actions`` come from :func:`steps_towards` (so every action respects step limits
       and cooldowns). An unknown objective value yields an empty plan with the reason.
     * ``predicted`` holds the planner's expected value for each objective it can predict.
+    * The plan carries what was planned (:mod:`planner.planners.plan_details` computes it):
+      ``planned_rate`` (the load it sized for), ``steps`` (predicted by the planner's own
+      predictors at that load), ``models`` and the reason as ``reason_parts``. A preview
+      shows exactly these; nothing is recomputed elsewhere.
     """
 
     name: ClassVar[str]
@@ -92,13 +96,3 @@ def clip_target(ctx: PlanningContext, target: WorkloadConfig) -> WorkloadConfig:
     for a in ctx.actuators.values():
         out = a.clip(out)
     return out
-
-
-def hold_if_unknown(ctx: PlanningContext, planner: str) -> Plan | None:
-    """An empty plan when an objective's current value is unknown: no action on missing data."""
-    unknown = [n for n, v in ctx.current.items() if v is None]
-    if not unknown:
-        return None
-    return Plan(ctx.intent.key, planner, ctx.config, ctx.config,
-                reason=f"no action: objective(s) {', '.join(unknown)} unknown",
-                memory=ctx.memory)

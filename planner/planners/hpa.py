@@ -5,6 +5,10 @@ highest recommendation of the last 300 s (stabilisation window); scale-up at mos
 ``max(+100 %, +4 pods)`` per 15 s period; replicas within the admin's min/max. Objectives are
 not looked at: that is the point of a baseline. It uses HPA's own rate limits instead of the
 admin's step size and cooldown, so that it behaves as a Kubernetes user would see it.
+
+Its plans carry no planned load (``planned_rate`` is ``None``: HPA sizes for utilisation, not
+for a load), no predictions (every objective's model is ``none``) and steps with
+configurations and prices only.
 """
 
 from __future__ import annotations
@@ -12,7 +16,8 @@ from __future__ import annotations
 import math
 
 from planner.domain.cost import cost_per_hour
-from planner.domain.plan import Action, Plan
+from planner.domain.plan import Action, Plan, ReasonPart
+from planner.planners import plan_details
 from planner.planners.base import Planner, PlanningContext
 
 TARGET_UTILIZATION = 0.8
@@ -32,8 +37,8 @@ class HPAPlanner(Planner):
         util = ctx.workload.cpu_utilization
         bounds = ctx.admin.replicas
         if util is None:
-            return Plan(ctx.intent.key, self.name, cfg, cfg, reason="no action: no CPU metrics",
-                        memory=ctx.memory)
+            return plan_details.no_action(ctx, self.name, "unknown",
+                                          "no action: no CPU metrics")
         ready = ctx.workload.ready_replicas or cfg.replicas
         ratio = util / self.target
         desired = cfg.replicas if abs(ratio - 1.0) <= TOLERANCE else math.ceil(ready * ratio)
@@ -59,5 +64,8 @@ class HPAPlanner(Planner):
             actions = (Action("replicas", key, {"replicas": desired, "from": cfg.replicas},
                               reason),)
         return Plan(ctx.intent.key, self.name, cfg, target, actions, {},
-                    cost_per_hour(target, ctx.snapshot), reason,
+                    cost_per_hour(target, ctx.snapshot),
+                    steps=plan_details.plan_steps(ctx, actions, target),
+                    models=plan_details.models_used(ctx),
+                    reason_parts=(ReasonPart("choice", reason),),
                     memory={"recommendations": [[t, r] for t, r in recs], "last_up": last})

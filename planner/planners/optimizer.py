@@ -33,19 +33,12 @@ import optuna
 from numpy.typing import NDArray
 
 from planner.domain.intents import objective_met
-from planner.domain.plan import Action, Plan
+from planner.domain.plan import Action, Plan, ReasonPart
 from planner.domain.state import WorkloadConfig
 from planner.models.forecast import LoadForecast
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
-from planner.planners import feedback
-from planner.planners.base import (
-    Planner,
-    PlanningContext,
-    clip_target,
-    held_reasons,
-    hold_if_unknown,
-    steps_towards,
-)
+from planner.planners import feedback, plan_details
+from planner.planners.base import Planner, PlanningContext, clip_target, steps_towards
 from planner.planners.predictors import PredictorMemory, PredictorSource
 from planner.planners.search_space import SearchSpace, gpu_capacity_ok, prices, space_for
 
@@ -316,7 +309,7 @@ class OptunaPlanner(Planner):
         key = ctx.intent.key
         mem.forecast.observe(key, ctx.now, ctx.workload.request_rate)
         mem.forecast.observe_pods(key, ctx.now, ctx.workload.pods)
-        on_hold = hold_if_unknown(ctx, self.name)
+        on_hold = plan_details.hold_if_unknown(ctx, self.name)
         if on_hold is not None:
             return on_hold
         violated = _violated_any(ctx)
@@ -325,8 +318,8 @@ class OptunaPlanner(Planner):
         preds = self.predictors(ctx, mem.predictors)
         inp = Inputs(preds, mem.alarm)
         if not preds:
-            return Plan(ctx.intent.key, self.name, cfg, cfg,
-                        reason="no action: no model yet (load too low to estimate)")
+            return plan_details.no_action(ctx, self.name, "no-model",
+                                          "no action: no model yet (load too low to estimate)")
         corrected = feedback.load_correction(
             ctx, preds, mem.forecast.peak(key, ctx.now, feedback.KPI_WINDOW_S))
         kinds = sorted({p.kind for p in preds.values()})
@@ -349,6 +342,7 @@ class OptunaPlanner(Planner):
         known = scored.feasible & supported
         exploratory = False
         probe: int | None = None
+        why_kind = "choice"
         if known.any():
             idx = int(np.flatnonzero(known)[np.argmin(scored.score[known])])
             why = "cheapest configuration predicted to meet every objective"
@@ -357,7 +351,7 @@ class OptunaPlanner(Planner):
                                               scored.score, idx)
             if probe is not None:
                 gain = 1.0 - float(scored.score[probe] / scored.score[idx])
-                idx, exploratory = probe, True
+                idx, exploratory, why_kind = probe, True, "exploration"
                 c = scored.batch.config(probe)
                 why = (f"exploratory: {c.cpu:g} cpu {c.device}"
                        + (f" in {c.pool}" if c.pool else "")
@@ -365,7 +359,7 @@ class OptunaPlanner(Planner):
                        " tried while every objective holds")
         elif scored.feasible.any():
             idx = int(np.flatnonzero(scored.feasible)[np.argmin(scored.score[scored.feasible])])
-            exploratory = True
+            exploratory, why_kind = True, "exploration"
             why = "exploratory: no known configuration is feasible; trying an unexplored one"
         else:
             order = np.lexsort((scored.cost, scored.excess))
@@ -386,6 +380,7 @@ class OptunaPlanner(Planner):
                 mem.explorer.cancel(key)
             best, why, exploratory = cfg, "current configuration still meets every objective", \
                 False
+            why_kind = "hysteresis"
             chosen, i_chosen = current, 0
         else:
             chosen, i_chosen = scored, idx
@@ -393,23 +388,30 @@ class OptunaPlanner(Planner):
                      if math.isfinite(float(p.mean[i_chosen]))}
         target = clip_target(ctx, best)
         _, transition, actions = self._safe_step(ctx, target, rate, inp)
-        held = held_reasons(ctx)
         pretty = (f"{target.replicas} x {target.cpu:g} cpu {target.device}"
                   + (f" in {target.pool}" if target.pool else ""))
-        reason = (f"{why}: {pretty} at {float(chosen.cost[i_chosen]):.3f}/h "
-                  f"({how}, {'+'.join(kinds)} models, {rate:.0f} req/s planned"
-                  + (f" (forecast +{fc.pct_per_min:.0f} %/min over {fc.horizon_s:.0f} s)"
-                     if fc.raised else "") + ")")
+        parts = [ReasonPart(why_kind, (
+            f"{why}: {pretty} at {float(chosen.cost[i_chosen]):.3f}/h "
+            f"({how}, {'+'.join(kinds)} models, {rate:.0f} req/s planned"
+            + (f" (forecast +{fc.pct_per_min:.0f} %/min over {fc.horizon_s:.0f} s)"
+               if fc.raised else "") + ")"))]
         if corrected:
-            reason += "; " + ", ".join(f"load x{f:.2f} planned: {n} observed violated, above "
-                                       "its model" for n, f in corrected.items())
+            parts.append(ReasonPart("correction", ", ".join(
+                f"load x{f:.2f} planned: {n} observed violated, above its model"
+                for n, f in corrected.items())))
         if blind:
-            reason += f"; no model for {', '.join(blind)}: not planned for"
+            parts.append(ReasonPart("no-model",
+                                    f"no model for {', '.join(blind)}: not planned for"))
         if self.source is not None and (stale := self.source.stale_note(ctx, preds)):
-            reason += f"; {stale}"
+            parts.append(ReasonPart("stale-model", stale))
         if transition:
-            reason += f"; {transition}"
-        if held and not actions:
-            reason += "; " + "; ".join(held)
+            parts.append(ReasonPart("transition", transition))
+        parts.extend(plan_details.held_parts(ctx, actions))
         return Plan(ctx.intent.key, self.name, cfg, target, tuple(actions), predicted,
-                    float(chosen.cost[i_chosen]), reason, exploratory)
+                    float(chosen.cost[i_chosen]), exploratory=exploratory,
+                    planned_rate=rate, chosen=best if best != target else None,
+                    steps=plan_details.plan_steps(ctx, actions, target, preds, rate, known={
+                        cfg: plan_details.predicted_at(current.predictions, 0),
+                        chosen.batch.config(i_chosen): plan_details.predicted_at(
+                            chosen.predictions, i_chosen)}),
+                    models=plan_details.models_used(ctx, preds), reason_parts=tuple(parts))

@@ -5,18 +5,17 @@ from __future__ import annotations
 
 from planner.domain.cost import cost_per_hour
 from planner.domain.intents import KPIType, objective_met
-from planner.domain.plan import Plan
+from planner.domain.plan import Plan, ReasonPart
 from planner.domain.state import WorkloadConfig
 from planner.models.queue_estimate import QueueEstimate
-from planner.planners.base import (
-    Planner,
-    PlanningContext,
-    clip_target,
-    held_reasons,
-    hold_if_unknown,
-    steps_towards,
+from planner.planners import plan_details
+from planner.planners.base import Planner, PlanningContext, clip_target, steps_towards
+from planner.planners.online import (
+    estimate_memory,
+    explicit_predictors,
+    recalled_estimate,
+    updated_estimate,
 )
-from planner.planners.online import estimate_memory, recalled_estimate, updated_estimate
 
 REDUNDANCY_AVAILABILITY = 0.99
 """Availability targets at or above this need at least two replicas."""
@@ -61,31 +60,39 @@ class QueueingPlanner(Planner):
         return out
 
     def plan(self, ctx: PlanningContext) -> Plan:
+        """Steps are predicted by the explicit predictors over the same queueing estimate."""
         cfg = ctx.config
-        on_hold = hold_if_unknown(ctx, self.name)
+        on_hold = plan_details.hold_if_unknown(ctx, self.name)
         if on_hold is not None:
             return on_hold
         est = updated_estimate(ctx, recalled_estimate(ctx.memory.get("estimate")))
         remembered = {"estimate": estimate_memory(est)}
         if est is None:
-            return Plan(ctx.intent.key, self.name, cfg, cfg,
-                        reason="no action: load too low to estimate the service rate",
-                        memory=remembered)
+            return plan_details.no_action(
+                ctx, self.name, "no-model",
+                "no action: load too low to estimate the service rate",
+                memory=remembered)
         rate = (ctx.workload.request_rate or 0.0) * (1.0 + ctx.admin.headroom)
         replicas, predicted = self.required_replicas(ctx, est, rate)
-        reason = f"queueing model: {replicas} replica(s) meet every objective at {rate:.0f} req/s"
+        why = ReasonPart("choice", f"queueing model: {replicas} replica(s) meet every objective "
+                                   f"at {rate:.0f} req/s")
         # Only latency: a throughput shortfall may be the offered load, not the capacity.
         violated = [o.name for o in ctx.intent.spec.objectives
                     if ctx.profiles[o.name].spec.type is KPIType.LATENCY
                     and objective_met(ctx.current.get(o.name), o, ctx.profiles[o.name]) is False]
         if violated and replicas <= cfg.replicas:
             replicas = cfg.replicas + 1
-            reason = (f"observed {', '.join(violated)} out of bounds although the model says "
-                      f"{cfg.replicas} suffice: one more replica")
-        target = clip_target(ctx, cfg.with_(replicas=replicas))
+            why = ReasonPart("correction", f"observed {', '.join(violated)} out of bounds "
+                                           f"although the model says {cfg.replicas} suffice: "
+                                           "one more replica")
+        chosen = cfg.with_(replicas=replicas)
+        target = clip_target(ctx, chosen)
         actions = steps_towards(ctx, target)
-        held = held_reasons(ctx)
-        if not actions and held:
-            reason += "; " + "; ".join(held)
+        preds = explicit_predictors(ctx, est)
         return Plan(ctx.intent.key, self.name, cfg, target, tuple(actions), predicted,
-                    cost_per_hour(target, ctx.snapshot), reason, memory=remembered)
+                    cost_per_hour(target, ctx.snapshot), planned_rate=rate,
+                    chosen=chosen if chosen != target else None,
+                    steps=plan_details.plan_steps(ctx, actions, target, preds, rate),
+                    models=plan_details.models_used(ctx, preds),
+                    reason_parts=(why, *plan_details.held_parts(ctx, actions)),
+                    memory=remembered)
