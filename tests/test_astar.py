@@ -13,6 +13,7 @@ from actuators.base import Actuator
 from actuators.registry import create as create_actuators
 from planner.domain.admin import AdminConfig, ReplicaBounds
 from planner.domain.intents import parse_intent, parse_profile
+from planner.domain.memory import Memory
 from planner.domain.plan import Action
 from planner.domain.ports import ClusterBackend
 from planner.domain.state import ClusterSnapshot, NodeState, PodState, WorkloadConfig, WorkloadState
@@ -21,6 +22,7 @@ from planner.models.queue_estimate import QueueEstimate
 from planner.planners import registry as planner_registry
 from planner.planners.astar import AStarPlanner
 from planner.planners.base import PlanningContext
+from planner.planners.online import recalled_estimate
 from simulator.runner import ScenarioRun
 from simulator.scenario import load_scenario
 
@@ -100,7 +102,7 @@ def test_explicit_model_by_default_matches_brute_force() -> None:
     planner = AStarPlanner()
     ctx = context(3, rate=900.0, util=0.75, current={"p95": 80.0})
     plan = planner.plan(ctx)
-    est = planner.estimates.get(KEY)
+    est = recalled_estimate(plan.memory["estimate"])
     assert isinstance(est, QueueEstimate)
     rate = 900.0 * (1 + ctx.admin.headroom)
     # the explicit latency predictor's bound is the mean + 10 %
@@ -151,7 +153,7 @@ class Jump(Actuator):
                 if current.replicas + d <= 60][:limit]
 
     def steps(self, workload: str, current: WorkloadConfig, target: WorkloadConfig,
-              now: float) -> list[Action]:
+              now: float, memory: Memory) -> list[Action]:
         if target.replicas == current.replicas:
             return []
         return [Action(self.name, workload, {"replicas": target.replicas}, "jump")]

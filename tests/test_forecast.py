@@ -8,7 +8,7 @@ import pytest
 
 from planner.domain.state import PodState
 from planner.models.forecast import LoadForecast, theil_sen_slope
-from planner.planners.optimizer import OptunaPlanner
+from tests.support.memory import Remembering
 from tests.test_optuna_planner import TrueLatency, context, planner_with
 
 CYCLE = 15.0
@@ -152,10 +152,12 @@ def test_startup_is_learned_from_pod_readiness() -> None:
     assert fc.startup_s(KEY) == pytest.approx(52.5)
 
 
-def _observed(planner: OptunaPlanner, rates: list[float]) -> None:
-    """Feed the planner's forecast the history a controller would have produced."""
+def _observed(planner: Remembering, rates: list[float]) -> None:
+    """Give the planner the forecast memory a controller would have produced."""
+    fc = LoadForecast()
     for i, r in enumerate(rates[:-1]):
-        planner.forecast.observe("ns/w", 1000.0 - (len(rates) - 1 - i) * CYCLE, r)
+        fc.observe("ns/w", 1000.0 - (len(rates) - 1 - i) * CYCLE, r)
+    planner.memory = {"forecast": fc.remember("ns/w")}
 
 
 def test_planner_plans_for_the_forecast_on_a_ramp_and_says_so() -> None:
@@ -164,7 +166,9 @@ def test_planner_plans_for_the_forecast_on_a_ramp_and_says_so() -> None:
     _observed(p, ramp)
     ctx = context(rate=ramp[-1], cpu_sizes=(1.0,))
     plan = p.plan(ctx)
-    horizon = p.forecast.horizon_s("ns/w", ctx.admin.cycle_s)
+    remembered = LoadForecast()
+    remembered.recall("ns/w", plan.memory["forecast"])
+    horizon = remembered.horizon_s("ns/w", ctx.admin.cycle_s)
     assert f"{ramp[-1] + horizon:.0f} req/s planned (forecast +" in plan.reason
     assert "%/min" in plan.reason
 

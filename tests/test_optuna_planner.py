@@ -23,6 +23,7 @@ from planner.planners.optimizer import OptunaPlanner
 from simulator.characterize import characterize
 from simulator.runner import ScenarioRun
 from simulator.scenario import load_scenario
+from tests.support.memory import Remembering
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOP = ROOT / "examples/scenarios/diurnal-shop.yaml"
@@ -64,10 +65,12 @@ def context(replicas: int = 4, cpu: float = 1.0, latency: float | None = 40.0,
                            1000.0)
 
 
-def planner_with(pred: Predictor, **kw: Any) -> OptunaPlanner:
+def planner_with(pred: Predictor, **kw: Any) -> Remembering:
+    """The planner with a fixed predictor, planning in sequence as the controller does (each
+    plan's memory is the next call's)."""
     p = OptunaPlanner(**kw)
-    p.predictors = lambda ctx: {"p95": pred}  # type: ignore[method-assign]
-    return p
+    p.predictors = lambda ctx, mem: {"p95": pred}  # type: ignore[method-assign]
+    return Remembering(p)
 
 
 def brute_force(ctx: PlanningContext, pred: Predictor) -> float:
@@ -189,7 +192,7 @@ def test_cost_objective_is_a_constraint() -> None:
     ctx = replace(ctx, intent=intent, profiles={**ctx.profiles, "cost": cost_profile},
                   current={"p95": 20.0, "cost": 0.4})
     p = OptunaPlanner()
-    p.predictors = lambda c: {"p95": TrueLatency(),  # type: ignore[method-assign]
+    p.predictors = lambda c, mem: {"p95": TrueLatency(),  # type: ignore[method-assign]
                               "cost": ComputedCost(c.snapshot)}
     plan = p.plan(ctx)
     # 300 req/s needs more than 0.05/h of cores: nothing is feasible, the reason says so.
@@ -310,7 +313,7 @@ def test_unknown_only_feasible_with_current_within_tolerance_keeps_current() -> 
     planner = planner_with(SeenSmall())
     plan = planner.plan(context(replicas=3, rate=170.0, tolerance=0.5, latency=40.0))
     assert plan.target == WorkloadConfig(3, 1.0) and not plan.exploratory
-    assert planner.explorer.trials == {}
+    assert plan.memory["explorer"]["trial"] is None
 
 
 def test_violation_left_over_from_a_passed_peak_is_not_model_error() -> None:
