@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from actuators.base import Actuator
-from planner.domain.admin import AdminConfig
 from planner.domain.memory import Memory
 from planner.domain.plan import Action
 from planner.domain.ports import ClusterBackend

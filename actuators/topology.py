@@ -7,7 +7,8 @@ with third-party actuators, and only a few built-ins need the cluster. Why not a
 all
 have to fill it (for every workload, every cycle) for the sake of two actuators. Instead an
 actuator that needs the cluster mixes in :class:`ClusterAware`: it gets the snapshot as a
-constructor argument (tests, a fixed cluster) and through :meth:`ClusterAware.observe_cluster`, which
+constructor argument (tests, a fixed cluster) and through :meth:`ClusterAware.observe_cluster`,
+which
 whoever plans calls with the cycle's snapshot (:func:`observe_all`: the controller once per
 cycle, the REST preview for its copy). Without a snapshot such an actuator stays conservative:
 it proposes nothing it cannot check (no GPU, no pool it does not know of).

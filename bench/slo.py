@@ -2,11 +2,11 @@
 
 For every shipped scenario and several seeds, runs each planner on the same simulator and the
 same trace, and prints violation-minutes, core-hours, cost, actions and plan latency, plus the
-ratios ours/hpa and ours/astar. ``optuna+char`` is the default planner after a characterisation
-study (``intent-planner characterize``) seeded the knowledge base; ``optuna`` starts cold.
+ratios ours/hpa and ours/astar. ``grid+char`` is the default planner after a characterisation
+study (``intent-planner characterize``) seeded the knowledge base; ``grid`` starts cold.
 Totals count active intents only (a shadow-mode intent is never acted on by any planner).
 
-    python bench/slo.py [--seeds 1 2 3] [--planners hpa astar optuna optuna+char] [--json]
+    python bench/slo.py [--seeds 1 2 3] [--planners hpa astar grid grid+char] [--json]
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def summarise(rows: list[dict[str, Any]], planners: list[str]) -> dict[str, Any]
             d["cost"] = round(d["cost"], 3)
     t = out["totals"]
     ratios = {}
-    for ours in [p for p in planners if p.startswith("optuna")]:
+    for ours in [p for p in planners if p.startswith("grid")]:
         for ref in ("hpa", "astar"):
             if ref in t and ours in t:
                 vm_ref = t[ref]["violation_minutes"]
@@ -114,7 +114,7 @@ def summarise(rows: list[dict[str, Any]], planners: list[str]) -> dict[str, Any]
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    ap.add_argument("--planners", nargs="+", default=["hpa", "astar", "optuna", "optuna+char"])
+    ap.add_argument("--planners", nargs="+", default=["hpa", "astar", "grid", "grid+char"])
     ap.add_argument("--scenarios", nargs="+", default=[str(p) for p in SCENARIOS])
     ap.add_argument("--characterize-trials", type=int, default=40)
     ap.add_argument("--duration", type=float, default=None, help="seconds (default: scenario)")

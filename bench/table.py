@@ -1,7 +1,7 @@
 """The scenario table of docs/benchmarks.md section 1: ``intent-planner simulate --json`` for
 every shipped scenario and planner at the scenario's own seed, as Markdown rows.
 
-    python bench/table.py [--planners optuna queueing hpa]
+    python bench/table.py [--planners grid queueing hpa]
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def row(scenario: Path, planner: str) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--planners", nargs="+", default=["optuna", "queueing", "hpa"])
+    ap.add_argument("--planners", nargs="+", default=["grid", "queueing", "hpa"])
     args = ap.parse_args()
     print("| scenario | planner | attainment per objective | violation-min | core-hours | cost "
           "| actions | plan ms p50 / p99 |")

@@ -57,7 +57,7 @@ def event(intent: str = "default/a", time: float = 0.0, **extra: Any) -> dict[st
         "pods": [{"name": "p-1", "node": "n-1"}],
         "plan": None,
         "exploratory": False,
-        "planner": "optuna",
+        "planner": "grid",
     }
     doc.update(extra)
     return doc

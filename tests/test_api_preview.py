@@ -43,7 +43,7 @@ def shop_intent() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def warm() -> Iterator[tuple[ScenarioRun, Runtime]]:
-    run = ScenarioRun(load_scenario(SHOP), "optuna")
+    run = ScenarioRun(load_scenario(SHOP), "grid")
     rt = scenario_runtime(run)
     run.run(25 * 60)  # learned models exist from minute 5 on
     yield run, rt
@@ -107,7 +107,7 @@ def _until_cycle_is_next(run: ScenarioRun) -> None:
 
 # ------------------------------------------------------------------ the must-show test
 def test_preview_equals_next_cycle_and_changes_nothing() -> None:
-    run = ScenarioRun(load_scenario(SHOP), "optuna")
+    run = ScenarioRun(load_scenario(SHOP), "grid")
     rt = scenario_runtime(run)
     run.run(9 * 60)  # on the rise, models learned: scale-outs, scale-ins held by cooldowns
     with TestClient(create_app(settings(), rt)) as c:
@@ -125,7 +125,7 @@ def test_preview_equals_next_cycle_and_changes_nothing() -> None:
             assert outcomes is not None and len(outcomes) == 1
             plan = outcomes[0].plan
             assert plan is not None
-            assert preview["planner"] == plan.planner == "optuna"
+            assert preview["planner"] == plan.planner == "grid"
             assert preview["current"] == plan.current.as_dict()
             assert preview["target"] == plan.target.as_dict()
             assert preview["actions"] == [a.as_dict() for a in plan.actions]
@@ -275,7 +275,7 @@ def test_422_names_the_field_and_the_fix(client: TestClient) -> None:
 
     err = _error(client.post("/v1/plans:preview", json={**REF, "planner": "magic"},
                              headers=AUTH))
-    assert err["loc"] == ["body", "planner"] and "optuna" in err["fix"]
+    assert err["loc"] == ["body", "planner"] and "grid" in err["fix"]
 
     err = _error(client.post("/v1/plans:preview", json={**REF, "overrides": {"pool": "moon"}},
                              headers=AUTH))
@@ -326,13 +326,13 @@ def test_intents_list_and_detail(client: TestClient) -> None:
     body = client.get("/v1/intents", headers=AUTH).json()
     assert body["count"] == 1
     item = body["items"][0]
-    assert item["key"] == KEY and item["planner"] == "optuna"
+    assert item["key"] == KEY and item["planner"] == "grid"
     assert item["status_from"] == "controller" and item["conditions"]["Invalid"] == "False"
     detail = client.get(f"/v1/intents/{KEY}", headers=AUTH).json()
     assert detail["spec"]["targetRef"]["name"] == "checkout"
     types = {c["type"] for c in detail["status"]["conditions"]}
     assert {"Invalid", "ObjectivesMet", "Planned", "Actuating"} <= types
-    assert detail["status"]["lastPlan"]["planner"] == "optuna"
+    assert detail["status"]["lastPlan"]["planner"] == "grid"
 
 
 def test_events_pagination(client: TestClient, warm: tuple[ScenarioRun, Runtime]) -> None:
@@ -407,7 +407,7 @@ def test_metrics_content(client: TestClient, warm: tuple[ScenarioRun, Runtime]) 
 
 # ------------------------------------------------------------------ readiness, lifespan
 def test_readyz() -> None:
-    run = ScenarioRun(load_scenario(SHOP), "optuna")
+    run = ScenarioRun(load_scenario(SHOP), "grid")
     with TestClient(create_app(settings(), scenario_runtime(run))) as c:
         resp = c.get("/readyz")
         assert resp.status_code == 503
@@ -426,7 +426,7 @@ def test_readyz() -> None:
 
 
 def test_lifespan_builds_and_closes_the_runtime() -> None:
-    app = create_app(settings(warmup_s=60, scenario=SHOP, planner="optuna"),
+    app = create_app(settings(warmup_s=60, scenario=SHOP, planner="grid"),
                      runtime_factory=serve_runtime)
     with TestClient(app) as c:
         assert c.get("/readyz").json()["checks"]["controller"]["detail"] == \

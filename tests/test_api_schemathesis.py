@@ -22,7 +22,7 @@ TOKEN = "schemathesis-token"
 # The runtime is built by the app's lifespan (the ``serve`` path): the scenario's simulated
 # cluster, warmed up for 12 simulated minutes (learned models, events, statuses), then held
 # still. Schemathesis starts the lifespan on the first call and keeps it for the session.
-APP = create_app(Settings(api_tokens=(TOKEN,), scenario=SHOP, planner="optuna", kb="memory",
+APP = create_app(Settings(api_tokens=(TOKEN,), scenario=SHOP, planner="grid", kb="memory",
                           warmup_s=12 * 60, preview_timeout_s=20.0),
                  runtime_factory=serve_runtime)
 schema = schemathesis.openapi.from_dict(APP.openapi())

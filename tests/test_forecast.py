@@ -1,5 +1,5 @@
 """The load forecast: raises the planned rate on a persistent rise only, bounded, with bounded
-memory, and the optuna planner plans for it and says so."""
+memory, and the grid planner plans for it and says so."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from planner.domain.state import PodState
 from planner.models.forecast import LoadForecast, theil_sen_slope
 from tests.support.memory import Remembering
-from tests.test_optuna_planner import TrueLatency, context, planner_with
+from tests.test_grid_planner import TrueLatency, context, planner_with
 
 CYCLE = 15.0
 KEY = "ns/w"

@@ -24,7 +24,7 @@ from planner.models.effects import KIND_LATENCY, EffectModel, to_document
 from planner.models.latency import QueueingLatencyRegressor
 from planner.models.sojourn import sojourn_quantile
 from planner.planners.base import PlanningContext
-from planner.planners.optimizer import OptunaPlanner
+from planner.planners.grid import GridPlanner
 from planner.planners.predictors import PredictorMemory, PredictorSource
 from simulator.runner import ScenarioRun
 from simulator.scenario import load_scenario
@@ -131,7 +131,7 @@ def test_learned_model_is_kept_through_an_outage_with_its_age(
 def test_plan_reason_says_the_model_is_stale(monkeypatch: pytest.MonkeyPatch) -> None:
     kb, _, outage, clock = stores(monkeypatch)
     kb.put_effect(to_document(model(T0 - 300.0)))
-    planner = OptunaPlanner()
+    planner = GridPlanner()
     assert "served stale" not in planner.plan(context(kb, T0)).reason
     outage.down = True
     clock.now = T0 + 2 * REFRESH_S
@@ -173,7 +173,7 @@ def test_no_model_before_the_outage_gives_the_explicit_estimate(
         preds = source.predictors(ctx, mem)
         assert preds["p95"].kind == "explicit"
         assert source.cache.stale("ns/w", "p95") is None and source.stale_note(ctx, preds) == ""
-    plan = OptunaPlanner().plan(context(kb, T0 + 3 * REFRESH_S))
+    plan = GridPlanner().plan(context(kb, T0 + 3 * REFRESH_S))
     assert "explicit models" in plan.reason and "stale" not in plan.reason
 
 

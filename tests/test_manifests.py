@@ -740,7 +740,7 @@ def test_status_shape_accepts_what_the_controller_writes() -> None:
         "desiredObjectives": {"p95latency": 50, "availability": 0.999},
         "lastPlan": {
             "time": "2025-01-01T00:00:00Z",
-            "planner": "optuna",
+            "planner": "grid",
             "reason": "latency",
             "actions": [
                 {

@@ -67,7 +67,7 @@ def assert_shows(out: schemas.PreviewOut, plan: Plan, when: str) -> None:
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
 def test_preview_shows_the_plan_the_next_cycle_makes(path: Path) -> None:
-    run = ScenarioRun(load_scenario(path), "optuna")
+    run = ScenarioRun(load_scenario(path), "grid")
     rt = scenario_runtime(run)
     refs = {i.key: schemas.IntentRef(namespace=i.metadata.namespace, name=i.metadata.name)
             for i in run.scenario.intents}

@@ -240,7 +240,7 @@ def test_action_reason_names_the_policy_and_each_change(policy: str) -> None:
 
 
 def test_steps_are_computed_once_per_cycle() -> None:
-    """Planners may ask twice in a cycle (the optuna planner does); the change must not be
+    """Planners may ask twice in a cycle (the grid planner does); the change must not be
     consumed by the first, discarded, call."""
     act = aw.WeightsActuator(admin(engine={"blackoutSeconds": 0}))
     act.observe_cluster(snapshot(0.0, [pod("a"), pod("b")]))
@@ -447,7 +447,7 @@ def test_every_weight_change_is_an_event_with_its_reasons() -> None:
     # applied exactly per action when the controller passes the actions it carried out
     a = Action("weights", KEY, {"weights": {"x": 1}, "changes": [], "policy": "slo"}, "r")
     b = Action("replicas", KEY, {"replicas": 3, "from": 2}, "scale")
-    plan = Plan(KEY, "optuna", CFG, CFG, (b, a))
+    plan = Plan(KEY, "grid", CFG, CFG, (b, a))
     assert events.dispatch_record(plan, True, [b]) == [
         {"workload": KEY, "policy": "slo", "weights": {"x": 1}, "changes": [], "retry": {},
          "reason": "r", "applied": False}]

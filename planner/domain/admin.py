@@ -187,7 +187,7 @@ class DispatchConfig(_Cfg):
 
 
 class AdminConfig(_Cfg):
-    planner: str = "optuna"
+    planner: str = "grid"
     planners_by_namespace: dict[str, str] = Field(default_factory=dict, alias="plannersByNamespace")
     actuators: tuple[str, ...] = ("replicas",)
     replicas: ReplicaBounds = ReplicaBounds()

@@ -1,5 +1,11 @@
-"""The default planner, ``optuna``: the cheapest configuration predicted to meet every
-objective, over replicas x CPU size x device x node pool.
+"""The default planner, ``grid``: the cheapest configuration predicted to meet every
+objective, found by scoring a grid of candidates (replicas x CPU size x device x node pool)
+with the learned effect models (the explicit queueing estimate until they are learned).
+
+Named for what it does: on every shipped scenario the space is scored as a grid (one vectorised
+batch, or a monotone binary search over replicas for larger spaces); only a space beyond
+``GRID_LIMIT`` points falls back to an optuna TPE study. (It was called ``optuna`` up to
+0.1.0.)
 
 Objectives are constraints, judged on the predictors' conservative bound (the learned models'
 uncertainty band, or the explicit estimate with a margin). Among feasible configurations it
@@ -123,8 +129,8 @@ def _violated_any(ctx: PlanningContext) -> bool:
                for o in ctx.intent.spec.objectives)
 
 
-class OptunaPlanner(Planner):
-    name = "optuna"
+class GridPlanner(Planner):
+    name = "grid"
     uses_models = True
 
     def __init__(self, seed: int = 0, n_trials: int = 150, timeout_s: float = 0.04,

@@ -19,7 +19,7 @@ from planner.domain.state import ClusterSnapshot, NodeState, PodState, WorkloadC
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
 from planner.planners.base import PlanningContext
 from planner.planners.feedback import EXPLORE_GAIN
-from planner.planners.optimizer import OptunaPlanner
+from planner.planners.grid import GridPlanner
 from simulator.characterize import characterize
 from simulator.runner import ScenarioRun
 from simulator.scenario import load_scenario
@@ -68,7 +68,7 @@ def context(replicas: int = 4, cpu: float = 1.0, latency: float | None = 40.0,
 def planner_with(pred: Predictor, **kw: Any) -> Remembering:
     """The planner with a fixed predictor, planning in sequence as the controller does (each
     plan's memory is the next call's)."""
-    p = OptunaPlanner(**kw)
+    p = GridPlanner(**kw)
     p.predictors = lambda ctx, mem: {"p95": pred}  # type: ignore[method-assign]
     return Remembering(p)
 
@@ -129,7 +129,7 @@ def test_no_scale_in_while_pods_are_replaced() -> None:
 
 def test_learns_and_stores_models_with_metadata() -> None:
     kb = open_knowledge_base(None)
-    run = ScenarioRun(load_scenario(SHOP), "optuna", knowledge=kb)
+    run = ScenarioRun(load_scenario(SHOP), "grid", knowledge=kb)
     run.run(duration=1800)
     docs = kb.effects("shop/checkout")
     assert docs and all("blob" not in d for d in docs)
@@ -147,11 +147,11 @@ def test_corrupt_model_in_effects_falls_back_without_crashing() -> None:
                    "static": True, "kind": "queueing-latency",
                    "format": "intent-planner/estimator-json", "blob": b"\x80\x04garbage",
                    "metadata": {"features": ["rate", "replicas", "cpu", "gpu", "pool"]}})
-    run = ScenarioRun(load_scenario(SHOP), "optuna", knowledge=kb, start_time=start)
+    run = ScenarioRun(load_scenario(SHOP), "grid", knowledge=kb, start_time=start)
     report = run.run(duration=600).as_dict()
     assert report["cycles"] == 40
     planner = run.controller.planner_for(run.scenario.intents[0])
-    assert isinstance(planner, OptunaPlanner) and planner.source is not None
+    assert isinstance(planner, GridPlanner) and planner.source is not None
     assert planner.source.cache.refusals >= 1
 
 
@@ -191,7 +191,7 @@ def test_cost_objective_is_a_constraint() -> None:
 
     ctx = replace(ctx, intent=intent, profiles={**ctx.profiles, "cost": cost_profile},
                   current={"p95": 20.0, "cost": 0.4})
-    p = OptunaPlanner()
+    p = GridPlanner()
     p.predictors = lambda c, mem: {"p95": TrueLatency(),  # type: ignore[method-assign]
                               "cost": ComputedCost(c.snapshot)}
     plan = p.plan(ctx)
