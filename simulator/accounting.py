@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from planner.domain.intents import Intent, KPIProfile, objective_met
+from planner.domain.intents import Intent, KPIProfile, objective_met, objective_profiles
 from simulator.cluster import SimulatedCluster, kpi_value
 
 
@@ -64,7 +64,8 @@ class Accountant:
                  profiles: dict[str, KPIProfile]) -> None:
         self.sim = sim
         self.intents = intents
-        self.profiles = profiles
+        self.profiles = {i.key: objective_profiles(i, profiles)[0] for i in intents}
+        """Per intent, the KPIProfile of each objective."""
         self.tallies = {
             i.key: IntentTally(i.workload_key, {o.name: ObjectiveTally(o.value)
                                                 for o in i.spec.objectives})
@@ -86,7 +87,7 @@ class Accountant:
         for i in self.intents:
             recs = self.sim.window(i.workload_key, seconds=60.0)
             for o in i.spec.objectives:
-                prof = self.profiles[o.profile_key(i.metadata.namespace)]
+                prof = self.profiles[i.key][o.name]
                 met = objective_met(kpi_value(prof, recs), o, prof)
                 tally = self.tallies[i.key].objectives[o.name]
                 tally.minutes += 1

@@ -20,7 +20,7 @@ import optuna
 
 from knowledge.base import KnowledgeBase
 from planner.control.training import Trainer
-from planner.domain.intents import Intent
+from planner.domain.intents import Intent, objective_profiles
 from planner.domain.ports import StaticIntentSource
 from planner.domain.state import WorkloadConfig
 from simulator.cluster import SimulatedCluster
@@ -100,8 +100,9 @@ def characterize(
         state = snap.workloads[workload]
         latency = math.inf
         for intent in intents:
-            current = {o.name: sim.measure(intent, profiles[o.profile_key(
-                intent.metadata.namespace)]) for o in intent.spec.objectives}
+            by_objective = objective_profiles(intent, profiles)[0]
+            current = {o.name: sim.measure(intent, by_objective[o.name])
+                       for o in intent.spec.objectives}
             knowledge.record_event({
                 "time": snap.time, "intent": intent.key, "workload": workload,
                 "current": current, "desired": {o.name: o.value for o in intent.spec.objectives},
@@ -118,8 +119,7 @@ def characterize(
             recorded += 1
             for o in intent.spec.objectives:
                 v = current.get(o.name)
-                if v is not None and profiles[o.profile_key(intent.metadata.namespace)] \
-                        .spec.type.value == "latency":
+                if v is not None and by_objective[o.name].spec.type.value == "latency":
                     latency = min(latency, v)
         study.tell(trial, latency if math.isfinite(latency) else 1e9)
         if on_trial is not None:

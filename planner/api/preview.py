@@ -40,7 +40,7 @@ from planner.control import controller as controller_module
 from planner.domain import plan as plan_domain
 from planner.domain.admin import AdminConfig
 from planner.domain.errors import IntentPlannerError, SpecError, TemporaryError
-from planner.domain.intents import Intent, KPIProfile, parse_intent
+from planner.domain.intents import Intent, KPIProfile, objective_profiles, parse_intent
 from planner.domain.memory import IntentMemory
 from planner.domain.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
 from planner.domain.validation import spec_error
@@ -49,7 +49,6 @@ from planner.planners.base import Planner, PlanningContext
 
 log = logging.getLogger(__name__)
 
-KNOBS = ("replicas", "cpu", "device", "pool")
 
 
 class PreviewInvalid(Exception):
@@ -145,17 +144,13 @@ def _resolve_intent(runtime: Runtime, req: schemas.PreviewRequest) -> tuple[Inte
 
 def _profiles(intent: Intent, known: Mapping[str, KPIProfile], inline: bool
               ) -> dict[str, KPIProfile]:
-    out: dict[str, KPIProfile] = {}
-    for i, obj in enumerate(intent.spec.objectives):
-        ref = obj.profile_key(intent.metadata.namespace)
-        prof = known.get(ref)
-        if prof is None:
-            have = ", ".join(sorted(known)) or "none"
-            loc: tuple[str | int, ...] = (("body", "intent", "spec", "objectives", i,
-                                           "measuredBy") if inline else ("body", "ref"))
-            raise PreviewInvalid(loc, f"unknown KPIProfile {ref!r}",
-                                 f"reference one of: {have}")
-        out[obj.name] = prof
+    out, missing = objective_profiles(intent, known)
+    if missing:
+        i, ref = missing[0]
+        have = ", ".join(sorted(known)) or "none"
+        loc: tuple[str | int, ...] = (("body", "intent", "spec", "objectives", i,
+                                       "measuredBy") if inline else ("body", "ref"))
+        raise PreviewInvalid(loc, f"unknown KPIProfile {ref!r}", f"reference one of: {have}")
     return out
 
 

@@ -24,7 +24,7 @@ from knowledge.base import KnowledgeBase
 from planner.domain.admin import AdminConfig
 from planner.domain.errors import IntentPlannerError, PermanentError, TemporaryError
 from planner.domain.events import build_event
-from planner.domain.intents import Intent, KPIProfile, objective_met
+from planner.domain.intents import Intent, KPIProfile, objective_met, objective_profiles
 from planner.domain.memory import IntentMemory
 from planner.domain.plan import Action, Plan
 from planner.domain.ports import ClusterBackend, IntentSource, KPISource
@@ -174,14 +174,10 @@ class IntentController:
         out = IntentOutcome(intent)
         now = snapshot.time
         workload = snapshot.workload(intent.workload_key)
-        by_objective: dict[str, KPIProfile] = {}
-        for i, obj in enumerate(intent.spec.objectives):
-            prof = profiles.get(obj.profile_key(intent.metadata.namespace))
-            if prof is None:
-                out.invalid = (f"spec.objectives[{i}].measuredBy: no KPIProfile "
-                               f"{obj.profile_key(intent.metadata.namespace)!r}")
-                break
-            by_objective[obj.name] = prof
+        by_objective, missing = objective_profiles(intent, profiles)
+        if missing:
+            i, ref = missing[0]
+            out.invalid = f"spec.objectives[{i}].measuredBy: no KPIProfile {ref!r}"
         if out.invalid is None and workload is None:
             out.invalid = (f"spec.targetRef: {intent.spec.target_ref.kind} "
                            f"{intent.workload_key!r} not found")

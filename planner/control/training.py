@@ -18,7 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from knowledge.base import KnowledgeBase
 from planner.control.controller import IntentOutcome
 from planner.domain.errors import TemporaryError
-from planner.domain.intents import Intent, KPIProfile
+from planner.domain.intents import Intent, KPIProfile, objective_profiles
 from planner.domain.ports import IntentSource
 from planner.domain.state import ClusterSnapshot
 from planner.models.effects import EffectModel, to_document
@@ -98,8 +98,9 @@ class Trainer:
             log.warning("cannot train %s: %s", intent.key, exc)
             return []
         stored: list[EffectModel] = []
+        by_objective, _ = objective_profiles(intent, profiles)
         for obj in intent.spec.objectives:
-            prof = profiles.get(obj.profile_key(intent.metadata.namespace))
+            prof = by_objective.get(obj.name)
             if prof is None or prof.spec.type not in LEARNABLE:
                 continue
             ds = dataset(events, obj.name)

@@ -206,6 +206,23 @@ def parse_documents(
     return intents, profiles
 
 
+def objective_profiles(intent: Intent, profiles: Mapping[str, KPIProfile]
+                       ) -> tuple[dict[str, KPIProfile], list[tuple[int, str]]]:
+    """The KPIProfile of each of ``intent``'s objectives, by objective name, from ``profiles``
+    (keyed ``namespace/name``); and the objectives whose profile is missing, as
+    (index in ``spec.objectives``, the profile key it names)."""
+    found: dict[str, KPIProfile] = {}
+    missing: list[tuple[int, str]] = []
+    for i, obj in enumerate(intent.spec.objectives):
+        ref = obj.profile_key(intent.metadata.namespace)
+        prof = profiles.get(ref)
+        if prof is None:
+            missing.append((i, ref))
+        else:
+            found[obj.name] = prof
+    return found, missing
+
+
 def check_references(
     intents: Iterable[Intent], profiles: Iterable[KPIProfile], source: str = ""
 ) -> None:

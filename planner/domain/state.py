@@ -19,14 +19,6 @@ class NodeState:
     cost_per_gpu_hour: float = 0.0
     labels: dict[str, str] = field(default_factory=dict)
 
-    @property
-    def cpu_free(self) -> float:
-        return max(0.0, self.cpu_capacity - self.cpu_allocated)
-
-    @property
-    def gpus_free(self) -> int:
-        return max(0, self.gpus - self.gpus_allocated)
-
 
 @dataclass(frozen=True)
 class WorkloadConfig:
