@@ -1,1 +1,3 @@
-"""The knowledge base: events the controller records and effect models learned from them."""
+"""The knowledge base (layer: knowledge): the ``KnowledgeBase`` interface, its pymongo
+implementation (MongoDB, or mongomock embedded) and the resilient wrapper; it stores events,
+effect models, statuses and the planners' and actuators' memory."""

@@ -1,1 +1,3 @@
-"""Planner plugins: each turns an intent and the observed state into a plan."""
+"""Planner plugins (layer: planners): each turns an intent, the observed state and its memory
+of the intent into a plan (``grid``, the default; ``queueing``, ``astar``, ``hpa``), plus what
+they share: the search space, the predictor choice, the plan's record."""
