@@ -44,8 +44,8 @@ if str(ROOT) not in sys.path:
 
 from actuators import dispatch as pw  # noqa: E402
 from actuators.dataplanes import haproxy as haproxy_writer  # noqa: E402
-from tests.support import backends as sb  # noqa: E402
-from tests.support import haproxy as sh  # noqa: E402
+from bench.harness import backends as sb  # noqa: E402
+from bench.harness import haproxy as sh  # noqa: E402
 
 STRATEGIES: dict[str, tuple[str, bool]] = {  # name -> (HAProxy balance, our weights?)
     "rr": ("roundrobin", False),

@@ -1,6 +1,6 @@
 """Watch sharing: upstream requests and bytes with N in-process consumers of pods.
 
-Against kmock's KubernetesEmulator (``tests/support/apiserver.py``, real HTTP on 127.0.0.1)
+Against kmock's KubernetesEmulator (``bench/harness/apiserver.py``, real HTTP on 127.0.0.1)
 holding ``--pods`` pods (about as large as real ones, ~3.4 KB of JSON each: managedFields, env,
 probes, volumes), for N = 1, 4, 16 consumers, two designs in the same process:
 
@@ -37,10 +37,10 @@ if str(ROOT) not in sys.path:
 import httpx  # noqa: E402
 from kubernetes.client import ApiClient, Configuration  # noqa: E402
 
+from bench.harness import apiserver as sa  # noqa: E402
 from planner.k8s.resources import PODS  # noqa: E402
 from planner.k8s.transport import ApiClientTransport  # noqa: E402
 from planner.k8s.watchcache import CacheSettings, WatchCache  # noqa: E402
-from tests.support import apiserver as sa  # noqa: E402
 
 CONSUMERS = (1, 4, 16)
 SETTINGS = CacheSettings(page_size=500, watch_timeout_s=300, queue_size=100_000)

@@ -26,8 +26,8 @@ def scenario_path(request: pytest.FixtureRequest) -> Path:
 
 @pytest.fixture
 def api() -> Iterator[Any]:
-    """A Kubernetes API server (kmock's emulator plus tests/support/apiserver.py) over HTTP."""
-    from support.apiserver import running_apiserver
+    """A Kubernetes API server (kmock's emulator plus bench/harness/apiserver.py) over HTTP."""
+    from bench.harness.apiserver import running_apiserver
 
     with running_apiserver() as server:
         yield server
@@ -36,7 +36,7 @@ def api() -> Iterator[Any]:
 @pytest.fixture
 def kube(api: Any) -> Iterator[Any]:
     """A small client for ``api``."""
-    from support.apiserver import Kube
+    from bench.harness.apiserver import Kube
 
     k = Kube(api.url)
     yield k

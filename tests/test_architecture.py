@@ -80,3 +80,20 @@ def test_no_import_cycle_between_folders(graph: grimp.ImportGraph) -> None:
             if dst != src and not dst.startswith(src + ".") and not src.startswith(dst + "."):
                 edges[src].add(dst)
     assert _cycles(edges) == []
+
+
+def test_benchmarks_never_import_the_tests() -> None:
+    """The benchmarks and the tests share ``bench/harness``; the benchmarks import nothing of
+    ``tests`` (that edge pointed the wrong way)."""
+    import ast
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[1] / "bench"
+    offending = []
+    for path in sorted(bench.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            offending += [f"{path.name}: {n}" for n in names
+                          if n == "tests" or n.startswith(("tests.", "support."))]
+    assert offending == []

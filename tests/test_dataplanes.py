@@ -15,8 +15,8 @@ import pytest
 from actuators import dataplanes
 from actuators.dataplanes import configmap, envoy
 from actuators.dataplanes import haproxy as hw
-from tests.support import backends as sb
-from tests.support import haproxy as sh
+from bench.harness import backends as sb
+from bench.harness import haproxy as sh
 
 needs_haproxy = pytest.mark.skipif(sh.find_binary() is None, reason=sh.SKIP_REASON)
 

@@ -16,7 +16,7 @@ from types import ModuleType
 
 import pytest
 
-from tests.support import haproxy as sh
+from bench.harness import haproxy as sh
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 from kubernetes.client import ApiClient, Configuration
-from support.apiserver import (
+
+from bench.harness.apiserver import (
     Kube,
     RunningApiserver,
     deployment,
@@ -16,7 +17,6 @@ from support.apiserver import (
     pod,
     wait_until,
 )
-
 from planner.domain.errors import PermanentError, TemporaryError
 from planner.domain.ports import UnsupportedOperation
 from planner.k8s.apierrors import NotFound

@@ -22,7 +22,9 @@ import httpx
 import kopf
 import typer
 from kubernetes.client import ApiClient, Configuration
-from support.apiserver import (
+from typer.testing import CliRunner
+
+from bench.harness.apiserver import (
     Kube,
     RunningApiserver,
     deployment,
@@ -32,8 +34,6 @@ from support.apiserver import (
     profile,
     wait_until,
 )
-from typer.testing import CliRunner
-
 from knowledge.connect import open_knowledge_base
 from planner.control.controller import IntentController
 from planner.domain.admin import AdminConfig

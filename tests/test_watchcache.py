@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pytest
 from kubernetes.client import ApiClient, Configuration
 from prometheus_client import generate_latest
-from support.apiserver import Kube, RunningApiserver, node, pod, wait_until
 
+from bench.harness.apiserver import Kube, RunningApiserver, node, pod, wait_until
 from planner.domain.errors import TemporaryError
 from planner.k8s.resources import NODES, PODS
 from planner.k8s.transport import ApiClientTransport

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from actuators import registry
 from actuators import weights as aw
 from actuators.dataplanes import haproxy as hw
+from bench.harness import haproxy as sh
 from knowledge.connect import open_knowledge_base
 from planner.domain import events
 from planner.domain.admin import AdminConfig, parse_admin
@@ -34,7 +35,6 @@ from simulator import cluster as sim_cluster
 from simulator.cluster import SimulatedCluster, StepRecord, kpi_value
 from simulator.runner import ScenarioRun
 from simulator.scenario import Scenario, load_scenario, parse_scenario
-from tests.support import haproxy as sh
 
 ROOT = Path(__file__).resolve().parents[1]
 HETEROGENEOUS = ROOT / "examples/scenarios/heterogeneous.yaml"

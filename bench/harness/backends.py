@@ -7,7 +7,7 @@ a single speed-1 worker. ``GET /_metrics`` answers at once (outside the worker q
 cumulative counters as JSON; :class:`MetricsSampler` turns successive scrapes into the rates and
 utilisations that feed :mod:`actuators.dispatch`.
 
-By default the fleet runs in a child process (``python tests/support/backends.py --specs JSON``)
+By default the fleet runs in a child process (``python bench/harness/backends.py --specs JSON``)
 so that the load generator's interpreter does not disturb the backends' timing; ``in_process=True``
 runs the same servers on a background thread instead.
 """

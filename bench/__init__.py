@@ -1,0 +1,1 @@
+"""Benchmarks that print their figures (see docs/benchmarks.md)."""
