@@ -4,7 +4,6 @@ and the end-to-end effect on a cluster with pods of different speeds."""
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 import math
@@ -22,12 +21,14 @@ from hypothesis import strategies as st
 from actuators import registry
 from actuators import weights as aw
 from actuators.dataplanes import haproxy as hw
+from actuators.dispatch.memory import WeightsMemory
 from bench.harness import haproxy as sh
 from knowledge.connect import open_knowledge_base
 from planner.domain import events
 from planner.domain.admin import AdminConfig, parse_admin
-from planner.domain.errors import SpecError
+from planner.domain.errors import SpecError, TemporaryError
 from planner.domain.intents import KPIProfile, parse_profile
+from planner.domain.memory import EMPTY, Memory
 from planner.domain.plan import Action, Plan
 from planner.domain.ports import ClusterBackend, UnsupportedOperation
 from planner.domain.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
@@ -84,15 +85,33 @@ def admin(**dispatch: Any) -> AdminConfig:
     return parse_admin({"actuators": ["replicas", "weights"], "dispatch": dispatch})
 
 
-def cycle(act: aw.WeightsActuator, backend: ClusterBackend, snap: ClusterSnapshot
-          ) -> Action | None:
-    """What the controller does for this actuator in one cycle."""
-    act.observe_cluster(snap)
-    actions = act.steps(KEY, CFG, CFG, snap.time)
-    assert len(actions) <= 1
-    for a in actions:
-        act.apply(a, backend)
-    return actions[0] if actions else None
+class Driver:
+    """What the controller does for this actuator, cycle after cycle: observe, steps, apply,
+    applied, threading the actuator's memory of the intent."""
+
+    def __init__(self, act: aw.WeightsActuator, memory: Memory = EMPTY) -> None:
+        self.act = act
+        self.memory = memory
+
+    @property
+    def mem(self) -> WeightsMemory:
+        return WeightsMemory.of(self.memory, KEY)
+
+    def __call__(self, backend: ClusterBackend, snap: ClusterSnapshot) -> Action | None:
+        act = self.act
+        act.observe_cluster(snap)
+        self.memory = act.observe(KEY, snap.time, self.memory)
+        actions = act.steps(KEY, CFG, CFG, snap.time, self.memory)
+        assert len(actions) <= 1
+        for a in actions:
+            act.apply(a, backend)
+            self.memory = act.applied(a, snap.time, self.memory)
+        return actions[0] if actions else None
+
+
+def weights_memory(run: ScenarioRun) -> WeightsMemory:
+    """The weights actuator's memory of the scenario's intent, as the controller keeps it."""
+    return WeightsMemory.of(run.controller.memory(KEY).for_actuator("weights"), KEY)
 
 
 def with_admin(scenario: Scenario, **changes: Any) -> Scenario:
@@ -128,7 +147,7 @@ def test_enabling_weights_needs_no_other_config() -> None:
     assert isinstance(act, aw.WeightsActuator)
     assert act.knobs == ("weights",)
     assert act.candidates(snapshot(0, [pod("a")]).workloads[KEY], CFG) == []
-    assert act.engine(KEY).policy.name == "slo"
+    assert act.engine().policy.name == "slo"
     assert act.writers(KEY) == []
 
 
@@ -173,11 +192,11 @@ _cycle = st.tuples(st.lists(_pod, min_size=1, max_size=6),
 @settings(max_examples=60, deadline=None)
 @given(st.lists(_cycle, min_size=1, max_size=12), st.sampled_from(["slo", "orca", "lvs"]))
 def test_no_ready_pod_ever_gets_weight_zero(cycles: list[Any], policy: str) -> None:
-    act = aw.WeightsActuator(admin(policy=policy, engine={"blackoutSeconds": 0}))
+    cycle = Driver(aw.WeightsActuator(admin(policy=policy, engine={"blackoutSeconds": 0})))
     backend = RecordingBackend()
     for i, (pods, rate) in enumerate(cycles):
         snap = snapshot(15.0 * i, [pod(f"p{j}", u, r) for j, (r, u) in enumerate(pods)], rate)
-        action = cycle(act, backend, snap)
+        action = cycle(backend, snap)
         if action is not None:
             for p in snap.workloads[KEY].pods:
                 w = action.params["weights"][p.name]
@@ -189,41 +208,44 @@ def test_no_ready_pod_ever_gets_weight_zero(cycles: list[Any], policy: str) -> N
 
 
 def test_missing_or_malformed_metric_keeps_the_last_weight() -> None:
-    act = aw.WeightsActuator(admin(policy="orca"))
+    cycle = Driver(aw.WeightsActuator(admin(policy="orca")))
     backend = RecordingBackend()
     t = 0.0
     busy = {"a": 0.9, "b": 0.3, "c": 0.3}
     for _ in range(8):  # past the blackout: weights follow qps / utilisation
-        cycle(act, backend, snapshot(t, [pod(n, u) for n, u in busy.items()]))
+        cycle(backend, snapshot(t, [pod(n, u) for n, u in busy.items()]))
         t += 15.0
     before = dict(backend.weights[KEY])
     assert before["a"] < before["b"]
     for bad in (math.nan, None, -1.0):
         # c's metric is malformed or missing while a and b change: c keeps its weight
         busy = {"a": busy["b"], "b": busy["a"]}
-        action = cycle(act, backend, snapshot(t, [pod("a", busy["a"]), pod("b", busy["b"]),
-                                                  pod("c", bad)]))
+        action = cycle(backend, snapshot(t, [pod("a", busy["a"]), pod("b", busy["b"]),
+                                             pod("c", bad)]))
         t += 15.0
         assert action is not None
         assert backend.weights[KEY]["c"] == before["c"]
-        assert act.last_update[KEY].decisions["c"].status.value == "held"
-        assert "keeping last weight" in act.last_update[KEY].decisions["c"].reason
+        c = cycle.mem.engine["endpoints"]["c"]  # held: the problem is remembered, the weight kept
+        assert c["problem"] and c["weight"] == before["c"]
+        assert "c" not in cycle.mem.decisions  # only changed weights carry their decision
         assert not any(c["pod"] == "c" for c in action.params["changes"])
     # no valid data for longer than the expiry: c falls back to the mean weight
+    changes = []
     for _ in range(14):
-        cycle(act, backend, snapshot(t, [pod("a", 0.5), pod("b", 0.5), pod("c", None)]))
+        action = cycle(backend, snapshot(t, [pod("a", 0.5), pod("b", 0.5), pod("c", None)]))
+        changes += [c for c in (action.params["changes"] if action else []) if c["pod"] == "c"]
         t += 15.0
-    assert act.last_update[KEY].decisions["c"].status.value == "expired"
+    assert changes[-1]["status"] == "expired" and "stale" in changes[-1]["reason"]
     assert backend.weights[KEY]["c"] == REF
 
 
 @pytest.mark.parametrize("policy", ["slo", "orca", "lvs"])
 def test_action_reason_names_the_policy_and_each_change(policy: str) -> None:
-    act = aw.WeightsActuator(admin(policy=policy, engine={"blackoutSeconds": 0}))
+    cycle = Driver(aw.WeightsActuator(admin(policy=policy, engine={"blackoutSeconds": 0})))
     backend = RecordingBackend()
     actions = []
     for i in range(6):
-        a = cycle(act, backend, snapshot(15.0 * i, [pod("fast", 0.2), pod("slow", 0.8)]))
+        a = cycle(backend, snapshot(15.0 * i, [pod("fast", 0.2), pod("slow", 0.8)]))
         if a is not None:
             actions.append(a)
     computed = [a for a in actions if any(c["status"] == "computed" for c in a.params["changes"])]
@@ -239,42 +261,62 @@ def test_action_reason_names_the_policy_and_each_change(policy: str) -> None:
     assert backend.weights[KEY]["fast"] > backend.weights[KEY]["slow"]
 
 
-def test_steps_are_computed_once_per_cycle() -> None:
-    """Planners may ask twice in a cycle (the grid planner does); the change must not be
-    consumed by the first, discarded, call."""
+def test_observing_twice_at_one_time_changes_nothing_and_steps_are_pure() -> None:
+    """Planners may ask for the steps more than once in a cycle (the grid planner does): the
+    samples are taken in once, by observe, and steps only reads the memory."""
     act = aw.WeightsActuator(admin(engine={"blackoutSeconds": 0}))
     act.observe_cluster(snapshot(0.0, [pod("a"), pod("b")]))
-    first = act.steps(KEY, CFG, CFG, 0.0)
-    again = act.steps(KEY, CFG, CFG, 0.0)
+    memory = act.observe(KEY, 0.0, EMPTY)
+    assert act.observe(KEY, 0.0, memory) is memory
+    first = act.steps(KEY, CFG, CFG, 0.0, memory)
+    again = act.steps(KEY, CFG, CFG, 0.0, memory)
     assert first and first == again
+    assert act.steps(KEY, CFG, CFG, 0.0, EMPTY) == first  # steps observes if nobody did
 
 
 def test_pods_that_leave_are_forgotten() -> None:
     act = aw.WeightsActuator(admin())
+    cycle = Driver(act)
     backend = RecordingBackend()
-    cycle(act, backend, snapshot(0.0, [pod("a"), pod("b")]))
-    action = cycle(act, backend, snapshot(15.0, [pod("a")]))
-    assert set(act.engine(KEY).weights) == {"a"}
+    cycle(backend, snapshot(0.0, [pod("a"), pod("b")]))
+    assert set(cycle.mem.delivered[aw.BACKEND]) == {"a", "b"}
+    action = cycle(backend, snapshot(15.0, [pod("a")]))
+    assert set(act.engine(cycle.memory).weights) == {"a"}
     assert action is None or set(action.params["weights"]) == {"a"}
-    assert set(act.view) == {f"{KEY}/a"}
+    assert set(cycle.mem.delivered[aw.BACKEND]) == {"a"}
 
 
-def test_actuator_copies_are_independent() -> None:
-    act = aw.WeightsActuator(admin(engine={"blackoutSeconds": 0}))
+def test_the_memory_is_all_the_actuator_keeps() -> None:
+    """A new actuator given the memory makes the very actions the one that wrote it would;
+    the memory is JSON-safe, and a few numbers per pod."""
+    live = Driver(aw.WeightsActuator(admin(engine={"blackoutSeconds": 0})))
     backend = RecordingBackend()
-    for i in range(3):
-        cycle(act, backend, snapshot(15.0 * i, [pod("a", 0.2), pod("b", 0.8)]))
-    twin = copy.deepcopy(act)
-    assert twin.view == act.view
-    def reports(a: aw.WeightsActuator) -> dict[str, Any]:
-        return {n: e.last_valid for n, e in a.engine(KEY)._endpoints.items()}
+    pods = [pod(f"p{i}", 0.2 + 0.1 * i) for i in range(6)]
+    for i in range(5):
+        live(backend, snapshot(15.0 * i, pods))
+    stored = json.loads(json.dumps(live.memory, allow_nan=False))
+    assert stored == live.memory
+    assert len(json.dumps(stored)) < 400 * len(pods)  # no sample history
+    restarted = Driver(aw.WeightsActuator(admin(engine={"blackoutSeconds": 0})), stored)
+    other = RecordingBackend()
+    for i in range(5, 12):
+        pods = [pod(f"p{j}", 0.9 - 0.1 * j if i % 2 else 0.2 + 0.1 * j) for j in range(6)]
+        snap = snapshot(15.0 * i, pods, rate=90.0 + 10 * i)
+        assert restarted(other, snap) == live(backend, snap)
+        assert restarted.memory == live.memory
 
-    before = reports(act)
-    cycle(twin, RecordingBackend(), snapshot(45.0, [pod("a", 0.9), pod("b", 0.1)]))
-    assert twin.engines[KEY] is not act.engines[KEY]
-    assert reports(twin) != before                    # the twin's cycle took new reports ...
-    assert reports(act) == before                     # ... and left the original's alone
-    assert act.last_update[KEY].timestamp == 30.0
+
+def test_memory_of_another_workload_or_malformed_starts_afresh(
+        caplog: pytest.LogCaptureFixture) -> None:
+    act = aw.WeightsActuator(admin())
+    act.observe_cluster(snapshot(0.0, [pod("a")]))
+    fresh = act.observe(KEY, 0.0, EMPTY)
+    assert act.observe(KEY, 0.0, {"workload": "other/one", "at": 0.0}) == fresh
+    with caplog.at_level(logging.ERROR):
+        assert act.observe(KEY, 0.0, {"workload": KEY, "delivered": {"backend": 3}}) == fresh
+        broken = {"workload": KEY, "at": -1.0, "engine": {"endpoints": {"a": {"ready": 1}}}}
+        assert act.observe(KEY, 0.0, broken) == fresh
+    assert "malformed" in caplog.text and "not restored" in caplog.text
 
 
 # -- data planes -----------------------------------------------------------------------------
@@ -347,15 +389,15 @@ def test_haproxy_unreachable_is_logged_and_retried_and_the_cycle_completes(
     assert "runtime API unreachable" in caplog.text
     outcome = run.last[0]
     assert not outcome.errors
-    assert "haproxy" in act.failures[KEY]
+    assert "haproxy" in weights_memory(run).failures
     assert run.sim.workloads[KEY].weights  # the simulator got the weights all the same
     retry = [a for a in outcome.plan.actions if a.actuator == "weights"] if outcome.plan else []
     assert retry and "retrying haproxy" in retry[0].reason
     runtime_api.start()  # HAProxy is back: the next cycle delivers
     while run.controller.cycles < 4:
         run.advance()
-    assert "haproxy" not in act.failures[KEY]
-    holding = act.delivered[KEY]["haproxy"]
+    assert "haproxy" not in weights_memory(run).failures
+    holding = weights_memory(run).delivered["haproxy"]
     for pod_name, weight in holding.items():
         assert f"set server be_analytics/srv-{pod_name} weight {weight}" in runtime_api.commands
 
@@ -378,14 +420,15 @@ def test_weights_reach_a_real_haproxy_and_survive_it_going_away(
         writer = act.writers(KEY)[0]
         assert isinstance(writer, hw.HAProxyWriter)
         in_haproxy = writer.read_weights()
-        assert in_haproxy == act.delivered[KEY]["haproxy"] == run.sim.workloads[KEY].weights
+        assert in_haproxy == weights_memory(run).delivered["haproxy"] \
+            == run.sim.workloads[KEY].weights
         assert len(set(in_haproxy.values())) > 1, "heterogeneous pods, equal weights"
     with caplog.at_level(logging.WARNING):  # HAProxy stopped: logged, no exception
-        while "haproxy" not in act.failures[KEY] and run.elapsed < 1800:
+        while "haproxy" not in weights_memory(run).failures and run.elapsed < 1800:
             run.advance()  # until the weights move and have to be written
-    assert "unreachable" in caplog.text and "haproxy" in act.failures[KEY]
+    assert "unreachable" in caplog.text and "haproxy" in weights_memory(run).failures
     assert run.last and not run.last[0].errors
-    assert run.sim.workloads[KEY].weights == act.delivered[KEY]["backend"]
+    assert run.sim.workloads[KEY].weights == weights_memory(run).delivered["backend"]
 
 
 def test_envoy_eds_file_and_backend_without_weights(tmp_path: Path) -> None:
@@ -394,7 +437,8 @@ def test_envoy_eds_file_and_backend_without_weights(tmp_path: Path) -> None:
                                    envoy={"path": str(path), "host": "{pod}.{name}.svc",
                                           "port": 8443}))
     backend = RecordingBackend(supported=False)
-    action = cycle(act, backend, snapshot(0.0, [pod("a"), pod("b", ready=False)]))
+    cycle = Driver(act)
+    action = cycle(backend, snapshot(0.0, [pod("a"), pod("b", ready=False)]))
     assert action is not None
     doc = json.loads((tmp_path / "video-analytics.json").read_text())
     (cla,) = doc["resources"]
@@ -404,15 +448,91 @@ def test_envoy_eds_file_and_backend_without_weights(tmp_path: Path) -> None:
     assert eps["a.analytics.svc"]["load_balancing_weight"] == REF
     assert eps["a.analytics.svc"]["endpoint"]["address"]["socket_address"]["port_value"] == 8443
     assert eps["b.analytics.svc"]["health_status"] == "DRAINING"
-    assert act.failures[KEY] == {}
+    assert cycle.mem.failures == {} and cycle.mem.no_backend
+    assert set(cycle.mem.delivered) == {"envoy-eds"}
     # nothing changed: nothing to do (the unsupported backend is not retried)
-    assert cycle(act, backend, snapshot(15.0, [pod("a"), pod("b", ready=False)])) is None
+    assert cycle(backend, snapshot(15.0, [pod("a"), pod("b", ready=False)])) is None
+
+
+def eds_admin(path: Path) -> AdminConfig:
+    return admin(engine={"blackoutSeconds": 0},
+                 envoy={"path": str(path), "host": "{pod}.{name}.svc", "port": 8443})
+
+
+def test_a_failing_data_plane_is_remembered_and_retried_with_its_failure_named(
+        tmp_path: Path) -> None:
+    """apply does not raise for a data plane: it hands the outcome to applied, which records
+    the failure in the memory; the next action re-sends to that sink only and names it."""
+    target = tmp_path / "not-yet" / "eds.json"
+    cycle = Driver(aw.WeightsActuator(eds_admin(target), sleep=lambda _: None))
+    backend = RecordingBackend()
+    pods = [pod("a"), pod("b")]
+    first = cycle(backend, snapshot(0.0, pods))
+    assert first is not None and first.params["sinks"] == [aw.BACKEND, "envoy-eds"]
+    assert backend.weights[KEY] == {"a": REF, "b": REF}
+    assert cycle.mem.delivered[aw.BACKEND] == {"a": REF, "b": REF}
+    assert not cycle.mem.delivered.get("envoy-eds")
+    failure = cycle.mem.failures["envoy-eds"]
+    assert "cannot write" in failure
+    retry = cycle(backend, snapshot(15.0, pods))
+    assert retry is not None and retry.params["sinks"] == ["envoy-eds"]
+    assert retry.params["retry"] == {"envoy-eds": failure}
+    assert f"retrying envoy-eds ({failure})" in retry.reason
+    target.parent.mkdir()  # the data plane is back
+    again = cycle(backend, snapshot(30.0, pods))
+    assert again is not None and again.params["sinks"] == ["envoy-eds"]
+    assert cycle.mem.failures == {}
+    assert cycle.mem.delivered["envoy-eds"] == {"a": REF, "b": REF}
+    assert json.loads(target.read_text())["resources"][0]["cluster_name"] == "analytics"
+    assert cycle(backend, snapshot(45.0, pods)) is None
+
+
+class FlakyBackend(RecordingBackend):
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = True
+
+    def set_weights(self, workload: str, weights: dict[str, int]) -> None:
+        if self.down:
+            raise TemporaryError("API server timeout")
+        super().set_weights(workload, weights)
+
+
+def test_a_failing_backend_raises_after_the_data_planes_and_everything_is_sent_again(
+        tmp_path: Path) -> None:
+    target = tmp_path / "eds.json"
+    act = aw.WeightsActuator(eds_admin(target))
+    snap = snapshot(0.0, [pod("a"), pod("b")])
+    act.observe_cluster(snap)
+    memory = act.observe(KEY, 0.0, EMPTY)
+    (action,) = act.steps(KEY, CFG, CFG, 0.0, memory)
+    backend = FlakyBackend()
+    with pytest.raises(TemporaryError, match="API server timeout"):
+        act.apply(action, backend)
+    assert target.exists()  # the data planes were written before the backend's error
+    # the controller does not call applied: the memory still lags, the next cycle re-sends
+    backend.down = False
+    cycle = Driver(act, memory)
+    again = cycle(backend, snapshot(15.0, [pod("a"), pod("b")]))
+    assert again is not None and again.params["sinks"] == [aw.BACKEND, "envoy-eds"]
+    assert backend.weights[KEY] == cycle.mem.delivered[aw.BACKEND] == {"a": REF, "b": REF}
+
+
+def test_applied_without_the_outcome_of_apply_records_every_sink_of_the_action(
+        tmp_path: Path) -> None:
+    act = aw.WeightsActuator(eds_admin(tmp_path / "eds.json"))
+    act.observe_cluster(snapshot(0.0, [pod("a")]))
+    memory = act.observe(KEY, 0.0, EMPTY)
+    (action,) = act.steps(KEY, CFG, CFG, 0.0, memory)
+    after = WeightsMemory.of(act.applied(action, 0.0, memory), KEY)
+    assert after.delivered == {aw.BACKEND: {"a": REF}, "envoy-eds": {"a": REF}}
+    assert act.steps(KEY, CFG, CFG, 0.0, after.as_memory()) == []
 
 
 def test_backend_without_weights_and_no_data_plane_is_a_permanent_error() -> None:
     act = aw.WeightsActuator(admin())
     act.observe_cluster(snapshot(0.0, [pod("a")]))
-    (action,) = act.steps(KEY, CFG, CFG, 0.0)
+    (action,) = act.steps(KEY, CFG, CFG, 0.0, EMPTY)
     with pytest.raises(UnsupportedOperation, match="configure a data plane"):
         act.apply(action, RecordingBackend(supported=False))
 
@@ -422,7 +542,7 @@ def test_configmap_output_through_an_attached_apply_function() -> None:
     act = aw.WeightsActuator(admin(configmap={}))
     assert act.writers(KEY) == []  # no apply function: disabled, with a warning
     act.attach_configmap(applied.append)
-    cycle(act, RecordingBackend(), snapshot(0.0, [pod("a"), pod("b")]))
+    Driver(act)(RecordingBackend(), snapshot(0.0, [pod("a"), pod("b")]))
     (manifest,) = applied
     assert manifest["metadata"] == {"name": "analytics-dispatch-weights", "namespace": "video",
                                     "labels": {"app.kubernetes.io/managed-by": "intent-planner"}}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -525,3 +526,80 @@ def test_no_ready_endpoint_ever_gets_zero(
     share = min(min_share, 1.0 / len(endpoints))
     for w in update.weights.values():  # min share holds up to integer rounding and the clamps
         assert w >= min(share * total - 1.0, share * 256 * len(endpoints)) or w == 256
+
+
+# -- state: what an engine remembers, as data --------------------------------------------------
+
+
+def _json(state: Mapping[str, Any]) -> dict[str, Any]:
+    loaded_state: dict[str, Any] = json.loads(json.dumps(state, allow_nan=False))
+    return loaded_state
+
+
+@settings(max_examples=120, deadline=None)
+@given(scenarios())
+def test_an_engine_restored_from_its_state_makes_the_same_updates(scenario: Scenario) -> None:
+    """Rebuilding the engine from its (JSON) state before every update, as the weights actuator
+    does every cycle, changes nothing: same weights, decisions and reasons."""
+    policy, cfg, steps = scenario
+    engine = pw.WeightEngine(policy, cfg)
+    state: dict[str, Any] = {}
+    now = 0.0
+    for dt, reports in steps:
+        now += dt
+        samples = [_make(e, kind, u, r, now) for e, kind, u, r in reports]
+        restored = pw.WeightEngine(policy, cfg)
+        restored.restore(state)
+        assert restored.weights == engine.weights
+        expected = engine.update(samples, now=now)
+        assert restored.update(samples, now=now) == expected
+        state = _json(restored.state())
+        assert state == _json(engine.state())
+
+
+@pytest.mark.parametrize("policy", ["slo", "lvs"])
+def test_state_round_trip_keeps_the_policy_memory(policy: str) -> None:
+    engine = fast_engine(policy)
+    for t in range(4):  # a's capacity changes: smoothed estimates and feedback differ from raw
+        engine.update([loaded("a", t, 10.0 + 5 * t, 5.0 + t), loaded("b", t, 40.0, 5.0)],
+                      now=float(t))
+    state = _json(engine.state())
+    assert state["policy"] == policy and state["policy_state"]  # rates / feedback weights
+    assert set(state["endpoints"]) == {"a", "b"}
+    a = state["endpoints"]["a"]
+    assert a["ready"] is True and a["weight"] == engine.weights["a"] and a["since"] == 0.0
+    assert a["sample"] == {"timestamp": 3.0, **{k: v for k, v in dataclasses.asdict(
+        loaded("a", 3, 25.0, 8.0)).items() if k not in ("endpoint_id", "timestamp", "ready")
+        and v is not None}}
+    twin = fast_engine(policy)
+    twin.restore(state)
+    nxt = [loaded("a", 4, 40.0, 9.0), loaded("b", 4, 40.0, 2.0)]
+    assert twin.update(nxt, now=4.0) == engine.update(nxt, now=4.0)
+
+
+def test_policy_state_is_used_only_by_a_policy_of_the_same_name() -> None:
+    engine = fast_engine("slo")
+    engine.update([loaded("a", 0, 10.0, 5.0)], now=0.0)
+    other = fast_engine("lvs")
+    other.restore(_json(engine.state()))
+    assert other.weights == engine.weights
+    assert other.state()["policy_state"] == {"weights": {}}
+
+
+@pytest.mark.parametrize("state", [
+    {"endpoints": []},
+    {"endpoints": {"a": {"ready": "yes"}}},
+    {"endpoints": {"a": {"ready": True, "weight": 1.5}}},
+    {"endpoints": {"a": {"ready": True, "since": "now"}}},
+    {"endpoints": {"a": {"ready": True, "sample": {"timestamp": 1.0, "cpu_util": "x"}}}},
+    {"endpoints": {"a": {"ready": True, "sample": {"timestamp": 1.0, "bogus": 1.0}}}},
+    {"endpoints": {}, "policy": "slo", "policy_state": {"rates": {"a": "fast"}}},
+    {"endpoints": {}, "policy_state": []},
+])
+def test_a_malformed_state_is_refused_and_changes_nothing(state: dict[str, Any]) -> None:
+    engine = fast_engine("slo")
+    engine.update([loaded("a", 0, 10.0, 5.0)], now=0.0)
+    before = engine.state()
+    with pytest.raises(ValueError):
+        engine.restore(state)
+    assert engine.state() == before

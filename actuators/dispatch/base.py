@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import math
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -33,7 +34,10 @@ class WeightPolicy(abc.ABC):
       the mean weight (e.g. ORCA's "no data yet").
     * ``reason`` is one human line naming the metric that drove the value.
     * A policy may keep per-endpoint state between calls (smoothing, feedback); :meth:`forget`
-      drops it when an endpoint disappears. ``compute`` must not raise on odd but well-formed
+      drops it when an endpoint disappears, :meth:`state` writes it down as JSON-safe data and
+      :meth:`restore` reads it back (the weights actuator builds its engine from the intent's
+      memory every cycle: a policy that keeps state but does not write it down starts afresh
+      every cycle there). ``compute`` must not raise on odd but well-formed
       input (zero traffic, all idle); it must be cheap enough to run every second.
     """
 
@@ -54,6 +58,30 @@ class WeightPolicy(abc.ABC):
 
     def forget(self, endpoint_id: str) -> None:  # noqa: B027 - optional hook, no-op by default
         """Drop any state kept for ``endpoint_id``."""
+
+    def state(self) -> dict[str, Any]:
+        """What this policy remembers between calls, as JSON-safe data (default: nothing)."""
+        return {}
+
+    def restore(self, state: Mapping[str, Any]) -> None:  # noqa: B027 - stateless by default
+        """Continue from ``state`` (what :meth:`state` returned); :class:`ValueError` if it is
+        malformed."""
+
+
+def rates_state(values: Mapping[str, float]) -> dict[str, float]:
+    """A per-endpoint number map as JSON-safe data (for a policy's :meth:`WeightPolicy.state`)."""
+    return dict(values)
+
+
+def rates_from_state(state: object, what: str) -> dict[str, float]:
+    """The per-endpoint number map :func:`rates_state` wrote; :class:`ValueError` if malformed."""
+    if state is None:
+        return {}
+    if not isinstance(state, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, int | float) and not isinstance(v, bool)
+            and math.isfinite(v) for k, v in state.items()):
+        raise ValueError(f"{what} must map endpoint ids to finite numbers")
+    return {k: float(v) for k, v in state.items()}
 
 
 POLICY_GROUP = "intent_planner.weight_policies"

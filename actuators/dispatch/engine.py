@@ -18,6 +18,13 @@ policy:
 Computed weights are scaled so that their mean is ``reference_weight``; "the mean weight" is that
 value. Each decision carries a one-line reason. One engine instance is meant to be the single view
 shared by every data plane the weights are rendered to.
+
+An engine's memory is data: :meth:`WeightEngine.state` writes it down (per endpoint a few
+numbers: readiness, weight, when its valid data began, its last valid sample and what was wrong
+with a later one; and the policy's own state), :meth:`WeightEngine.restore` reads it back. An
+engine restored from another's state, with the same policy and configuration, makes the same
+updates from then on (the weights actuator keeps the state in the intent's memory and builds
+its engine from it every cycle).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from actuators.dispatch import base, metrics
 
@@ -101,6 +109,36 @@ class _Endpoint:
     problem: str | None = None
     weight: int | None = None
 
+    def state(self) -> dict[str, Any]:
+        """JSON-safe, unset fields left out."""
+        out: dict[str, Any] = {"ready": self.ready}
+        if self.weight is not None:
+            out["weight"] = self.weight
+        if self.valid_since is not None:
+            out["since"] = self.valid_since
+        if self.problem is not None:
+            out["problem"] = self.problem
+        if self.last_valid is not None:
+            out["sample"] = metrics.sample_state(self.last_valid)
+        return out
+
+    @staticmethod
+    def from_state(endpoint_id: str, state: object) -> _Endpoint:
+        if not isinstance(state, Mapping):
+            raise ValueError(f"endpoint {endpoint_id}: state must be a mapping")
+        ready, weight = state.get("ready", False), state.get("weight")
+        since, problem, sample = state.get("since"), state.get("problem"), state.get("sample")
+        if not isinstance(ready, bool) or not (weight is None or _integer(weight)):
+            raise ValueError(f"endpoint {endpoint_id}: ready must be a boolean, weight an integer")
+        if not (since is None or _number(since)) or not (problem is None
+                                                          or isinstance(problem, str)):
+            raise ValueError(f"endpoint {endpoint_id}: since must be a number, problem a string")
+        if sample is not None and not isinstance(sample, Mapping):
+            raise ValueError(f"endpoint {endpoint_id}: sample must be a mapping")
+        last = metrics.sample_from_state(endpoint_id, sample) if sample is not None else None
+        return _Endpoint(ready, last, None if since is None else float(since), problem,
+                         None if weight is None else int(weight))
+
 
 class WeightEngine:
     """Thread-safe; ``update`` is the only method that changes weights."""
@@ -128,6 +166,30 @@ class WeightEngine:
         with self._lock:
             self._endpoints.pop(endpoint_id, None)
             self.policy.forget(endpoint_id)
+
+    def state(self) -> dict[str, Any]:
+        """Everything this engine remembers, as JSON-safe data (see the module docstring):
+        ``{"endpoints": {id: {...}}, "policy": name, "policy_state": {...}}``, endpoints in the
+        order the engine first saw them (the order it computes in)."""
+        with self._lock:
+            return {"endpoints": {k: s.state() for k, s in self._endpoints.items()},
+                    "policy": self.policy.name, "policy_state": self.policy.state()}
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Continue from ``state`` (what :meth:`state` returned). The policy's part is used
+        only if it was written by a policy of the same name. A malformed state is a
+        :class:`ValueError` and changes nothing."""
+        raw = state.get("endpoints", {})
+        if not isinstance(raw, Mapping):
+            raise ValueError("engine state: endpoints must be a mapping")
+        endpoints = {str(k): _Endpoint.from_state(str(k), v) for k, v in raw.items()}
+        policy_state = state.get("policy_state", {})
+        if not isinstance(policy_state, Mapping):
+            raise ValueError("engine state: policy_state must be a mapping")
+        with self._lock:
+            if state.get("policy") == self.policy.name:
+                self.policy.restore(policy_state)
+            self._endpoints = endpoints
 
     def update(
         self, samples: Iterable[metrics.EndpointMetrics] = (), now: float | None = None
@@ -317,3 +379,11 @@ def _apply_min_share(targets: dict[str, float], min_share: float, frozen: set[st
 
 def _finite(value: object) -> bool:
     return isinstance(value, int | float) and math.isfinite(value)
+
+
+def _number(value: object) -> bool:
+    return _finite(value) and not isinstance(value, bool)
+
+
+def _integer(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
+from typing import Any
 
 # Utilisation may exceed 1 by measurement jitter (rate windows, cgroup accounting); values up to
 # this tolerance are accepted as 1.0, beyond it the sample is malformed.
@@ -63,6 +65,33 @@ class EndpointMetrics:
         if not self.request_rate or self.error_rate is None:
             return 0.0
         return min(1.0, self.error_rate / self.request_rate)
+
+
+def sample_state(sample: EndpointMetrics) -> dict[str, Any]:
+    """``sample`` as JSON-safe data without its endpoint id: the timestamp, ``ready`` when
+    false, and the measured fields (an unmeasured one is left out)."""
+    out: dict[str, Any] = {"timestamp": float(sample.timestamp)}
+    if not sample.ready:
+        out["ready"] = False
+    for name in _NUMERIC_FIELDS:
+        value = getattr(sample, name)
+        if value is not None:
+            out[name] = float(value)
+    return out
+
+
+def sample_from_state(endpoint_id: str, state: Mapping[str, Any]) -> EndpointMetrics:
+    """The sample :func:`sample_state` wrote down; :class:`ValueError` if it is malformed."""
+    unknown = set(state) - {"timestamp", "ready", *_NUMERIC_FIELDS}
+    if unknown:
+        raise ValueError(f"sample of {endpoint_id}: unknown fields {sorted(unknown)}")
+    values = {k: v for k, v in state.items() if k not in ("timestamp", "ready")}
+    if not _finite(state.get("timestamp")) or not all(_finite(v) for v in values.values()):
+        raise ValueError(f"sample of {endpoint_id}: timestamp and values must be finite numbers")
+    ready = state.get("ready", True)
+    if not isinstance(ready, bool):
+        raise ValueError(f"sample of {endpoint_id}: ready must be a boolean")
+    return EndpointMetrics(endpoint_id, float(state["timestamp"]), ready, **values)
 
 
 def problems(sample: EndpointMetrics) -> list[str]:

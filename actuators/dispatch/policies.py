@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import Any
 
 from actuators.dispatch import base, metrics
 
@@ -111,6 +112,13 @@ class LvsPolicy(base.WeightPolicy):
 
     def forget(self, endpoint_id: str) -> None:
         self._weights.pop(endpoint_id, None)
+
+    def state(self) -> dict[str, Any]:
+        """Each endpoint's feedback weight."""
+        return {"weights": base.rates_state(self._weights)}
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        self._weights = base.rates_from_state(state.get("weights"), "lvs weights")
 
 
 def _tail_latency(sample: metrics.EndpointMetrics) -> float | None:

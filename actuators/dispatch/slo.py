@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from actuators.dispatch import base, metrics
 
@@ -178,6 +179,13 @@ class SloPolicy(base.WeightPolicy):
 
     def forget(self, endpoint_id: str) -> None:
         self._rates.pop(endpoint_id, None)
+
+    def state(self) -> dict[str, Any]:
+        """Each endpoint's smoothed service-rate estimate (requests/s at full utilisation)."""
+        return {"rates": base.rates_state(self._rates)}
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        self._rates = base.rates_from_state(state.get("rates"), "slo rates")
 
     def estimate_service_rate(
         self, sample: metrics.EndpointMetrics

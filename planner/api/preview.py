@@ -3,12 +3,18 @@
 A preview reads the live state under the runtime's lock (one cluster snapshot, the KPI values,
 the intent source, and the controller's memory of the intent: cooldowns, margins, forecasts,
 trials, which is immutable data) and plans outside the lock with a fresh planner instance given
-that memory. Planners keep no state of their own, so nothing needs copying for them. The
-actuators are copied (their ``held`` reasons and the dispatch-weight engines are still instance
-state). It shows the plan as it is (planned load, steps with their predictions, models,
-reasons: the plan carries them; nothing is recomputed here). Nothing is applied, recorded or
-reported: the next controller cycle sees exactly the state it would have seen without the
-preview, and for the same snapshot it makes the same plan.
+that memory. Planners and actuators keep no state of their own between cycles (the dispatch
+weights' engines are in the memory too), so nothing is deep-copied. Each actuator is a shallow
+copy of the live one with its own per-call output (``held``, written by ``steps``): a cycle
+running beside the preview does not see the preview's, nor the preview the cycle's. The copies
+share the live actuators' configuration and wiring (a ConfigMap apply function the operator
+attached, a policy factory given to the controller), which fresh instances from the registry
+would lack. They observe the preview's snapshot and take in its samples from the controller's
+memory (:func:`planner.control.controller.observed`, as a cycle does before planning). The
+preview shows the plan as it is (planned load, steps with their predictions, models, reasons:
+the plan carries them; nothing is recomputed here). Nothing is applied, recorded or reported:
+the next controller cycle sees exactly the state it would have seen without the preview, and
+for the same snapshot it makes the same plan.
 
 What-if overrides change the observed workload before planning: ``load`` replaces the request
 rate, ``replicas``/``cpu``/``device``/``pool`` the configuration (and its pods). The CPU
@@ -191,12 +197,9 @@ def _what_if(workload: WorkloadState, snapshot: ClusterSnapshot,
     return replace(workload, config=cfg, pods=pods, request_rate=rate, cpu_utilization=util)
 
 
-def _copy(obj: Any, memo: dict[int, Any]) -> Any:
-    return copy.deepcopy(obj, dict(memo))
-
-
 def prepare(runtime: Runtime, req: schemas.PreviewRequest) -> Prepared:
-    """Read and copy the live state (under the runtime's lock); raise the API errors."""
+    """Read the live state and copy the actuators (under the runtime's lock); observe the
+    snapshot with the copies and the controller's memory; raise the API errors."""
     controller = runtime.controller
     with runtime.lock:
         intent, inline = _resolve_intent(runtime, req)
@@ -225,13 +228,6 @@ def prepare(runtime: Runtime, req: schemas.PreviewRequest) -> Prepared:
             raise PreviewInvalid(("body", "planner"), f"unknown planner {name!r}",
                                  f"use one of {sorted(planner_registry.available())}",
                                  kind="invalid_planner")
-        memo: dict[int, Any] = {id(o): o for o in (
-            runtime.knowledge, runtime.backend, runtime.kpis, runtime.source, controller,
-            admin, snapshot)}
-        for act in controller.actuators.values():
-            seen = getattr(act, "snapshot", None)
-            if seen is not None:
-                memo[id(seen)] = seen  # immutable; re-observed below
         memory = controller.memory(intent.key)
         notes: list[str] = []
         if memory.planner == name:
@@ -239,7 +235,11 @@ def prepare(runtime: Runtime, req: schemas.PreviewRequest) -> Prepared:
         else:
             notes.append("no memory of earlier cycles for this planner")
         planner = fresh_type()
-        actuators: dict[str, Actuator] = _copy(dict(controller.actuators), memo)
+        actuators: dict[str, Actuator] = {}
+        for act_name, live in controller.actuators.items():
+            act = copy.copy(live)  # the live configuration, its own per-call output
+            act.held = {}
+            actuators[act_name] = act
     topology.observe_all(actuators.values(), snapshot)
     memory = controller_module.observed(actuators, workload.key, snapshot.time, memory)
     if req.overrides is not None:
