@@ -163,7 +163,24 @@ def test_a_crashing_planner_fails_only_its_intent() -> None:
     assert outs["ml/inference"].plan is None
     cond = {c["type"]: c for c in outs["ml/inference"].status["conditions"]}
     assert cond["Planned"]["status"] == "False" and "a plugin bug" in cond["Planned"]["message"]
+    assert cond["Planned"]["reason"] == "PlannerError"
+    # A planner's failure is not an actuator's: nothing was actuated, nothing failed to.
+    assert cond["ActuationFailed"]["status"] == "False" and not outs["ml/inference"].errors
     assert outs["search/api"].plan is not None
+
+
+def test_memory_is_kept_in_the_knowledge_base_and_the_status_shows_last_changes() -> None:
+    kb = open_knowledge_base(None)
+    run = ScenarioRun(load_scenario(SHOP), knowledge=kb)
+    run.run(duration=900)
+    stored = kb.memory("shop/checkout")
+    assert stored is not None and stored["planner"] == "grid"
+    assert stored["planning"]["forecast"]["points"]          # the load history survives
+    live = run.controller.memory("shop/checkout")
+    assert stored == live.as_document()
+    status = run.controller.status("shop/checkout")
+    assert status is not None and "replicas" in status["lastChangeTimes"]
+    assert status["lastChangeTimes"]["replicas"].endswith("Z")
 
 
 def test_retention_runs_from_the_controller() -> None:
