@@ -228,16 +228,19 @@ def prepare(runtime: Runtime, req: schemas.PreviewRequest) -> Prepared:
             raise PreviewInvalid(("body", "planner"), f"unknown planner {name!r}",
                                  f"use one of {sorted(planner_registry.available())}",
                                  kind="invalid_planner")
-        memory = controller.memory(intent.key)
+        memory = controller.peek_memory(intent.key) or IntentMemory(intent.key)
         notes: list[str] = []
         if memory.planner == name:
             notes.append("planner memory of the intent from the live controller")
         else:
             notes.append("no memory of earlier cycles for this planner")
-        planner = fresh_type()
+        # Planners keep no per-intent state: a shallow copy of the controller's instance has
+        # its configuration and its model cache (read-only here), nothing else.
+        configured = controller.planners.get(name)
+        planner = copy.copy(configured) if configured is not None else fresh_type()
         actuators: dict[str, Actuator] = {}
-        for act_name, live in controller.actuators.items():
-            act = copy.copy(live)  # the live configuration, its own per-call output
+        for act_name, live_act in controller.actuators.items():
+            act = copy.copy(live_act)  # the live configuration, its own per-call output
             act.held = {}
             actuators[act_name] = act
     topology.observe_all(actuators.values(), snapshot)

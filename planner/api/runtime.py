@@ -7,12 +7,12 @@ controller's cycles with the moments a preview reads live state. Build one with
 cluster + controller) is built by the front-end that owns the simulation
 (:func:`planner.cli.embedded.scenario_runtime`).
 
-Why a lock: a preview copies the live planner and actuators and observes the cluster; doing
-that while a cycle mutates them (or while the simulator steps) would copy a half-updated
-state. Whoever builds a runtime wraps the method that drives the controller
-(``IntentController.cycle``, a simulation's step) with :meth:`Runtime.guard` so that it holds
-:attr:`Runtime.lock`. Build the runtime before
-handing ``controller.cycle`` to whatever drives it (e.g. the operator's cycle runner), so that
+Why a lock: a preview reads the controller's memory of an intent, copies the live actuators
+and observes the cluster; doing that while a cycle changes them (or while the simulator steps)
+would read a half-updated state. Whoever builds a runtime wraps the method that drives the
+controller (``IntentController.cycle``, a simulation's step) with :meth:`Runtime.guard` so that
+it holds :attr:`Runtime.lock`. Build the runtime before handing ``controller.cycle`` to
+whatever drives it (e.g. the operator's cycle runner), so that
 the driver calls the guarded method.
 """
 

@@ -78,11 +78,19 @@ class IntentController:
         self._planners: dict[str, Planner] = dict(planners or {})
         self._statuses: dict[str, dict[str, Any]] = {}
         self._memory: dict[str, IntentMemory] = {}
+        self._unrestored: dict[str, IntentMemory] = {}
+        """Memory built while the stored one could not be read (knowledge base down): used,
+        never persisted over the stored one, dropped as soon as that can be read."""
         self.hooks: list[CycleHook] = []
         self.cycles = 0
         self.intents_seen = 0
         """How many intents the last cycle reconciled."""
         self._last_retention = -float("inf")
+
+    @property
+    def planners(self) -> Mapping[str, Planner]:
+        """The planner instances created so far, by name."""
+        return self._planners
 
     def planner_for(self, intent: Intent) -> Planner:
         name = self.admin.planner_for(intent.metadata.namespace)
@@ -92,26 +100,41 @@ class IntentController:
 
     def memory(self, intent_key: str) -> IntentMemory:
         """The planner's and actuators' memory of an intent (read from the knowledge base the
-        first time; empty when there is none or the knowledge base cannot be read)."""
+        first time; empty when there is none). While the knowledge base cannot be read, the
+        memory built since is used and the read is tried again every cycle."""
         mem = self._memory.get(intent_key)
         if mem is not None:
             return mem
-        mem = IntentMemory(intent_key)
+        found = self.peek_memory(intent_key)
+        if found is None:
+            return self._unrestored.get(intent_key) or IntentMemory(intent_key)
+        self._unrestored.pop(intent_key, None)
+        self._memory[intent_key] = found
+        return found
+
+    def peek_memory(self, intent_key: str) -> IntentMemory | None:
+        """The memory of an intent without keeping anything (for previews): ``None`` when the
+        knowledge base cannot be read."""
+        mem = self._memory.get(intent_key)
+        if mem is not None:
+            return mem
         try:
             doc = self.knowledge.memory(intent_key)
         except TemporaryError as exc:
             log.warning("memory of %s not restored (knowledge base unavailable): %s",
                         intent_key, exc)
-            return mem
+            return None
         if doc is not None:
             try:
-                mem = IntentMemory.from_document(doc)
+                return IntentMemory.from_document(doc)
             except ValueError as exc:
                 log.error("memory of %s not restored: %s", intent_key, exc)
-        self._memory[intent_key] = mem
-        return mem
+        return IntentMemory(intent_key)
 
     def _remember(self, mem: IntentMemory) -> None:
+        if mem.intent not in self._memory:      # the stored memory could not be read yet
+            self._unrestored[mem.intent] = mem
+            return
         if self._memory.get(mem.intent) == mem:
             return
         self._memory[mem.intent] = mem

@@ -58,9 +58,7 @@ class Trainer:
             if out.invalid is not None:
                 continue
             key = out.intent.key
-            if key not in self._last:
-                self._last[key] = self._last_trained(key)
-            if snapshot.time - self._last[key] < self.interval_s:
+            if snapshot.time - self._last.get(key, -math.inf) < self.interval_s:
                 continue
             self._last[key] = snapshot.time
             if self._pool is None:
@@ -73,16 +71,6 @@ class Trainer:
                     fut = self._pool.submit(self.train, out.intent, profiles, snapshot.time)
                     fut.add_done_callback(_log_failure)
                     self._running[key] = fut
-
-    def _last_trained(self, key: str) -> float:
-        """When ``key``'s newest stored model was fitted: the schedule survives a restart
-        (a restarted controller does not refit at once what was fitted a minute ago)."""
-        try:
-            stamps = [float(d["timestamp"]) for d in self.knowledge.effects(key)
-                      if not d.get("static")]
-        except TemporaryError:
-            return -math.inf
-        return max(stamps, default=-math.inf)
 
     def close(self) -> None:
         if self._pool is not None:
