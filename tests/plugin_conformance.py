@@ -95,6 +95,17 @@ def install_toy_plugins() -> Path:
     return where
 
 
+def uninstall_toy_plugins(where: Path) -> None:
+    """Undo :func:`install_toy_plugins`."""
+    import shutil
+
+    sys.path.remove(str(where))
+    sys.modules.pop("toy_plugins", None)
+    shutil.rmtree(where, ignore_errors=True)
+    planner_registry.REGISTRY.refresh()
+    actuator_registry.REGISTRY.refresh()
+
+
 def contexts(actuators: tuple[str, ...], minutes: float = 6.0) -> list[PlanningContext]:
     """Planning contexts of every intent of the scenario after ``minutes`` of the default
     planner, with ``actuators`` enabled (and their memory as the run left it)."""

@@ -3,6 +3,8 @@ point) passes the plugin contract of ``tests/plugin_conformance.py``."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from actuators import registry as actuator_registry
@@ -10,14 +12,22 @@ from planner.planners import registry as planner_registry
 from planner.planners.base import PlanningContext
 from tests import plugin_conformance as pc
 
-TOY_DIR = pc.install_toy_plugins()
-PLANNERS = sorted(planner_registry.available())
-ACTUATORS = sorted(actuator_registry.available())
+PLANNERS = sorted([*planner_registry.available(), "toy-keep"])
+ACTUATORS = sorted([*actuator_registry.available(), "toy-note"])
 _CONTEXTS: dict[tuple[str, ...], list[PlanningContext]] = {}
 
 
+@pytest.fixture(autouse=True, scope="module")
+def toy_plugins() -> Iterator[None]:
+    """The third party is installed for this module only (other tests see the built-ins)."""
+    where = pc.install_toy_plugins()
+    yield
+    pc.uninstall_toy_plugins(where)
+
+
 def test_the_third_party_plugins_are_found_by_entry_point() -> None:
-    assert "toy-keep" in PLANNERS and "toy-note" in ACTUATORS
+    assert "toy-keep" in planner_registry.available()
+    assert "toy-note" in actuator_registry.available()
     assert {"grid", "queueing", "astar", "hpa"} <= set(PLANNERS)
     assert {"replicas", "remove-pod", "cpu", "device", "placement", "weights"} <= set(ACTUATORS)
 
