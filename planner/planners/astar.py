@@ -155,6 +155,7 @@ class _Prices:
 
 class AStarPlanner(Planner):
     name = "astar"
+
     def __init__(self, max_states: int = 2000, max_candidates: int = 10,
                  predictors_for: PredictorsFor | None = None, heuristic: Heuristic = "ido",
                  action_costs: Mapping[str, float] | None = None,

@@ -131,6 +131,7 @@ def _violated_any(ctx: PlanningContext) -> bool:
 
 class GridPlanner(Planner):
     name = "grid"
+
     uses_models = True
 
     def __init__(self, seed: int = 0, n_trials: int = 150, timeout_s: float = 0.04,

@@ -23,6 +23,7 @@ REDUNDANCY_AVAILABILITY = 0.99
 
 class QueueingPlanner(Planner):
     name = "queueing"
+
     def required_replicas(self, ctx: PlanningContext, est: QueueEstimate,
                           rate: float) -> tuple[int, dict[str, float]]:
         cfg = ctx.config
