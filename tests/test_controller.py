@@ -189,3 +189,23 @@ def test_retention_runs_from_the_controller() -> None:
     run.run(duration=2 * 3600 + 60)
     times = [e["time"] for e in kb.events("shop/checkout")]
     assert times and max(times) - min(times) < 3600 + 600  # old events were deleted
+
+
+def test_an_actuator_failing_to_observe_is_an_actuation_failure_not_a_planner_one() -> None:
+    from actuators.replicas import ReplicasActuator
+
+    class Broken(ReplicasActuator):
+        name = "broken"
+        knobs = ()
+
+        def observe(self, workload: str, now: float, memory: Any) -> Any:
+            raise RuntimeError("observe bug")
+
+    sc = load_scenario(SHOP)
+    ctl, _ = controller_for(sc)
+    ctl.actuators["broken"] = Broken(sc.spec.admin)
+    [out] = ctl.cycle()
+    cond = {c["type"]: c for c in out.status["conditions"]}
+    assert out.plan is not None and cond["Planned"]["status"] == "True"
+    assert cond["ActuationFailed"]["status"] == "True"
+    assert "broken: observe failed" in cond["ActuationFailed"]["message"]

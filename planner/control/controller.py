@@ -217,7 +217,7 @@ class IntentController:
                 why = getattr(self.kpis, "last_error", None)
                 unknown_reasons[obj.name] = (why(intent, prof) if callable(why) else None) or \
                     "no data"
-        mem = observed(self.actuators, workload.key, now, self.memory(intent.key))
+        mem = observed(self.actuators, workload.key, now, self.memory(intent.key), out.errors)
         planner = self.planner_for(intent)
         ctx = PlanningContext(intent, by_objective, workload, snapshot, out.current, self.admin,
                               self.actuators, self.knowledge, now,
@@ -291,12 +291,19 @@ class IntentController:
 
 
 def observed(actuators: Mapping[str, Actuator], workload: str, now: float,
-             mem: IntentMemory) -> IntentMemory:
+             mem: IntentMemory, errors: list[str] | None = None) -> IntentMemory:
     """``mem`` after every actuator took in this cycle's observation of ``workload``
     (:meth:`Actuator.observe`); the controller does this before planning, and so does a
-    preview."""
+    preview. An actuator that fails keeps its memory; its error goes to ``errors`` (an
+    actuator's failure, not the planner's)."""
     for name, act in actuators.items():
-        seen = act.observe(workload, now, mem.for_actuator(name))
+        try:
+            seen = act.observe(workload, now, mem.for_actuator(name))
+        except Exception as exc:  # a plugin's bug must not stop planning
+            log.exception("actuator %s failed to observe %s", name, workload)
+            if errors is not None:
+                errors.append(f"{name}: observe failed: {type(exc).__name__}: {exc}")
+            continue
         if seen != mem.for_actuator(name):
             mem = mem.with_actuator(name, seen, now)
     return mem
