@@ -234,10 +234,10 @@ def prepare(runtime: Runtime, req: schemas.PreviewRequest) -> Prepared:
             notes.append("planner memory of the intent from the live controller")
         else:
             notes.append("no memory of earlier cycles for this planner")
-        # Planners keep no per-intent state: a shallow copy of the controller's instance has
-        # its configuration and its model cache (read-only here), nothing else.
-        configured = controller.planners.get(name)
-        planner = copy.copy(configured) if configured is not None else fresh_type()
+        # Planners keep no per-intent state: a fresh instance (the controller's are created the
+        # same way, by the registry) given the memory plans as the live one would. Its own
+        # model cache reads the knowledge base; the live cache is left untouched.
+        planner = fresh_type()
         actuators: dict[str, Actuator] = {}
         for act_name, live_act in controller.actuators.items():
             act = copy.copy(live_act)  # the live configuration, its own per-call output

@@ -87,11 +87,6 @@ class IntentController:
         """How many intents the last cycle reconciled."""
         self._last_retention = -float("inf")
 
-    @property
-    def planners(self) -> Mapping[str, Planner]:
-        """The planner instances created so far, by name."""
-        return self._planners
-
     def planner_for(self, intent: Intent) -> Planner:
         name = self.admin.planner_for(intent.metadata.namespace)
         if name not in self._planners:
