@@ -148,8 +148,8 @@ def test_cache_refuses_logs_once_and_falls_back(caplog: pytest.LogCaptureFixture
     kb.put_effect(doc)
     cache = EffectCache(kb, refresh_s=0.0)
     with caplog.at_level(logging.WARNING):
-        assert cache.get("shop/checkout", "p95", now=150.0) is None
-        assert cache.get("shop/checkout", "p95", now=160.0) is None
+        assert cache.get("shop/checkout", "p95", now=150.0)[0] is None
+        assert cache.get("shop/checkout", "p95", now=160.0)[0] is None
     refusals = [r for r in caplog.records if "refused effect model" in r.getMessage()]
     assert len(refusals) == 1 and "not a JSON model document" in refusals[0].getMessage()
     assert cache.refusals == 1
