@@ -51,6 +51,7 @@ from planner.domain.memory import IntentMemory
 from planner.domain.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
 from planner.domain.validation import spec_error
 from planner.planners import registry as planner_registry
+from planner.planners import safety
 from planner.planners.base import Planner, PlanningContext
 
 log = logging.getLogger(__name__)
@@ -284,7 +285,7 @@ def compute(p: Prepared) -> schemas.PreviewOut:
                           p.actuators, p.knowledge, p.snapshot.time,
                           p.memory.for_planner(p.planner.name), p.memory.actuators)
     try:
-        plan = p.planner.plan(ctx)
+        plan, _ = safety.plan_safely(p.planner, ctx, p.memory.safety)
     except TemporaryError as exc:
         raise PreviewFailed(503, f"planner {p.planner.name}: {exc}") from None
     except IntentPlannerError as exc:

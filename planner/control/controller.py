@@ -31,6 +31,7 @@ from planner.domain.ports import ClusterBackend, IntentSource, KPISource
 from planner.domain.state import ClusterSnapshot
 from planner.domain.status import build_status
 from planner.planners import registry as planner_registry
+from planner.planners import safety
 from planner.planners.base import Planner, PlanningContext
 
 log = logging.getLogger(__name__)
@@ -219,7 +220,7 @@ class IntentController:
                               mem.for_planner(planner.name), mem.actuators)
         t0 = time.perf_counter()
         try:
-            plan = planner.plan(ctx)
+            plan, safety_memory = safety.plan_safely(planner, ctx, mem.safety)
         except Exception as exc:  # a planner plugin's failure is this intent's, not the cycle's
             if not isinstance(exc, IntentPlannerError):
                 log.exception("planner %s failed on %s", planner.name, intent.key)
@@ -228,7 +229,8 @@ class IntentController:
         elapsed = (time.perf_counter() - t0) * 1000.0
         if plan is not None:
             plan = _with_latency(plan, elapsed)
-            mem = mem.with_planning(planner.name, plan.memory, now)
+            mem = mem.with_planning(planner.name, plan.memory, now).with_safety(
+                safety_memory, now)
         out.plan = plan
         if plan is not None and intent.spec.active:
             mem = self._act(plan, out, now, mem)

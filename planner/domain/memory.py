@@ -40,6 +40,9 @@ class IntentMemory:
     in the Intent status as ``lastChangeTimes``, as HPA shows ``lastScaleTime``)."""
     time: float = 0.0
     """When it was last changed (the cycle's time)."""
+    safety: Memory = field(default_factory=dict)
+    """The safety layer's part (stuck-rollout watch, vetoed shapes): it outlives a change of
+    planner."""
 
     def for_planner(self, name: str) -> Memory:
         """The planner ``name``'s part (empty if another planner wrote it)."""
@@ -57,11 +60,15 @@ class IntentMemory:
     def with_change(self, name: str, time: float) -> IntentMemory:
         return replace(self, changes={**self.changes, name: time}, time=time)
 
+    def with_safety(self, memory: Memory, time: float) -> IntentMemory:
+        return replace(self, safety=memory, time=time)
+
     def as_document(self) -> dict[str, Any]:
         return {"intent": self.intent, "planner": self.planner,
                 "planning": plain(self.planning),
                 "actuators": {k: plain(v) for k, v in sorted(self.actuators.items())},
-                "changes": dict(sorted(self.changes.items())), "time": self.time}
+                "changes": dict(sorted(self.changes.items())), "time": self.time,
+                "safety": plain(self.safety)}
 
     @staticmethod
     def from_document(doc: Mapping[str, Any]) -> IntentMemory:
@@ -69,11 +76,14 @@ class IntentMemory:
         intent, planner = doc.get("intent"), doc.get("planner", "")
         planning, actuators = doc.get("planning", {}), doc.get("actuators", {})
         time, changes = doc.get("time", 0.0), doc.get("changes", {})
+        safety = doc.get("safety") or {}
         if not isinstance(intent, str) or not isinstance(planner, str):
             raise ValueError("memory: intent and planner must be strings")
         if not isinstance(planning, Mapping) or not isinstance(actuators, Mapping) or not all(
                 isinstance(k, str) and isinstance(v, Mapping) for k, v in actuators.items()):
             raise ValueError("memory: planning and actuators must be mappings")
+        if not isinstance(safety, Mapping):
+            raise ValueError("memory: safety must be a mapping")
         if not isinstance(time, int | float) or not math.isfinite(time):
             raise ValueError("memory: time must be a finite number")
         if not isinstance(changes, Mapping) or not all(
@@ -81,7 +91,8 @@ class IntentMemory:
             raise ValueError("memory: changes must map actuator names to times")
         return IntentMemory(intent, planner, dict(planning),
                             {k: dict(v) for k, v in actuators.items()},
-                            {k: float(v) for k, v in changes.items()}, float(time))
+                            {k: float(v) for k, v in changes.items()}, float(time),
+                            dict(safety))
 
 
 def plain(value: Any) -> Any:

@@ -26,18 +26,19 @@ class ExplicitLatency(Predictor):
     kind = "explicit"
 
     def __init__(self, estimate: QueueEstimate, quantile: float, current: WorkloadConfig,
-                 margin: float = 0.1) -> None:
+                 margin: float = 0.1, objective: str | None = None) -> None:
         self.estimate = estimate
         self.quantile = quantile
         self.current = current
         self.margin = margin
+        self.base_ms = estimate.base_for(objective)
 
     def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
         mu = self.estimate.mu_per_core * batch.cpu
         lam = rate / np.maximum(batch.replicas, 1e-9)
         stable = (batch.replicas > 0) & (lam < MAX_UTILIZATION * mu)
         with np.errstate(divide="ignore", invalid="ignore"):
-            q = self.estimate.base_ms + 1000.0 * math.log(1.0 / (1.0 - self.quantile)) / (mu - lam)
+            q = self.base_ms + 1000.0 * math.log(1.0 / (1.0 - self.quantile)) / (mu - lam)
         mean = np.where(stable, q, np.inf)
         return Prediction(mean, mean * (1.0 + self.margin), _supported(batch, self.current))
 

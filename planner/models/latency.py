@@ -10,8 +10,10 @@ the resulting mixture of Erlang-C sojourn-time distributions, shifted by a base 
 mix's per-class offset (network distance). The parameters (``log mu``, ``alpha``,
 ``log gpu_speedup``, base, ``beta``, per-class log speeds and offsets) are fitted by robust
 nonlinear least squares on log latency (``soft_l1`` loss: outliers - pods mid-restart, load
-spikes inside the KPI window - pull little). A bootstrap ensemble of refits gives the
-uncertainty band.
+spikes inside the KPI window - pull little). Observations at saturation are right-censored
+(the latency was at least what was seen, the queue may have been unstable): they penalise only
+a prediction below them, and so teach the model where capacity ends. A bootstrap ensemble of
+refits gives the uncertainty band.
 
 Follows the scikit-learn estimator API: ``__init__`` stores parameters, ``fit`` returns self,
 fitted attributes end in ``_``.
@@ -52,7 +54,8 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
     quantile: the percentile predicted, as a fraction (0.95 for p95).
     n_bootstrap: refits on resampled rows for the uncertainty band (0: none).
     bound_quantile: which quantile of the bootstrap predictions ``predict_bound`` returns.
-    timeout_ms: observations at or above this are saturation, not latency, and are dropped.
+    timeout_ms: observations at or above this are saturation: censored at the timeout (the
+        latency is at least that), kept for what they say about capacity.
     random_state: seed of the bootstrap.
     cpu_exponent_prior: how a pod's service rate grows with its CPU size (``cpu**alpha``)
         until two sizes have been observed; then ``alpha`` is learned.
@@ -116,14 +119,18 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         return out
 
     def _fit_theta(self, X: FloatArray, y: FloatArray, shares: FloatArray, start: FloatArray,
-                   lo: FloatArray, hi: FloatArray, max_nfev: int = 200) -> FloatArray:
+                   lo: FloatArray, hi: FloatArray, censored: NDArray[np.bool_],
+                   max_nfev: int = 200) -> FloatArray:
         logy = np.log(y)
 
         def residuals(theta: FloatArray) -> FloatArray:
             pred = self._forward(theta, X, shares)
+            logp = np.log(np.maximum(np.where(np.isfinite(pred), pred, 1e300), 1e-6))
             # An unstable prediction for an observed (finite) latency: a large, smooth penalty.
-            r: FloatArray = np.where(np.isfinite(pred), np.log(np.maximum(pred, 1e-6)) - logy,
-                                     5.0)
+            r: FloatArray = np.where(np.isfinite(pred), logp - logy, 5.0)
+            # A censored row only says "at least y": a prediction below it is the error, one
+            # above it (or an unstable queue) is not.
+            r = np.where(censored, np.minimum(logp - logy, 0.0), r)
             return r
 
         res = least_squares(residuals, start, bounds=(lo, hi), loss="soft_l1", f_scale=0.1,
@@ -131,25 +138,37 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         out: FloatArray = res.x
         return out
 
-    def fit(self, X: Any, y: Any) -> QueueingLatencyRegressor:
+    def fit(self, X: Any, y: Any, censored: Any = None) -> QueueingLatencyRegressor:
+        """Fit on ``X``, ``y``; ``censored`` (optional, per row) marks observations that are a
+        lower bound only (the pods were saturated: the latency is at least what was seen).
+        Rows at or above ``timeout_ms`` are censored at the timeout whatever ``censored``
+        says: saturation teaches where the cliff is, so it is kept, not dropped."""
         X = np.asarray(X, dtype=float)
         y = np.asarray(y, dtype=float)
         if X.ndim != 2 or X.shape[1] < BASE_COLUMNS or X.shape[0] != y.shape[0]:
             raise ValueError("X must be (n, 5 + K): rate, replicas, cpu, gpu, pool, then K "
                              "node-class shares; y (n,)")
-        keep = np.isfinite(y) & (y > 0) & (y < self.timeout_ms) & (X[:, 0] > 0)
-        X, y = X[keep], y[keep]
-        if len(y) < 3:
-            raise ValueError(f"need at least 3 usable observations, got {len(y)}")
+        cens = (np.zeros(len(y), dtype=bool) if censored is None
+                else np.asarray(censored, dtype=bool).reshape(-1))
+        if cens.shape != y.shape:
+            raise ValueError("censored must have one flag per row of X")
+        y = np.where(np.isnan(y), y, np.minimum(y, self.timeout_ms))
+        cens = cens | (y >= self.timeout_ms)
+        keep = np.isfinite(y) & (y > 0) & (X[:, 0] > 0)
+        X, y, cens = X[keep], y[keep], cens[keep]
+        if int((~cens).sum()) < 3:
+            raise ValueError(f"need at least 3 usable observations below saturation, got "
+                             f"{int((~cens).sum())}")
         self.share_columns_ = X.shape[1] - BASE_COLUMNS
         # Without share columns: one class per pool code, plus "no pool pinned".
         self.n_classes_ = (self.share_columns_ if self.share_columns_ > 0
                            else int(max(X[:, 4].max() + 1, 0)) + 1)
         shares = self._shares(X)
         usable = shares.sum(axis=1) > 0
-        X, y, shares = X[usable], y[usable], shares[usable]
-        if len(y) < 3:
-            raise ValueError(f"need at least 3 observations with known node classes, got {len(y)}")
+        X, y, shares, cens = X[usable], y[usable], shares[usable], cens[usable]
+        if int((~cens).sum()) < 3:
+            raise ValueError("need at least 3 observations below saturation with known node "
+                             f"classes, got {int((~cens).sum())}")
         k = self.n_classes_
         self.seen_gpu_ = bool((X[:, 3] > 0.5).any())
         self.seen_cpu_device_ = bool((X[:, 3] < 0.5).any())
@@ -166,20 +185,21 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         alpha = float(self.cpu_exponent_prior)
         alpha_lo, alpha_hi = (0.3, 1.2) if len(self.cpu_sizes_) > 1 else (alpha, alpha)
         # Start: service rate from the busiest observation, base from the lightest.
-        per_core = X[:, 0] / (X[:, 1] * X[:, 2])
+        per_core = X[~cens, 0] / (X[~cens, 1] * X[~cens, 2])
+        y_obs = y[~cens]
         start = np.concatenate([[math.log(max(per_core.max() * 1.3, 1e-3)), alpha, 0.0,
-                                 float(np.min(y)) * 0.5, 0.5], np.zeros(k), np.zeros(k)])
+                                 float(np.min(y_obs)) * 0.5, 0.5], np.zeros(k), np.zeros(k)])
         eps = 1e-9
         lo = np.concatenate([[math.log(1e-3), alpha_lo - eps, -1.0 if self.seen_gpu_ else -eps,
                               0.0, 0.0], np.where(free, -SPEED_BOUND, -eps),
                              np.where(free, -1e3, -eps)])
         hi = np.concatenate([[math.log(1e6), alpha_hi + eps, 6.0 if self.seen_gpu_ else eps,
-                              float(np.max(y)), 1.0], np.where(free, SPEED_BOUND, eps),
+                              float(np.max(y_obs)), 1.0], np.where(free, SPEED_BOUND, eps),
                              np.where(free, 1e4, eps)])
         start = np.clip(start, lo + 1e-12, hi - 1e-12)
-        self.theta_ = self._fit_theta(X, y, shares, start, lo, hi)
+        self.theta_ = self._fit_theta(X, y, shares, start, lo, hi, cens)
         pred = self._forward(self.theta_, X, shares)
-        ok = np.isfinite(pred)
+        ok = np.isfinite(pred) & ~cens
         resid = np.log(np.maximum(pred[ok], 1e-6)) - np.log(y[ok])
         mad = float(np.median(np.abs(resid - np.median(resid)))) if resid.size else 0.0
         self.residual_scale_ = 1.4826 * mad
@@ -189,7 +209,7 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         for _ in range(self.n_bootstrap):
             idx = rng.integers(0, len(y), len(y))
             thetas.append(self._fit_theta(X[idx], y[idx], shares[idx], self.theta_, lo, hi,
-                                          max_nfev=40))
+                                          cens[idx], max_nfev=40))
         self.bootstrap_thetas_ = np.asarray(thetas, dtype=float).reshape(-1, len(self.theta_))
         return self
 

@@ -9,7 +9,8 @@ latency, then predicts a percentile for any replica count and CPU size:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from planner.domain.state import WorkloadConfig, WorkloadState
 
@@ -23,19 +24,31 @@ class QueueEstimate:
     """Requests per second one core serves."""
     base_ms: float
     """Latency of a request that does not queue."""
+    bases: Mapping[str, float] = field(default_factory=dict)
+    """Per latency objective, the base latency fitted from that objective's own percentile
+    (the M/M/1 shape is only approximate: a p99's base is not a p50's)."""
+
+    def base_for(self, objective: str | None) -> float:
+        """The base latency for ``objective`` (the shared one when it has none of its own)."""
+        if objective is None:
+            return self.base_ms
+        b = self.bases.get(objective)
+        return self.base_ms if b is None or math.isnan(b) else b
 
     def service_rate(self, config: WorkloadConfig) -> float:
         return self.mu_per_core * config.cpu
 
-    def latency_ms(self, rate: float, config: WorkloadConfig, q: float) -> float:
-        """Predicted ``q`` quantile (0..1) of latency in ms at ``rate`` req/s."""
+    def latency_ms(self, rate: float, config: WorkloadConfig, q: float,
+                   objective: str | None = None) -> float:
+        """Predicted ``q`` quantile (0..1) of latency in ms at ``rate`` req/s (with
+        ``objective``'s own base latency when it has one)."""
         if config.replicas <= 0:
             return math.inf
         mu = self.service_rate(config)
         lam = rate / config.replicas
         if lam >= mu * MAX_UTILIZATION:
             return math.inf
-        return self.base_ms + 1000.0 * math.log(1.0 / (1.0 - q)) / (mu - lam)
+        return self.base_for(objective) + 1000.0 * math.log(1.0 / (1.0 - q)) / (mu - lam)
 
     def capacity(self, config: WorkloadConfig) -> float:
         """Requests per second the configuration serves at the utilisation cap."""
@@ -65,10 +78,34 @@ def estimate(workload: WorkloadState, latency_ms: float | None, q: float,
     return QueueEstimate(mu / cpu, base)
 
 
+def _mix(old: float | None, new: float, alpha: float) -> float:
+    if old is None or math.isnan(old):
+        return new
+    return old if math.isnan(new) else (1 - alpha) * old + alpha * new
+
+
 def blend(old: QueueEstimate | None, new: QueueEstimate, alpha: float = 0.3) -> QueueEstimate:
-    """Exponentially weighted update of an estimate."""
+    """Exponentially weighted update of an estimate (per objective for the bases)."""
     if old is None:
-        return new if not math.isnan(new.base_ms) else QueueEstimate(new.mu_per_core, 0.0)
-    base = old.base_ms if math.isnan(new.base_ms) else (
-        (1 - alpha) * old.base_ms + alpha * new.base_ms)
-    return QueueEstimate((1 - alpha) * old.mu_per_core + alpha * new.mu_per_core, base)
+        base = new.base_ms if not math.isnan(new.base_ms) else 0.0
+        return QueueEstimate(new.mu_per_core, base,
+                             {k: v for k, v in new.bases.items() if not math.isnan(v)})
+    bases = dict(old.bases)
+    for k, v in new.bases.items():
+        if not math.isnan(mixed := _mix(bases.get(k), v, alpha)):
+            bases[k] = mixed
+    return QueueEstimate((1 - alpha) * old.mu_per_core + alpha * new.mu_per_core,
+                         _mix(old.base_ms, new.base_ms, alpha), bases)
+
+
+def capped(old: QueueEstimate, workload: WorkloadState) -> QueueEstimate:
+    """``old`` after a saturated observation: the pods served at most the offered load, so
+    the service rate per core is at most ``rate / (ready * cpu)`` (the capacity seen at
+    saturation); an estimate above that is lowered to it."""
+    rate, ready = workload.request_rate, workload.ready_replicas
+    if rate is None or ready == 0 or workload.config.cpu <= 0:
+        return old
+    bound = rate / (ready * workload.config.cpu)
+    if old.mu_per_core <= bound:
+        return old
+    return QueueEstimate(bound, old.base_ms, dict(old.bases))

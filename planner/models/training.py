@@ -32,20 +32,24 @@ def mape(pred: np.ndarray, y: np.ndarray) -> float | None:
 
 
 def fit_latency(ds: Dataset, percentile: float, validate: bool = True) -> tuple[Any, float | None]:
-    """Fit on everything; score on the newest 20 % with a model fitted on the oldest 80 %."""
+    """Fit on everything (saturated rows as censored); score on the newest 20 % (its
+    unsaturated rows) with a model fitted on the oldest 80 %."""
     q = percentile / 100.0
     score = None
+    # Saturated rows say "at least this slow": censored, not dropped (nor fitted as exact).
+    censored = ds.utilization >= SATURATED_UTILIZATION
     if validate and len(ds) >= 10:
         order = np.argsort(ds.times)
         cut = int(len(order) * 0.8)
         train, test = order[:cut], order[cut:]
         try:
-            probe = QueueingLatencyRegressor(quantile=q, n_bootstrap=0).fit(ds.X[train],
-                                                                            ds.y[train])
-            score = mape(probe.predict(ds.X[test]), ds.y[test])
+            probe = QueueingLatencyRegressor(quantile=q, n_bootstrap=0).fit(
+                ds.X[train], ds.y[train], censored[train])
+            calm = test[~censored[test]]
+            score = mape(probe.predict(ds.X[calm]), ds.y[calm]) if calm.size else None
         except ValueError:
             score = None
-    return QueueingLatencyRegressor(quantile=q).fit(ds.X, ds.y), score
+    return QueueingLatencyRegressor(quantile=q).fit(ds.X, ds.y, censored), score
 
 
 def fit_effect(intent: str, objective: str, prof: KPIProfile, ds: Dataset, now: float,
@@ -60,6 +64,7 @@ def fit_effect(intent: str, objective: str, prof: KPIProfile, ds: Dataset, now: 
     if prof.spec.type is KPIType.LATENCY:
         est, score = fit_latency(ds, prof.spec.latency_percentile)
         meta["validation"] = {"mape": score, "method": "newest 20% held out"}
+        meta["censored_rows"] = int((ds.utilization >= SATURATED_UTILIZATION).sum())
         kind = KIND_LATENCY
     else:
         # Saturation losses belong to the latency/capacity model; availability learns the

@@ -65,6 +65,9 @@ class Planner(ABC):
     name: ClassVar[str]
     uses_models: ClassVar[bool] = False
     """True for planners that read learned effect models (the controller then trains them)."""
+    baseline: ClassVar[bool] = False
+    """True for a planner that emulates another system as a reference (``hpa``): the safety
+    layer (:mod:`planner.planners.safety`) leaves its plans as they are."""
 
     @abstractmethod
     def plan(self, ctx: PlanningContext) -> Plan: ...

@@ -15,7 +15,8 @@ vectorised grid (the fast path); large ones by a seeded, time-boxed optuna TPE s
 objectives as constraints. The current configuration is kept while it meets its objectives
 within ``tolerance`` and nothing is cheaper by more than ``hysteresis``: no flapping.
 When no configuration the models know is feasible, the planner takes the best-predicted
-unexplored one and marks the plan exploratory.
+unexplored one and marks the plan exploratory; when none at all is, it sizes the current shape
+by the explicit queueing estimate (:mod:`planner.planners.fallback`), never the admin's maximum.
 
 Feedback (:mod:`planner.planners.feedback`): while every objective holds it occasionally tries
 a configuration shape its model has not observed but predicts much cheaper (marked
@@ -43,7 +44,7 @@ from planner.domain.plan import Action, Plan, ReasonPart
 from planner.domain.state import WorkloadConfig
 from planner.models.forecast import LoadForecast
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
-from planner.planners import feedback, plan_details
+from planner.planners import fallback, feedback, plan_details
 from planner.planners.base import Planner, PlanningContext, clip_target, steps_towards
 from planner.planners.predictors import PredictorMemory, PredictorSource
 from planner.planners.search_space import SearchSpace, gpu_capacity_ok, prices, space_for
@@ -64,8 +65,6 @@ RISK_SCALE = 1.0
 SCALE_IN_MARGIN = 0.05
 """A cheaper configuration must also hold at this much more load before the planner moves to
 it from a configuration that meets its objectives (hysteresis in load, against flapping)."""
-SATURATED_EXCESS = 1e8
-"""``excess`` at or above this means a prediction of an unstable queue (infinite latency)."""
 
 
 @dataclass
@@ -369,15 +368,15 @@ class GridPlanner(Planner):
             exploratory, why_kind = True, "exploration"
             why = "exploratory: no known configuration is feasible; trying an unexplored one"
         else:
-            order = np.lexsort((scored.cost, scored.excess))
-            idx = int(order[0])
-            why = "no configuration is predicted feasible: the least violating"
+            # Nothing is predicted feasible: the models cannot be trusted here (a target below
+            # what they think possible, a load beyond anything seen). Size the current shape
+            # by the explicit estimate instead of chasing the least violating point to the
+            # admin's maximum; the safety layer caps it by what the cluster can schedule.
+            fb, fb_why = fallback.explicit_sizing(ctx, mem.predictors.estimate, rate)
+            scored = self.score(ctx, CandidateBatch.of([fb]), rate, inp)
+            idx = 0
+            why = f"no configuration is predicted feasible: {fb_why}"
         best = scored.batch.config(idx)
-        if not scored.feasible.any() and scored.excess[idx] >= SATURATED_EXCESS:
-            # Every candidate is predicted saturated: the models know nothing useful here
-            # (load beyond anything seen). Add capacity in the current shape, never remove it.
-            best = cfg.with_(replicas=ctx.admin.replicas.max)
-            why = "every configuration predicted saturated: scaling out at the maximum step"
         if keep_current and scored.score[idx] < current.score[0] and not self._holds_at(
                 ctx, scored.batch.config(idx), rate * (1 + SCALE_IN_MARGIN), inp):
             # Cheaper, but only just feasible: moving there now would come back next cycle.

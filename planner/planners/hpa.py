@@ -28,6 +28,7 @@ SCALE_UP_PERIOD_S = 15.0
 
 class HPAPlanner(Planner):
     name = "hpa"
+    baseline = True
 
     def __init__(self, target: float = TARGET_UTILIZATION) -> None:
         self.target = target

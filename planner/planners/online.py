@@ -10,27 +10,44 @@ from typing import Any
 from planner.domain.intents import KPIType
 from planner.models.explicit import ExplicitAvailability, ExplicitLatency, ExplicitThroughput
 from planner.models.predictor import Predictor
-from planner.models.queue_estimate import QueueEstimate, blend, estimate
+from planner.models.queue_estimate import QueueEstimate, blend, capped, estimate
+from planner.models.training import SATURATED_UTILIZATION
 from planner.planners.base import PlanningContext
 
 
 def updated_estimate(ctx: PlanningContext, previous: QueueEstimate | None
                      ) -> QueueEstimate | None:
     """The workload's exponentially weighted :class:`QueueEstimate` after this cycle's
-    observation (``previous`` when the observation says nothing)."""
-    latency = [(o, ctx.profiles[o.name]) for o in ctx.intent.spec.objectives
-               if ctx.profiles[o.name].spec.type is KPIType.LATENCY]
-    obs, q, cap = None, 0.95, float("inf")
-    if latency:
-        o, p = latency[0]
-        obs, q, cap = ctx.current.get(o.name), p.spec.latency_percentile / 100.0, 0.5 * o.value
-    fresh = estimate(ctx.workload, obs, q, cap)
-    return blend(previous, fresh) if fresh is not None else previous
+    observation (``previous`` when the observation says nothing; capped by the capacity seen
+    when the pods are saturated). Each latency objective's base latency is fitted from its own
+    percentile."""
+    # (objective name, observed latency, quantile, cap on the base); no latency objective:
+    # the service rate alone.
+    latency: list[tuple[str | None, float | None, float, float]] = [
+        (o.name, ctx.current.get(o.name), ctx.profiles[o.name].spec.latency_percentile / 100.0,
+         0.5 * o.value) for o in ctx.intent.spec.objectives
+        if ctx.profiles[o.name].spec.type is KPIType.LATENCY] or [(None, None, 0.95, math.inf)]
+    fresh: QueueEstimate | None = None
+    bases: dict[str, float] = {}
+    for name, obs, q, cap in latency:
+        one = estimate(ctx.workload, obs, q, cap)
+        if one is None:
+            continue
+        fresh = fresh or one
+        if name is not None:
+            bases[name] = one.base_ms
+    if fresh is None:
+        util = ctx.workload.cpu_utilization
+        if previous is not None and util is not None and util >= SATURATED_UTILIZATION:
+            return capped(previous, ctx.workload)
+        return previous
+    return blend(previous, QueueEstimate(fresh.mu_per_core, fresh.base_ms, bases))
 
 
-def estimate_memory(est: QueueEstimate | None) -> dict[str, float] | None:
+def estimate_memory(est: QueueEstimate | None) -> dict[str, Any] | None:
     """``est`` as memory (JSON-safe)."""
-    return None if est is None else {"mu_per_core": est.mu_per_core, "base_ms": est.base_ms}
+    return None if est is None else {"mu_per_core": est.mu_per_core, "base_ms": est.base_ms,
+                                     "bases": dict(est.bases)}
 
 
 def recalled_estimate(memory: Mapping[str, Any] | None) -> QueueEstimate | None:
@@ -38,7 +55,10 @@ def recalled_estimate(memory: Mapping[str, Any] | None) -> QueueEstimate | None:
     if not memory:
         return None
     base = memory.get("base_ms")
-    return QueueEstimate(float(memory["mu_per_core"]), math.nan if base is None else float(base))
+    bases = {str(k): float(v) for k, v in dict(memory.get("bases") or {}).items()
+             if v is not None}
+    return QueueEstimate(float(memory["mu_per_core"]),
+                         math.nan if base is None else float(base), bases)
 
 
 def explicit_predictors(ctx: PlanningContext, est: QueueEstimate) -> dict[str, Predictor]:
@@ -48,7 +68,8 @@ def explicit_predictors(ctx: PlanningContext, est: QueueEstimate) -> dict[str, P
     for o in ctx.intent.spec.objectives:
         spec = ctx.profiles[o.name].spec
         if spec.type is KPIType.LATENCY:
-            out[o.name] = ExplicitLatency(est, spec.latency_percentile / 100.0, ctx.config)
+            out[o.name] = ExplicitLatency(est, spec.latency_percentile / 100.0, ctx.config,
+                                          objective=o.name)
         elif spec.type is KPIType.THROUGHPUT:
             out[o.name] = ExplicitThroughput(est, ctx.config)
         elif spec.type is KPIType.AVAILABILITY:

@@ -44,7 +44,7 @@ class QueueingPlanner(Planner):
         for o in ctx.intent.spec.objectives:
             spec = ctx.profiles[o.name].spec
             if spec.type is KPIType.LATENCY:
-                v = est.latency_ms(rate, cfg, spec.latency_percentile / 100.0)
+                v = est.latency_ms(rate, cfg, spec.latency_percentile / 100.0, o.name)
                 if v > o.value:
                     return None
             elif spec.type is KPIType.THROUGHPUT:

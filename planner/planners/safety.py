@@ -1,0 +1,314 @@
+"""The safety layer: rules every plan passes, whichever planner made it.
+
+A planner optimises; this layer keeps the optimisation from doing harm when its models are
+wrong, missing or stale (BRIEF section 6, "Safety first, optimisation second"). The rules, in
+the order they are applied to a plan's target:
+
+1. **Saturated and violated -> scale out proportionally.** When a capacity objective
+   (latency, availability, throughput) is observed violated and the pods are saturated
+   (mean CPU utilisation >= :data:`SATURATED_UTILIZATION`), the target has at least as much
+   capacity as HPA's proportional rule asks for: ``ceil(ready * utilisation / target)`` pods
+   of the current size (converted to the target's CPU size), whatever a model predicts.
+2. **No scale-in while violated.** While a capacity objective is observed violated, the
+   target keeps at least the pods that are scheduled now.
+3. **Never beyond what the cluster can schedule.** The target's replicas are capped at what
+   fits: this workload's scheduled pods of the target's shape, plus the free room on the
+   nodes that may host it (pool, GPUs), plus the room its old-shape pods there will free.
+   Pending pods hold no room and are not counted. The cap never removes a scheduled pod.
+4. **A rollout that makes no progress is undone.** When some desired pod stays unscheduled
+   and no new pod becomes ready for :data:`STUCK_CYCLES` cycles, a shape change (CPU size,
+   device, pool) is rolled back to the shape the ready pods run, and that shape change is not
+   tried again for :data:`VETO_S`; a scale-out is re-targeted to what fits (rule 3).
+5. **No false claim.** A plan never says the objectives are met while one is observed
+   violated: such reason parts are replaced by what is observed.
+
+A planner that emulates another system as a baseline (``Planner.baseline``, e.g. ``hpa``) is
+left as it is, so that it stays what it stands for.
+
+What the layer remembers (the stuck-rollout watch and vetoed shapes) is data, returned with
+the plan and kept by the controller in the intent's memory like any planner memory.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from planner.domain.cost import cost_per_hour
+from planner.domain.intents import KPIType, objective_met
+from planner.domain.memory import Memory
+from planner.domain.plan import Plan, ReasonPart, join_reason
+from planner.domain.state import NodeState, PodState, WorkloadConfig
+from planner.planners import plan_details
+from planner.planners.base import Planner, PlanningContext, clip_target, steps_towards
+
+SATURATED_UTILIZATION = 0.9
+"""Mean CPU utilisation of the ready pods from which the workload counts as saturated."""
+PROPORTIONAL_TARGET = 0.8
+"""The utilisation HPA's proportional rule sizes for in rule 1 (the ``hpa`` baseline's
+default target)."""
+STUCK_CYCLES = 4
+"""Cycles without progress (a desired pod unscheduled, no new pod ready) that make a
+rollout stuck."""
+VETO_S = 3600.0
+"""How long a rolled-back shape change is not tried again."""
+CAPACITY_KPIS = (KPIType.LATENCY, KPIType.AVAILABILITY, KPIType.THROUGHPUT)
+"""Objectives that more capacity helps (a violated cost or power objective is not a reason to
+keep pods)."""
+CLAIM_KINDS = ("hysteresis",)
+"""Reason kinds that claim the objectives are met."""
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the rules look at, read once from the context."""
+
+    violated: tuple[str, ...]
+    """Capacity objectives observed violated (throughput only when saturated: below a
+    throughput target on an unsaturated workload is the offered load, not the capacity)."""
+    saturated: bool
+    utilization: float | None
+    ready: int
+    scheduled: int
+    """Pods of the workload on a node (ready or starting)."""
+    unscheduled: int
+    """Pods waiting for room (Pending)."""
+
+
+def observe(ctx: PlanningContext) -> Observation:
+    util = ctx.workload.cpu_utilization
+    saturated = util is not None and util >= SATURATED_UTILIZATION
+    violated: list[str] = []
+    for o in ctx.intent.spec.objectives:
+        kind = ctx.profiles[o.name].spec.type
+        if kind not in CAPACITY_KPIS:
+            continue
+        if kind is KPIType.THROUGHPUT and not saturated:
+            continue
+        if objective_met(ctx.current.get(o.name), o, ctx.profiles[o.name]) is False:
+            violated.append(o.name)
+    pods = ctx.workload.pods
+    return Observation(tuple(violated), saturated, util, sum(p.ready for p in pods),
+                       sum(p.node is not None for p in pods), sum(p.node is None for p in pods))
+
+
+# ---------------------------------------------------------------------- capacity
+def _eligible(node: NodeState, cfg: WorkloadConfig) -> bool:
+    if cfg.pool is not None and node.pool != cfg.pool:
+        return False
+    return cfg.device != "gpu" or node.gpus > 0
+
+
+def _matches(pod: PodState, cfg: WorkloadConfig) -> bool:
+    return (pod.cpu == cfg.cpu and pod.device == cfg.device
+            and (cfg.pool is None or pod.pool == cfg.pool))
+
+
+def schedulable_replicas(ctx: PlanningContext, cfg: WorkloadConfig) -> int:
+    """How many pods of ``cfg``'s shape the workload can have scheduled: its scheduled pods of
+    that shape, plus what fits in the free room of the eligible nodes counting the room its
+    other pods there free as a rolling update replaces them (fragmentation per node is
+    respected: a pod fits a node or not)."""
+    mine: dict[str, float] = {}
+    matching = 0
+    for p in ctx.workload.pods:
+        if p.node is None:
+            continue
+        if _matches(p, cfg):
+            matching += 1
+        else:
+            mine[p.node] = mine.get(p.node, 0.0) + p.cpu
+    fit = 0
+    for n in ctx.snapshot.nodes:
+        if not _eligible(n, cfg):
+            continue
+        free = n.cpu_capacity - n.cpu_allocated + mine.get(n.name, 0.0)
+        slots = math.floor(free / cfg.cpu + 1e-9) if cfg.cpu > 0 else 0
+        if cfg.device == "gpu":
+            slots = min(slots, n.gpus - n.gpus_allocated)
+        fit += max(0, slots)
+    return matching + fit
+
+
+# ---------------------------------------------------------------------- memory
+@dataclass
+class Watch:
+    """The stuck-rollout watch and the vetoed shape changes (the layer's memory)."""
+
+    config: dict[str, Any] | None
+    ready: int
+    since: float
+    vetoed: list[dict[str, Any]]
+
+    @staticmethod
+    def of(memory: Mapping[str, Any], now: float) -> Watch:
+        vetoed = [dict(v) for v in memory.get("vetoed") or ()
+                  if isinstance(v, Mapping) and float(v.get("until", 0.0)) > now]
+        cfg = memory.get("config")
+        return Watch(dict(cfg) if isinstance(cfg, Mapping) else None,
+                     int(memory.get("ready") or 0), float(memory.get("since") or now), vetoed)
+
+    def as_memory(self) -> dict[str, Any]:
+        return {"config": self.config, "ready": self.ready, "since": self.since,
+                "vetoed": self.vetoed}
+
+    def vetoes(self, cfg: WorkloadConfig) -> bool:
+        return any(v.get("cpu") == cfg.cpu and v.get("device") == cfg.device
+                   and v.get("pool") == cfg.pool for v in self.vetoed)
+
+
+def _running_shape(ctx: PlanningContext) -> WorkloadConfig | None:
+    """The shape most ready pods run (``None`` without ready pods). Their pool is the
+    current pin when they run there, else unpinned (the pin they were made for is unknown)."""
+    counts: dict[tuple[float, str, str | None], int] = {}
+    cfg = ctx.config
+    for p in ctx.workload.pods:
+        if p.ready:
+            key = (p.cpu, p.device, cfg.pool if p.pool == cfg.pool else None)
+            counts[key] = counts.get(key, 0) + 1
+    if not counts:
+        return None
+    cpu, device, pool = max(counts, key=lambda k: counts[k])
+    return cfg.with_(cpu=cpu, device=device, pool=pool)
+
+
+def _stuck(ctx: PlanningContext, obs: Observation, watch: Watch) -> bool:
+    """Update the watch with this cycle; True when the rollout has been stuck long enough."""
+    cfg = ctx.config.as_dict()
+    if watch.config != cfg or obs.ready > watch.ready or obs.unscheduled == 0:
+        watch.config, watch.ready, watch.since = cfg, obs.ready, ctx.now
+        return False
+    return ctx.now - watch.since >= STUCK_CYCLES * ctx.admin.cycle_s - 1e-9
+
+
+# ---------------------------------------------------------------------- the layer
+def guard(ctx: PlanningContext, plan: Plan, memory: Memory,
+          planner: Planner | None = None) -> tuple[Plan, dict[str, Any]]:
+    """``plan`` after the rules, and the layer's new memory of the intent."""
+    watch = Watch.of(memory, ctx.now)
+    if planner is not None and planner.baseline:
+        return plan, watch.as_memory()
+    obs = observe(ctx)
+    cur = ctx.config
+    target, why = _shape_rules(ctx, obs, watch, plan.target)
+    target, sized = _size_rules(ctx, obs, target)
+    why.extend(sized)
+    target, fitted = _fit_rules(ctx, obs, target)
+    why.extend(fitted)
+    parts = list(plan.reason_parts)
+    if obs.violated and any(p.kind in CLAIM_KINDS for p in parts):
+        parts = [p for p in parts if p.kind not in CLAIM_KINDS]
+        why.append(f"observed {', '.join(obs.violated)} violated although the models predict "
+                   f"{_shape(cur)} x {cur.replicas} meets every objective")
+    if not why:
+        return plan, watch.as_memory()
+    parts.append(ReasonPart("safety", "; ".join(why)))
+    if target == plan.target:
+        return _with_parts(plan, parts), watch.as_memory()
+    actions = steps_towards(ctx, target)
+    known = {s.config: dict(s.predicted) for s in plan.steps}
+    steps = tuple(replace(s, predicted=known.get(s.config, s.predicted))
+                  for s in plan_details.plan_steps(ctx, actions, target))
+    guarded = replace(plan, target=target, actions=tuple(actions), steps=steps,
+                      chosen=plan.chosen if plan.chosen is not None else plan.target,
+                      cost_per_hour=cost_per_hour(target, ctx.snapshot))
+    return _with_parts(guarded, [*parts, *plan_details.held_parts(ctx, actions)]), \
+        watch.as_memory()
+
+
+def _with_parts(plan: Plan, parts: list[ReasonPart]) -> Plan:
+    return replace(plan, reason_parts=tuple(parts), reason=join_reason(tuple(parts)))
+
+
+def _shape_rules(ctx: PlanningContext, obs: Observation, watch: Watch,
+                 target: WorkloadConfig) -> tuple[WorkloadConfig, list[str]]:
+    """Rule 4: a stuck rollout is rolled back; a vetoed shape change is not started (the
+    current shape is kept, sized for the same cores)."""
+    cur = ctx.config
+    why: list[str] = []
+    if _stuck(ctx, obs, watch):
+        running = _running_shape(ctx)
+        if running is not None and _shape(running) != _shape(cur):
+            watch.vetoed.append({"cpu": cur.cpu, "device": cur.device, "pool": cur.pool,
+                                 "until": ctx.now + VETO_S})
+            why.append(f"rollout to {_shape(cur)} stuck ({obs.unscheduled} pod(s) unscheduled, "
+                       f"no progress for {ctx.now - watch.since:.0f} s): rolled back to "
+                       f"{_shape(running)}, not retried for {VETO_S / 60:.0f} min")
+            watch.since = ctx.now
+            return running.with_(replicas=max(cur.replicas, obs.ready, 1)), why
+    if _shape(target) == _shape(cur):
+        return target, why
+    same_cores = _same_cores(cur, target)
+    if watch.vetoes(target):
+        why.append(f"{_shape(target)} was rolled back as stuck earlier: {_shape(cur)} kept")
+        return same_cores, why
+    return target, why
+
+
+def _same_cores(cur: WorkloadConfig, target: WorkloadConfig) -> WorkloadConfig:
+    """The current shape with at least the cores ``target`` asks for (its replicas when the
+    device differs: cores do not compare across devices)."""
+    if target.device != cur.device:
+        return cur.with_(replicas=max(cur.replicas, target.replicas))
+    return cur.with_(replicas=max(cur.replicas, math.ceil(
+        target.replicas * target.cpu / cur.cpu - 1e-9)))
+
+
+def _fit_rules(ctx: PlanningContext, obs: Observation,
+               target: WorkloadConfig) -> tuple[WorkloadConfig, list[str]]:
+    """Rule 3: a shape change that does not fit the cluster is not started; the replicas are
+    capped at what can be scheduled (never below the pods scheduled now)."""
+    cur = ctx.config
+    why: list[str] = []
+    if _shape(target) != _shape(cur):
+        fits = schedulable_replicas(ctx, target)
+        if target.replicas > fits:
+            why.append(f"{_shape(target)} x {target.replicas} does not fit the cluster (room "
+                       f"for {fits}): {_shape(cur)} kept")
+            target = clip_target(ctx, _same_cores(cur, target))
+    scheduled = sum(1 for p in ctx.workload.pods if p.node is not None and _matches(p, target))
+    cap = max(schedulable_replicas(ctx, target), scheduled)
+    if target.replicas > cap:
+        why.append(f"capped at {cap} replica(s): what the cluster can schedule of "
+                   f"{_shape(target)} (asked {target.replicas})")
+        target = clip_target(ctx, target.with_(replicas=cap))
+    return target, why
+
+
+def _size_rules(ctx: PlanningContext, obs: Observation,
+                target: WorkloadConfig) -> tuple[WorkloadConfig, list[str]]:
+    """Rules 1 and 2."""
+    cur = ctx.config
+    why: list[str] = []
+    if obs.violated and obs.saturated and obs.utilization is not None:
+        base = obs.ready if obs.ready > 0 else cur.replicas
+        floor_cores = math.ceil(base * obs.utilization / PROPORTIONAL_TARGET) * cur.cpu
+        floor = max(base + 1, math.ceil(floor_cores / target.cpu - 1e-9))
+        if target.replicas < floor:
+            why.append(f"{', '.join(obs.violated)} violated at {obs.utilization:.0%} CPU: "
+                       f"at least {floor} replica(s) (proportional rule, target "
+                       f"{PROPORTIONAL_TARGET:.0%})")
+            target = target.with_(replicas=floor)
+    keep = min(cur.replicas, obs.scheduled)
+    # In cores when the device stays (a smaller CPU size is a scale-in too).
+    need = keep if target.device != cur.device else math.ceil(
+        keep * cur.cpu / target.cpu - 1e-9)
+    if obs.violated and target.replicas < need:
+        why.append(f"{', '.join(obs.violated)} violated: no scale-in (at least {keep} x "
+                   f"{cur.cpu:g} cpu kept)")
+        # A smaller size that cannot hold those cores within the admin's bounds waits.
+        target = target.with_(replicas=need) if need <= ctx.admin.replicas.max else \
+            cur.with_(replicas=max(keep, target.replicas))
+    return clip_target(ctx, target), why
+
+
+def _shape(cfg: WorkloadConfig) -> str:
+    return f"{cfg.cpu:g} cpu {cfg.device}" + (f" in {cfg.pool}" if cfg.pool else "")
+
+
+def plan_safely(planner: Planner, ctx: PlanningContext, memory: Memory
+                ) -> tuple[Plan, dict[str, Any]]:
+    """What the controller and the preview call: the planner's plan through :func:`guard`."""
+    return guard(ctx, planner.plan(ctx), memory, planner)

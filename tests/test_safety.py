@@ -1,0 +1,252 @@
+"""The safety layer's rules, as properties over generated cluster states, plans and histories
+(:mod:`planner.planners.safety`)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from actuators import registry
+from planner.domain.admin import AdminConfig, CpuBounds, ReplicaBounds
+from planner.domain.intents import parse_intent, parse_profile
+from planner.domain.memory import plain
+from planner.domain.plan import Plan, ReasonPart
+from planner.domain.state import ClusterSnapshot, NodeState, PodState, WorkloadConfig, WorkloadState
+from planner.planners import safety
+from planner.planners.base import PlanningContext
+from planner.planners.hpa import HPAPlanner
+from simulator.runner import ScenarioRun
+from simulator.scenario import parse_scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+SIZES = (0.5, 1.0, 2.0, 4.0)
+POOLS = ("a", "b", "c")
+PROPS = settings(max_examples=150, deadline=None,
+                 suppress_health_check=[HealthCheck.too_slow])
+
+
+@dataclass(frozen=True)
+class World:
+    ctx: PlanningContext
+    violated: bool
+    plan: Plan
+
+
+def _intent() -> tuple[Any, Any]:
+    intent = parse_intent({"kind": "Intent", "metadata": {"name": "w", "namespace": "ns"},
+                           "spec": {"targetRef": {"name": "w"}, "objectives": [
+                               {"name": "p95", "value": 100, "measuredBy": "lat"}]}})
+    prof = parse_profile({"kind": "KPIProfile", "metadata": {"name": "lat", "namespace": "ns"},
+                          "spec": {"type": "latency"}})
+    return intent, prof
+
+
+@st.composite
+def worlds(draw: st.DrawFn, shape_change: bool = True) -> World:
+    """A cluster (pools of nodes, partly filled by other workloads), the workload's pods placed
+    where they fit (the rest Pending), an observation and an arbitrary plan target."""
+    n_pools = draw(st.integers(1, 3))
+    nodes: list[dict[str, Any]] = []
+    for p in POOLS[:n_pools]:
+        cap = draw(st.sampled_from((4.0, 8.0, 16.0, 32.0)))
+        gpus = draw(st.sampled_from((0, 0, 2)))
+        for i in range(draw(st.integers(1, 4))):
+            nodes.append({"name": f"{p}{i}", "pool": p, "cap": cap, "gpus": gpus,
+                          "alloc": draw(st.floats(0.0, cap)), "gpu_alloc": 0})
+    pool = draw(st.sampled_from((None, *POOLS[:n_pools])))
+    cfg = WorkloadConfig(draw(st.integers(1, 40)), draw(st.sampled_from(SIZES)), "cpu", pool)
+    util = draw(st.floats(0.0, 1.0))
+    pods: list[PodState] = []
+    for i in range(cfg.replicas):
+        where = next((n for n in nodes if (pool is None or n["pool"] == pool)
+                      and n["cap"] - n["alloc"] >= cfg.cpu), None)
+        if where is not None:
+            where["alloc"] += cfg.cpu
+        ready = where is not None and draw(st.booleans())
+        pods.append(PodState(f"w-{i}", where["name"] if where else None, cfg.cpu, "cpu", ready,
+                             pool=where["pool"] if where else None,
+                             cpu_utilization=util if ready else 0.0))
+    node_states = tuple(NodeState(n["name"], n["pool"], "eu", n["cap"], n["alloc"], n["gpus"],
+                                  n["gpu_alloc"], 0.04, 2.0) for n in nodes)
+    wl = WorkloadState("ns", "w", cfg, tuple(pods), request_rate=100.0, cpu_utilization=util)
+    violated = draw(st.booleans())
+    max_r = draw(st.integers(max(cfg.replicas, 2), 60))
+    admin = AdminConfig(actuators=("replicas", "cpu", "placement"),
+                        replicas=ReplicaBounds(min=1, max=max_r, max_step=100),
+                        cpu=CpuBounds(sizes=SIZES, cooldown_s=0), cycleSeconds=15)
+    acts = registry.create(admin.actuators, admin)
+    intent, prof = _intent()
+    snap = ClusterSnapshot(1000.0, node_states, {"ns/w": wl})
+    ctx = PlanningContext(intent, {"p95": prof}, wl, snap, {"p95": 150.0 if violated else 50.0},
+                          admin, acts, None, 1000.0)
+    if shape_change:
+        target = WorkloadConfig(draw(st.integers(1, max_r)), draw(st.sampled_from(SIZES)),
+                                "cpu", draw(st.sampled_from((None, *POOLS[:n_pools]))))
+    else:
+        target = cfg.with_(replicas=draw(st.integers(1, max_r)))
+    kind = draw(st.sampled_from(("choice", "hysteresis")))
+    plan = Plan("ns/w", "any", cfg, target,
+                reason_parts=(ReasonPart(kind, "current configuration still meets every "
+                                               "objective" if kind == "hysteresis" else "x"),))
+    return World(ctx, violated, plan)
+
+
+def _floor(w: World, target: WorkloadConfig) -> int:
+    """HPA's proportional rule (rule 1), in pods of the target's size."""
+    obs = safety.observe(w.ctx)
+    base = obs.ready if obs.ready else w.ctx.config.replicas
+    cores = math.ceil(base * (obs.utilization or 0.0) / safety.PROPORTIONAL_TARGET) * \
+        w.ctx.config.cpu
+    return max(base + 1, math.ceil(cores / target.cpu - 1e-9))
+
+
+def _scheduled_like(w: World, cfg: WorkloadConfig) -> int:
+    return sum(1 for p in w.ctx.workload.pods if p.node is not None and p.cpu == cfg.cpu
+               and p.device == cfg.device and (cfg.pool is None or p.pool == cfg.pool))
+
+
+@PROPS
+@given(worlds())
+def test_never_beyond_what_the_cluster_can_schedule(w: World) -> None:
+    plan, _ = safety.guard(w.ctx, w.plan, {})
+    t = plan.target
+    room = safety.schedulable_replicas(w.ctx, t)
+    assert t.replicas <= max(room, _scheduled_like(w, t), w.ctx.admin.replicas.min)
+
+
+@PROPS
+@given(worlds())
+def test_saturated_and_violated_scales_out_at_least_proportionally(w: World) -> None:
+    plan, _ = safety.guard(w.ctx, w.plan, {})
+    t = plan.target
+    obs = safety.observe(w.ctx)
+    if not (w.violated and obs.saturated):
+        return
+    limit = min(_floor(w, t), w.ctx.admin.replicas.max,
+                max(safety.schedulable_replicas(w.ctx, t), _scheduled_like(w, t)))
+    assert t.replicas >= limit
+    assert any(p.kind == "safety" for p in plan.reason_parts)
+
+
+@PROPS
+@given(worlds())
+def test_no_scale_in_while_violated(w: World) -> None:
+    plan, _ = safety.guard(w.ctx, w.plan, {})
+    if not w.violated:
+        return
+    scheduled = safety.observe(w.ctx).scheduled
+    t = plan.target
+    cur = w.ctx.config
+    # In cores, whatever the shape: the pods serving now are never taken away.
+    assert t.replicas * t.cpu >= min(cur.replicas, scheduled) * cur.cpu - 1e-9
+
+
+@PROPS
+@given(worlds())
+def test_never_claims_met_while_violated(w: World) -> None:
+    plan, _ = safety.guard(w.ctx, w.plan, {})
+    kinds = {p.kind for p in plan.reason_parts}
+    if w.violated:
+        assert "hysteresis" not in kinds
+    assert plan.reason == "; ".join(p.text for p in plan.reason_parts)
+
+
+@PROPS
+@given(worlds())
+def test_actions_lead_to_the_guarded_target_and_memory_is_data(w: World) -> None:
+    plan, mem = safety.guard(w.ctx, w.plan, {})
+    assert json.loads(json.dumps(plain(mem))) == plain(mem)
+    if plan.target != w.plan.target:
+        assert plan.steps[0].config == w.ctx.config
+        assert plan.steps[-1].config == plan.target
+
+
+@PROPS
+@given(worlds(shape_change=False))
+def test_a_baseline_is_left_as_it_is(w: World) -> None:
+    plan, _ = safety.guard(w.ctx, w.plan, {}, HPAPlanner())
+    assert plan == w.plan
+
+
+# ---------------------------------------------------------------------- histories
+def _stuck_move(pending: int, ready: int, now: float) -> PlanningContext:
+    """A workload asked to move to pool ``b`` (full): its new pods Pending, the old ones still
+    serving in pool ``a``."""
+    cfg = WorkloadConfig(ready, 1.0, "cpu", "b")
+    pods = tuple([PodState(f"old-{i}", "a0", 1.0, "cpu", True, pool="a") for i in range(ready)]
+                 + [PodState(f"new-{i}", None, 1.0, "cpu", False) for i in range(pending)])
+    wl = WorkloadState("ns", "w", cfg, pods, request_rate=50.0, cpu_utilization=0.5)
+    nodes = (NodeState("a0", "a", "eu", 16.0, float(ready)), NodeState("b0", "b", "eu", 4.0, 4.0))
+    admin = AdminConfig(actuators=("replicas", "placement"),
+                        replicas=ReplicaBounds(min=1, max=20, max_step=10), cycleSeconds=15)
+    intent, prof = _intent()
+    return PlanningContext(intent, {"p95": prof}, wl, ClusterSnapshot(now, nodes, {"ns/w": wl}),
+                           {"p95": 50.0}, admin, registry.create(admin.actuators, admin), None,
+                           now)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 8), st.integers(1, 8), st.integers(0, 3))
+def test_a_rollout_without_progress_is_rolled_back_then_not_retried(
+        pending: int, ready: int, extra_cycles: int) -> None:
+    mem: dict[str, Any] = {}
+    rolled_back_at = None
+    for cycle in range(safety.STUCK_CYCLES + 1 + extra_cycles):
+        ctx = _stuck_move(pending, ready, 1000.0 + 15.0 * cycle)
+        keep = Plan("ns/w", "any", ctx.config, ctx.config)
+        plan, mem = safety.guard(ctx, keep, mem)
+        if plan.target.pool != "b":
+            rolled_back_at = cycle
+            assert plan.target.replicas >= ready
+            assert "stuck" in plan.reason
+            break
+    assert rolled_back_at == safety.STUCK_CYCLES
+    # The planner asks for the move again: vetoed for an hour.
+    later = _stuck_move(0, ready, 1000.0 + 15.0 * (rolled_back_at + 1)).config
+    ctx = _stuck_move(0, ready, 1000.0 + 15.0 * (rolled_back_at + 2))
+    unpinned = ctx.config.with_(pool=None)
+    ctx = PlanningContext(ctx.intent, ctx.profiles,
+                          WorkloadState("ns", "w", unpinned, ctx.workload.pods, 50.0, 0.5),
+                          ctx.snapshot, ctx.current, ctx.admin, ctx.actuators, None, ctx.now)
+    plan, _ = safety.guard(ctx, Plan("ns/w", "any", unpinned, later), mem)
+    assert plan.target.pool is None and "rolled back as stuck" in plan.reason
+
+
+def test_progress_resets_the_watch() -> None:
+    mem: dict[str, Any] = {}
+    for cycle in range(3 * safety.STUCK_CYCLES):
+        # One more pod becomes ready every other cycle: slow, but progressing.
+        ctx = _stuck_move(2, 1 + cycle // 2, 1000.0 + 15.0 * cycle)
+        plan, mem = safety.guard(ctx, Plan("ns/w", "any", ctx.config, ctx.config), mem)
+        assert plan.target.pool == "b"
+
+
+# ---------------------------------------------------------------------- end to end
+def test_restarted_during_an_overload_without_a_model_it_acts_in_its_first_cycle() -> None:
+    """A saturated workload, a fresh knowledge base, the default planner: the first cycle that
+    sees the KPI scales out (before, it said "no model yet" and waited)."""
+    doc = yaml.safe_load((ROOT / "examples/scenarios/diurnal-shop.yaml").read_text())
+    w = doc["workloads"][0]
+    capacity = w["service"]["rate_per_core"] * w.get("cpu", 1.0) * 2
+    w["replicas"] = 2
+    w["trace"] = {"kind": "constant", "rate": capacity * 3}
+    run = ScenarioRun(parse_scenario(doc, "overload", ROOT / "examples/scenarios"), "grid", 1)
+    for _ in range(200):
+        outcomes = run.advance()
+        if outcomes is None:
+            continue
+        out = next(o for o in outcomes if o.intent.workload_key == run.scenario.spec.workloads[
+            0].key)
+        if all(v is not None for v in out.current.values()):
+            assert out.plan is not None
+            assert out.plan.target.replicas > 2, out.plan.reason
+            assert out.applied, out.plan.reason
+            return
+    raise AssertionError("the KPI never became known")
