@@ -213,7 +213,8 @@ def test_a_rollout_without_progress_is_rolled_back_then_not_retried(
     ctx = _stuck_move(0, ready, 1000.0 + 15.0 * (rolled_back_at + 2))
     unpinned = ctx.config.with_(pool=None)
     ctx = PlanningContext(ctx.intent, ctx.profiles,
-                          WorkloadState("ns", "w", unpinned, ctx.workload.pods, 50.0, 0.5),
+                          WorkloadState("ns", "w", unpinned, ctx.workload.pods,
+                                        request_rate=50.0, cpu_utilization=0.5),
                           ctx.snapshot, ctx.current, ctx.admin, ctx.actuators, None, ctx.now)
     plan, _ = safety.guard(ctx, Plan("ns/w", "any", unpinned, later), mem)
     assert plan.target.pool is None and "rolled back as stuck" in plan.reason
