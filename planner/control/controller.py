@@ -30,8 +30,8 @@ from planner.domain.plan import Action, Plan
 from planner.domain.ports import ClusterBackend, IntentSource, KPISource
 from planner.domain.state import ClusterSnapshot
 from planner.domain.status import build_status
+from planner.planners import capacity, safety
 from planner.planners import registry as planner_registry
-from planner.planners import safety
 from planner.planners.base import Planner, PlanningContext
 
 log = logging.getLogger(__name__)
@@ -153,7 +153,14 @@ class IntentController:
         profiles = self.source.profiles()
         intents = sorted(self.source.intents(), key=lambda i: -i.spec.priority)
         self.intents_seen = len(intents)
-        outcomes = [self._reconcile_isolated(i, snapshot, profiles) for i in intents]
+        outcomes: list[IntentOutcome] = []
+        view = snapshot  # the cluster as the next intent sees it: earlier plans' pods reserved
+        for i in intents:
+            out = self._reconcile_isolated(i, snapshot, profiles, view)
+            outcomes.append(out)
+            workload = snapshot.workload(i.workload_key)
+            if out.plan is not None and i.spec.active and workload is not None:
+                view = capacity.reserve(view, workload, out.plan)
         self._retention(snapshot.time)
         self.cycles += 1
         for hook in self.hooks:
@@ -164,10 +171,11 @@ class IntentController:
         return outcomes
 
     def _reconcile_isolated(self, intent: Intent, snapshot: ClusterSnapshot,
-                            profiles: Mapping[str, KPIProfile]) -> IntentOutcome:
+                            profiles: Mapping[str, KPIProfile],
+                            view: ClusterSnapshot | None = None) -> IntentOutcome:
         """One intent's failure (a plugin's bug, a bad document) never stops the others."""
         try:
-            return self._reconcile(intent, snapshot, profiles)
+            return self._reconcile(intent, snapshot, profiles, view)
         except Exception as exc:
             log.exception("reconciling %s failed", intent.key)
             out = IntentOutcome(intent,
@@ -189,7 +197,10 @@ class IntentController:
             log.info("retention: %d old event(s) deleted", deleted)
 
     def _reconcile(self, intent: Intent, snapshot: ClusterSnapshot,
-                   profiles: Mapping[str, KPIProfile]) -> IntentOutcome:
+                   profiles: Mapping[str, KPIProfile],
+                   view: ClusterSnapshot | None = None) -> IntentOutcome:
+        """``snapshot`` is what was observed (recorded); ``view`` the same with the room
+        reserved by the plans of higher-priority intents this cycle (planned on)."""
         out = IntentOutcome(intent)
         now = snapshot.time
         workload = snapshot.workload(intent.workload_key)
@@ -215,8 +226,8 @@ class IntentController:
                     "no data"
         mem = observed(self.actuators, workload.key, now, self.memory(intent.key), out.errors)
         planner = self.planner_for(intent)
-        ctx = PlanningContext(intent, by_objective, workload, snapshot, out.current, self.admin,
-                              self.actuators, self.knowledge, now,
+        ctx = PlanningContext(intent, by_objective, workload, view or snapshot, out.current,
+                              self.admin, self.actuators, self.knowledge, now,
                               mem.for_planner(planner.name), mem.actuators)
         t0 = time.perf_counter()
         try:
