@@ -23,7 +23,7 @@ flash sale).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,13 +59,15 @@ def _max_replicas(pools: Sequence[PoolSpec], shape: Shape) -> int:
     return total
 
 
-def latency_ms(w: WorkloadSpec, pools: Sequence[PoolSpec], shape: Shape, replicas: int,
-               rate: float, q: float, weighted: bool) -> float:
-    """The true ``q`` quantile of ``w``'s latency at ``rate`` with ``replicas`` pods."""
+def _terms(w: WorkloadSpec, pools: Sequence[PoolSpec], shape: Shape, replicas: int,
+           rate: float, weighted: bool) -> list[tuple[float, float, float]] | None:
+    """(weight, offset ms, rate 1/ms) terms of the latency mixture of ``replicas`` pods of
+    ``shape`` at ``rate`` (:func:`simulator.queueing.pod_components`); ``None`` when no pool
+    is eligible or a pod saturates."""
     svc = w.service
     mix = _mix(pools, shape)
     if not mix or replicas < 1:
-        return math.inf
+        return None
     c = max(1, int(shape.cpu))
     mu0 = queueing.service_rate(svc.rate_per_core, shape.cpu, svc.cpu_exponent,
                                 svc.gpu_speedup, shape.device)
@@ -76,33 +78,88 @@ def latency_ms(w: WorkloadSpec, pools: Sequence[PoolSpec], shape: Shape, replica
         lam = served / (replicas * f)                 # per pod of this pool
         mu = mu0 * p.speed
         if lam >= queueing.SATURATION * mu:
-            return math.inf
+            return None
         terms.extend(queueing.pod_components(served, mu, c, lam,
                                              svc.base_latency_ms + p.network_latency_ms,
                                              svc.timeout_ms, False))
+    return terms
+
+
+def _survival(terms: Sequence[tuple[float, float, float]], t_ms: float) -> float:
+    """Share of requests slower than ``t_ms`` (:func:`simulator.queueing.survival` for
+    finite rates, in plain floats: the mixtures here have a handful of terms)."""
+    total = sum(x[0] for x in terms)
+    if total <= 0:
+        return 0.0
+    return sum(wt * (1.0 if t_ms < off else math.exp(-k * (t_ms - off)))
+               for wt, off, k in terms) / total
+
+
+def latency_ms(w: WorkloadSpec, pools: Sequence[PoolSpec], shape: Shape, replicas: int,
+               rate: float, q: float, weighted: bool) -> float:
+    """The true ``q`` quantile of ``w``'s latency at ``rate`` with ``replicas`` pods."""
+    terms = _terms(w, pools, shape, replicas, rate, weighted)
+    if terms is None:
+        return math.inf
     arr = np.asarray(terms, dtype=float)
     comps = queueing.Components(arr[:, 0].copy(), arr[:, 1].copy(), arr[:, 2].copy())
     out = queueing.quantile(comps, q)
     return math.inf if out is None else out
 
 
+def meets_latency(w: WorkloadSpec, pools: Sequence[PoolSpec], shape: Shape, replicas: int,
+                  rate: float, targets: Sequence[tuple[float, float]], weighted: bool) -> bool:
+    """Whether every (target ms, quantile) holds: the ``q`` quantile is at most the target
+    exactly when the share of requests slower than the target is at most ``1 - q`` (one
+    evaluation of the survival function instead of solving for the quantile)."""
+    if not targets:
+        return True
+    terms = _terms(w, pools, shape, replicas, rate, weighted)
+    return terms is not None and all(_survival(terms, target) <= 1.0 - q
+                                     for target, q in targets)
+
+
+def _fewest(ok: Callable[[int], bool], lo: int, hi: int, hint: int | None = None) -> int | None:
+    """The smallest ``r`` in ``[lo, hi]`` with ``ok(r)`` (``ok`` monotone), ``None`` if none.
+    From a ``hint`` (last minute's answer: load changes slowly) it gallops to a bracket first,
+    so a steady load costs two evaluations instead of a full bisection."""
+    if hi < lo:
+        return None
+    if hint is None or not lo <= hint <= hi:
+        if not ok(hi):
+            return None
+        a, b = lo, hi
+    elif ok(hint):
+        a, b, step = lo, hint, 1
+        while b - step >= lo:
+            if not ok(b - step):
+                a = b - step + 1
+                break
+            b, step = b - step, step * 2
+    else:
+        a, step = hint + 1, 1
+        while True:
+            cand = min(hint + step, hi)
+            if ok(cand):
+                b = cand
+                break
+            if cand == hi:
+                return None
+            a, step = cand + 1, step * 2
+    while a < b:
+        mid = (a + b) // 2
+        a, b = (a, mid) if ok(mid) else (mid + 1, b)
+    return a
+
+
 def fewest_replicas(w: WorkloadSpec, pools: Sequence[PoolSpec], shape: Shape, rate: float,
                     targets: Sequence[tuple[float, float]], weighted: bool,
-                    bounds: tuple[int, int]) -> int | None:
+                    bounds: tuple[int, int], hint: int | None = None) -> int | None:
     """The fewest replicas of ``shape`` that keep every (target ms, quantile) at ``rate``
-    (latency falls as replicas grow: bisection); ``None`` if even the most do not."""
+    (latency falls as replicas grow); ``None`` if even the most do not."""
     lo, hi = bounds[0], min(bounds[1], _max_replicas(pools, shape))
-
-    def ok(r: int) -> bool:
-        return all(latency_ms(w, pools, shape, r, rate, q, weighted) <= target
-                   for target, q in targets)
-
-    if hi < lo or not ok(hi):
-        return None
-    while lo < hi:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if ok(mid) else (mid + 1, hi)
-    return lo
+    return _fewest(lambda r: meets_latency(w, pools, shape, r, rate, targets, weighted),
+                   lo, hi, hint)
 
 
 def price_per_pod_hour(pools: Sequence[PoolSpec], shape: Shape) -> float:
@@ -136,12 +193,15 @@ def oracle(sc: Scenario, seed: int) -> dict[str, Any]:
         shapes = [Shape(float(c), d, p) for c in sizes for d in devices for p in placements]
         weighted = "weights" in admin.actuators
         core_h, cost, infeasible = 0.0, 0.0, 0
+        hints: dict[Shape, int | None] = {}
         for m in range(int(spec.duration // 60)):
             rate = max(trace.base_rate(m * 60 + s) for s in range(0, 60, int(spec.step_s)))
             best, best_cores = math.inf, 0.0
             for shape in shapes:
                 r = fewest_replicas(w, pools, shape, rate, lat, weighted,
-                                    (max(1, admin.replicas.min), admin.replicas.max))
+                                    (max(1, admin.replicas.min), admin.replicas.max),
+                                    hints.get(shape))
+                hints[shape] = r
                 if r is not None and r * price_per_pod_hour(pools, shape) < best:
                     best, best_cores = r * price_per_pod_hour(pools, shape), r * shape.cpu
             if math.isfinite(best):
