@@ -12,7 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.oracle import Shape, fewest_replicas, latency_ms, oracle  # noqa: E402
+from bench.oracle import Requirements, Shape, fewest_replicas, latency_ms, oracle  # noqa: E402
 from planner.models.sojourn import sojourn_quantile  # noqa: E402
 from simulator.scenario import load_scenario  # noqa: E402
 
@@ -30,7 +30,7 @@ def test_one_pool_is_the_plain_mmc_quantile() -> None:
 
 
 def test_fast_nodes_and_weights_need_fewer_replicas() -> None:
-    target = [(400.0, 0.95)]
+    target = Requirements(latency=((400.0, 0.95),))
     slow = fewest_replicas(W, POOLS, Shape(2.0, "cpu", "gen-old"), 150.0, target, True, (1, 30))
     fast = fewest_replicas(W, POOLS, Shape(2.0, "cpu", "gen-new"), 150.0, target, True, (1, 30))
     rr = fewest_replicas(W, POOLS, Shape(2.0, "cpu", None), 150.0, target, False, (1, 30))
