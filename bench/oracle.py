@@ -283,26 +283,75 @@ def served_rate(w: WorkloadSpec, shape: Shape, pods: Sequence[tuple[PoolSpec, fl
                for (p, n), x in zip(pods, pull, strict=True))
 
 
+def _arrivals(w: WorkloadSpec, shape: Shape, pods: Sequence[tuple[PoolSpec, float]],
+              rate: float, weighted: bool) -> list[float]:
+    """Requests per second one pod of each pool of ``pods`` receives."""
+    mu0 = _mu0(w, shape)
+    pull = [(p.speed * mu0 if weighted else 1.0) * max(0.0, n) for p, n in pods]
+    total = sum(pull)
+    return [rate * (x / n) / total if total > 0 and n > 0 else 0.0
+            for (_, n), x in zip(pods, pull, strict=True)]
+
+
+def _without(pods: Sequence[tuple[PoolSpec, float]], *gone: int) -> list[tuple[PoolSpec, float]]:
+    return [(p, n - sum(1.0 for g in gone if g == k)) for k, (p, n) in enumerate(pods)]
+
+
 def _failure_losses(w: WorkloadSpec, shape: Shape, pods: Sequence[tuple[PoolSpec, float]],
                     rate: float, weighted: bool, fail: Failures) -> list[tuple[float, float]]:
     """Per pool of ``pods``, when one of its pods fails: requests lost in the failing step
     (its share over ``lost_s``) and per second of the restart (what the others cannot serve)."""
-    mu0 = _mu0(w, shape)
-    pull = [(p.speed * mu0 if weighted else 1.0) * n for p, n in pods]
-    total = sum(pull)
     served = served_rate(w, shape, pods, rate, weighted)
-    out = []
-    for j, (_, n) in enumerate(pods):
-        share = rate * (pull[j] / n if n > 0 else 0.0) / total if total > 0 else 0.0
-        rest = [(q, m - 1.0 if k == j else m) for k, (q, m) in enumerate(pods)]
-        out.append((share * fail.lost_s, served - served_rate(w, shape, rest, rate, weighted)))
-    return out
+    return [(arr * fail.lost_s,
+             served - served_rate(w, shape, _without(pods, j), rate, weighted))
+            for j, arr in enumerate(_arrivals(w, shape, pods, rate, weighted))]
+
+
+def _loss_per_second(w: WorkloadSpec, shape: Shape, pods: Sequence[tuple[PoolSpec, float]],
+                     rate: float, weighted: bool, fail: Failures) -> float:
+    """Expected requests lost per second to pod failures at ``rate``.
+
+    A pod fails at ``per_hour`` while ready, and is ready ``1 / (1 + per_hour * down_s /
+    3600)`` of the time. Each failure loses :func:`_failure_losses`. A second pod that fails
+    while the first is out (in one of its ``D`` restart steps, or in the same step) meets
+    fewer survivors: its share is bigger in its failing step, and while both are out the
+    rest serve ``served(n - p - q)`` instead of what the two single failures assumed; that
+    pairwise term is added, longer chains are not."""
+    if fail.per_hour <= 0 or rate <= 0:
+        return 0.0
+    lam = fail.per_hour / 3600.0
+    up = 1.0 / (1.0 + lam * fail.down_s)
+    p_step = lam * fail.step_s * up              # a given pod fails in a given step
+    d, dt = fail.down_steps, fail.step_s
+    served = served_rate(w, shape, pods, rate, weighted)
+    single = _failure_losses(w, shape, pods, rate, weighted, fail)
+    arrivals = _arrivals(w, shape, pods, rate, weighted)
+    loss = 0.0
+    for p, ((_, n_p), (first, per_s)) in enumerate(zip(pods, single, strict=True)):
+        if n_p <= 0:
+            continue
+        rest = _without(pods, p)
+        served_p = served_rate(w, shape, rest, rate, weighted)
+        arrivals_p = _arrivals(w, shape, rest, rate, weighted)
+        pair = 0.0
+        for q, (_, m_q) in enumerate(rest):
+            if m_q <= 0:
+                continue
+            served_q = served_rate(w, shape, _without(pods, q), rate, weighted)
+            both = served_rate(w, shape, _without(pods, p, q), rate, weighted)
+            extra = served_p + served_q - served - both
+            # Second failure k = 1..D steps after the first, or in the same step (each pair
+            # once: half of it from either side).
+            pair += m_q * p_step * (d * (arrivals_p[q] - arrivals[q]) * fail.lost_s
+                                    + dt * (d * (d - 1) / 2 + d / 2) * extra)
+        loss += n_p * lam * up * (first + fail.down_s * per_s + pair)
+    return loss
 
 
 def expected_availability(w: WorkloadSpec, shape: Shape, pods: Sequence[tuple[PoolSpec, float]],
                           rates: Sequence[float], weighted: bool, fail: Failures) -> float:
-    """Expected served / offered over steps at ``rates``: saturation drops plus, per pod and
-    second, ``per_hour / 3600`` x the loss of one failure (:func:`_failure_losses`)."""
+    """Expected served / offered over steps at ``rates``: saturation drops and the failures'
+    losses (:func:`_loss_per_second`)."""
     offered = sum(rates)
     if offered <= 0:
         return 1.0
@@ -315,11 +364,8 @@ def _expected_served(w: WorkloadSpec, shape: Shape, pods: Sequence[tuple[PoolSpe
     total = 0.0
     for rate in rates:
         served = served_rate(w, shape, pods, rate, weighted)
-        if fail.per_hour > 0 and served > 0:
-            losses = _failure_losses(w, shape, pods, rate, weighted, fail)
-            served -= fail.per_hour / 3600.0 * sum(
-                n * (first + fail.down_s * per_s)
-                for (_, n), (first, per_s) in zip(pods, losses, strict=True))
+        if served > 0:
+            served -= _loss_per_second(w, shape, pods, rate, weighted, fail)
         total += max(0.0, served)
     return total
 
