@@ -360,14 +360,17 @@ def expected_availability(w: WorkloadSpec, shape: Shape, pods: Sequence[tuple[Po
 
 def _expected_served(w: WorkloadSpec, shape: Shape, pods: Sequence[tuple[PoolSpec, float]],
                      rates: Sequence[float], weighted: bool, fail: Failures) -> float:
-    """Sum over the steps of the expected served rate."""
-    total = 0.0
-    for rate in rates:
-        served = served_rate(w, shape, pods, rate, weighted)
-        if served > 0:
-            served -= _loss_per_second(w, shape, pods, rate, weighted, fail)
-        total += max(0.0, served)
-    return total
+    """Sum over the steps of the expected served rate. The failures' loss per request is
+    taken at the minute's peak (it does not fall as the load grows while the pods keep up,
+    as the latency objectives require at the peak) and applied to every step."""
+    peak = max(rates, default=0.0)
+    if served_rate(w, shape, pods, peak, weighted) >= peak * (1 - _EPS):
+        total = sum(rates)             # keeping up at the peak, they keep up at every step
+    else:
+        total = sum(served_rate(w, shape, pods, rate, weighted) for rate in rates)
+    if fail.per_hour > 0 and peak > 0:
+        total -= sum(rates) * _loss_per_second(w, shape, pods, peak, weighted, fail) / peak
+    return max(0.0, total)
 
 
 def availability_risk(w: WorkloadSpec, shape: Shape, replicas: int, pools: Sequence[PoolSpec],
