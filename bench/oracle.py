@@ -401,9 +401,9 @@ def fewest_replicas(w: WorkloadSpec, pools: Sequence[PoolSpec], shape: Shape,
                     rates: float | Sequence[float], need: Requirements, weighted: bool,
                     bounds: tuple[int, int], hint: int | None = None) -> int | None:
     """The fewest replicas of ``shape`` that meet ``need`` over the minute's steps at ``rates``
-    (latency at their peak); ``None`` if none within ``bounds`` and the cluster does. Latency,
-    throughput and availability improve as replicas grow (bisection); cost and power then
-    bound the answer from above."""
+    (latency at their peak); ``None`` if no count within ``bounds`` (and the cluster's nodes)
+    does. Latency, throughput and availability improve as replicas grow (bisection); cost and
+    power then bound the answer from above."""
     steps = [float(rates)] if isinstance(rates, (int, float)) else [float(x) for x in rates]
     peak = max(steps)
     lo, hi = bounds[0], min(bounds[1], _max_replicas(pools, shape))
@@ -674,7 +674,7 @@ def oracle(sc: Scenario, seed: int, search_limit: int = SEARCH_LIMIT) -> dict[st
     driven = {w.key for w in workloads}
     packer = Packer(pools, [(Shape(w.cpu, w.device, w.pool), w.replicas)
                             for w in spec.workloads if w.key not in driven])
-    step = int(spec.step_s) if spec.step_s >= 1 else 1
+    offsets = [k * spec.step_s for k in range(math.ceil(60.0 / spec.step_s - _EPS))]
     weighted = "weights" in admin.actuators
     bounds = (max(1, admin.replicas.min), admin.replicas.max)
     has_gpu = any(p.gpus for p in pools)
@@ -698,7 +698,7 @@ def oracle(sc: Scenario, seed: int, search_limit: int = SEARCH_LIMIT) -> dict[st
     tallies = [_Tally() for _ in intents]
     priority = [i.spec.priority for i in intents]
     for m in range(int(spec.duration // 60)):
-        rates = [[tr.base_rate(m * 60 + s) for s in range(0, 60, step)] for tr in traces]
+        rates = [[tr.base_rate(m * 60 + x) for x in offsets] for tr in traces]
         options: list[list[Option]] = []
         for k, w in enumerate(workloads):
             found = []
