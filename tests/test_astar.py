@@ -253,7 +253,6 @@ def test_runs_through_the_controller_with_more_actuators() -> None:
     assert applied
     report = run.report(0.0).as_dict()
     assert report["planner"] == "astar"
-    assert report["totals"]["plan_ms_p99"] < 200
 
 
 def test_runs_with_device_and_placement_on_a_gpu_cluster() -> None:
