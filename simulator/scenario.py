@@ -291,6 +291,14 @@ def check_admin_names(admin: AdminConfig, source: str) -> None:
         if name not in known_planners:
             raise SpecError(source, field, f"unknown planner {name!r}",
                             f"use one of {known_planners}")
+    for name, options in admin.planner_options.items():
+        if name not in known_planners:
+            raise SpecError(source, f"admin.plannerOptions.{name}", f"unknown planner {name!r}",
+                            f"use one of {known_planners}")
+        try:
+            planners.create(name, options)
+        except SpecError as exc:
+            raise SpecError(source, f"admin.{exc.field}", exc.problem, exc.fix) from None
     try:
         actuators.create(admin.actuators, admin)
     except SpecError as exc:

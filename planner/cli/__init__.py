@@ -24,8 +24,9 @@ DEFAULT_SCENARIO = Path(__file__).resolve().parents[2] / "examples" / "scenarios
     "diurnal-shop.yaml"
 
 Scenario = Annotated[Path, typer.Option("--scenario", "-s", help="Scenario YAML file.")]
-PlannerOpt = Annotated[str | None, typer.Option("--planner", "-p",
-                                                help="Planner plugin (default: the scenario's).")]
+PlannerOpt = Annotated[str | None, typer.Option(
+    "--planner", "-p", help="Planner plugin, optionally with its main option (hpa@60 for HPA "
+    "at 60 % CPU); default: the scenario's.")]
 SeedOpt = Annotated[int | None, typer.Option("--seed", min=0,
                                              help="Random seed (default: scenario's).")]
 KbOpt = Annotated[str, typer.Option("--kb", help="Knowledge base: 'memory' or a mongodb:// URI.")]
