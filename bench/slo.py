@@ -1,12 +1,22 @@
-"""SLO attainment and cost: our planner against the HPA baseline and the IDO-style A* planner.
+"""SLO attainment and cost: our planner against HPA at several CPU targets, the explicit
+queueing planner and the IDO-style A* planner.
 
-For every shipped scenario and several seeds, runs each planner on the same simulator and the
-same trace, and prints violation-minutes, core-hours, cost, actions and plan latency, plus the
-ratios ours/hpa and ours/astar. ``grid+char`` is the default planner after a characterisation
-study (``intent-planner characterize``) seeded the knowledge base; ``grid`` starts cold.
-Totals count active intents only (a shadow-mode intent is never acted on by any planner).
+For every shipped scenario (and ``--generated N`` scenarios drawn by ``simulator/generate.py``
+from seeds ``base+1..base+N``, never seen by anyone tuning a planner) and several seeds, runs
+each planner on the same simulator and the same trace, and prints violation-minutes,
+core-hours, cost, actions and plan latency; the ratios of violation-minutes, core-hours and
+cost of ``grid`` (and ``grid+char``) against every other planner; and its *collapses*: runs
+where it violated more than 20 % of its objective-minutes although the perfect-knowledge
+oracle (``bench/oracle.py``) could keep every latency objective all along. Planners are given
+as specs: ``hpa@60`` is HPA at a 60 % CPU target (what a user who misses an SLO does).
+``grid+char`` is the default planner after a characterisation study (``intent-planner
+characterize``) seeded the knowledge base; ``grid`` starts cold. Totals count active intents
+only (a shadow-mode intent is never acted on by any planner).
 
-    python bench/slo.py [--seeds 1 2 3] [--planners hpa astar grid grid+char] [--json]
+    python bench/slo.py [--seeds 1 2 3] [--planners hpa@80 queueing grid] [--generated 20]
+                        [--scenarios] [--json]
+
+``--scenarios`` with no files runs the generated scenarios only.
 """
 
 from __future__ import annotations
@@ -24,6 +34,31 @@ sys.path.insert(0, str(ROOT))
 
 SCENARIOS = sorted((ROOT / "examples" / "scenarios").glob("*.yaml"))
 START = 1_767_225_600.0
+PLANNERS = ["hpa@50", "hpa@60", "hpa@70", "hpa@80", "queueing", "astar", "grid"]
+OURS = "grid"
+"""The default planner: its ratios against every other planner and its collapses are printed."""
+GENERATED = "generated:"
+"""Prefix of a generated scenario's reference (``generated:7``): drawn in each worker."""
+COLLAPSE_SHARE = 0.2
+"""A run collapses when it violates more than this share of its objective-minutes while the
+oracle had no infeasible minute."""
+
+
+def load(ref: str, duration: float | None = None) -> Any:
+    """The scenario a reference names: a YAML path, or ``generated:<seed>``; with ``duration``
+    its spec says that duration (so the oracle covers what the runs cover)."""
+    from simulator.generate import SCENARIO_DIR, generate
+    from simulator.scenario import Scenario, load_scenario, parse_scenario
+
+    if ref.startswith(GENERATED):
+        seed = int(ref.removeprefix(GENERATED))
+        sc = parse_scenario(generate(seed), f"gen-{seed}", SCENARIO_DIR)
+    else:
+        sc = load_scenario(ref)
+    if duration is None:
+        return sc
+    return Scenario(sc.spec.model_copy(update={"duration": duration}), sc.intents, sc.profiles,
+                    sc.base_dir)
 
 
 def run_one(path: str, planner: str, seed: int, trials: int,
@@ -31,9 +66,8 @@ def run_one(path: str, planner: str, seed: int, trials: int,
     from knowledge.connect import open_knowledge_base
     from simulator.characterize import characterize
     from simulator.runner import ScenarioRun
-    from simulator.scenario import load_scenario
 
-    sc = load_scenario(path)
+    sc = load(path)
     kb = open_knowledge_base(None)
     name = planner
     if planner.endswith("+char"):
@@ -57,15 +91,27 @@ def run_one(path: str, planner: str, seed: int, trials: int,
     }
 
 
-def oracle_totals(path: str, seed: int) -> tuple[float, float, int]:
-    """(core-hours, cost, infeasible minutes) of the perfect-knowledge reference
-    (``bench/oracle.py``) over the scenario's active intents."""
+def oracle_totals(path: str, seed: int, duration: float | None = None) -> dict[str, Any]:
+    """Core-hours, cost and infeasible minutes of the perfect-knowledge reference
+    (``bench/oracle.py``) over the scenario's active intents and the runs' ``duration``."""
     from bench.oracle import oracle
-    from simulator.scenario import load_scenario
 
-    per = oracle(load_scenario(path), seed).values()
-    return (sum(v["core_hours"] for v in per), sum(v["cost"] for v in per),
-            sum(v["infeasible_minutes"] for v in per))
+    sc = load(path, duration)
+    per = oracle(sc, seed).values()
+    return {"scenario": sc.name, "seed": seed,
+            "core_hours": sum(v["core_hours"] for v in per),
+            "cost": sum(v["cost"] for v in per),
+            "infeasible_minutes": sum(v["infeasible_minutes"] for v in per)}
+
+
+def collapses(rows: list[dict[str, Any]], refs: list[dict[str, Any]],
+              planner: str) -> list[dict[str, Any]]:
+    """``planner``'s runs that violated more than :data:`COLLAPSE_SHARE` of their
+    objective-minutes where the oracle kept every latency objective all along."""
+    feasible = {(r["scenario"], r["seed"]) for r in refs if r["infeasible_minutes"] == 0}
+    return [{k: r[k] for k in ("scenario", "seed", "violation_minutes", "minutes")}
+            for r in rows if r["planner"] == planner and (r["scenario"], r["seed"]) in feasible
+            and r["violation_minutes"] > COLLAPSE_SHARE * r["minutes"]]
 
 
 def summarise(rows: list[dict[str, Any]], planners: list[str]) -> dict[str, Any]:
@@ -97,15 +143,17 @@ def summarise(rows: list[dict[str, Any]], planners: list[str]) -> dict[str, Any]
             d["cost"] = round(d["cost"], 3)
     t = out["totals"]
     ratios = {}
-    for ours in [p for p in planners if p.startswith("grid")]:
-        for ref in ("hpa", "astar"):
+    for ours in [p for p in planners if p.startswith(OURS)]:
+        for ref in [p for p in planners if not p.startswith(OURS)]:
             if ref in t and ours in t:
                 vm_ref = t[ref]["violation_minutes"]
                 ratios[f"{ours}/{ref}"] = {
                     "violation_minutes": round(t[ours]["violation_minutes"] / vm_ref, 3)
                     if vm_ref else None,
-                    "core_hours": round(t[ours]["core_hours"] / t[ref]["core_hours"], 3),
-                    "cost": round(t[ours]["cost"] / t[ref]["cost"], 3),
+                    "core_hours": round(t[ours]["core_hours"] / t[ref]["core_hours"], 3)
+                    if t[ref]["core_hours"] else None,
+                    "cost": round(t[ours]["cost"] / t[ref]["cost"], 3) if t[ref]["cost"]
+                    else None,
                 }
     out["ratios"] = ratios
     return out
@@ -114,38 +162,74 @@ def summarise(rows: list[dict[str, Any]], planners: list[str]) -> dict[str, Any]
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    ap.add_argument("--planners", nargs="+", default=["hpa", "astar", "grid", "grid+char"])
-    ap.add_argument("--scenarios", nargs="+", default=[str(p) for p in SCENARIOS])
+    ap.add_argument("--planners", nargs="+", default=PLANNERS,
+                    help="planner specs: a name, name@value (hpa@60), or grid+char")
+    ap.add_argument("--scenarios", nargs="*", default=[str(p) for p in SCENARIOS],
+                    help="scenario files (default: the shipped ones; none: generated only)")
+    ap.add_argument("--generated", type=int, default=0, metavar="N",
+                    help="also run N generated scenarios (simulator/generate.py)")
+    ap.add_argument("--generated-seed-base", type=int, default=0, metavar="B",
+                    help="the generated scenarios are drawn from seeds B+1..B+N")
     ap.add_argument("--characterize-trials", type=int, default=40)
     ap.add_argument("--duration", type=float, default=None, help="seconds (default: scenario)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    check_args(ap, args)
+    scenarios = [*args.scenarios, *(f"{GENERATED}{args.generated_seed_base + i}"
+                                    for i in range(1, args.generated + 1))]
     jobs = [(s, p, seed, args.characterize_trials, args.duration)
-            for s in args.scenarios for seed in args.seeds for p in args.planners]
+            for s in scenarios for seed in args.seeds for p in args.planners]
+    oracle_jobs = [(s, seed, args.duration) for s in scenarios for seed in args.seeds]
     t0 = time.perf_counter()
     with ProcessPoolExecutor(args.workers) as pool:
-        rows = list(pool.map(run_one, *zip(*jobs, strict=True)))
+        runs = [pool.submit(run_one, *j) for j in jobs]
+        refs_f = [pool.submit(oracle_totals, *j) for j in oracle_jobs]
+        rows = [f.result() for f in runs]
+        refs = [f.result() for f in refs_f]
     summary = summarise(rows, args.planners)
-    refs = [oracle_totals(s, seed) for s in args.scenarios for seed in args.seeds]
-    summary["oracle_core_hours"] = round(sum(r[0] for r in refs), 2)
-    summary["oracle_cost"] = round(sum(r[1] for r in refs), 3)
-    summary["oracle_infeasible_minutes"] = sum(r[2] for r in refs)
+    summary["oracle_core_hours"] = round(sum(r["core_hours"] for r in refs), 2)
+    summary["oracle_cost"] = round(sum(r["cost"] for r in refs), 3)
+    summary["oracle_infeasible_minutes"] = sum(r["infeasible_minutes"] for r in refs)
+    summary["oracle"] = refs
+    summary["collapses"] = {p: collapses(rows, refs, p) for p in args.planners}
     summary["runs"] = rows
     summary["wall_s"] = round(time.perf_counter() - t0, 1)
     summary["seeds"] = args.seeds
+    summary["scenarios"] = scenarios
     if args.json:
         print(json.dumps(summary, indent=1, sort_keys=True))
         return
+    print_summary(summary, args.planners, len(args.seeds), len(scenarios))
+
+
+def check_args(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Planner specs and counts are checked before any work starts."""
+    from planner.domain.errors import SpecError
+    from planner.planners import registry
+
+    if args.generated < 0 or args.generated_seed_base < 0:
+        ap.error("--generated and --generated-seed-base must be >= 0")
+    if not args.scenarios and not args.generated:
+        ap.error("no scenarios: give scenario files or --generated N")
+    for spec in args.planners:
+        try:
+            registry.parse_spec(spec.removesuffix("+char"), "--planners")
+        except SpecError as exc:
+            ap.error(exc.line())
+
+
+def print_summary(summary: dict[str, Any], planners: list[str], n_seeds: int,
+                  n_scenarios: int) -> None:
     print(f"{'scenario':<14} {'planner':<12} {'viol-min':>8} {'core-h':>8} {'cost':>7} "
           f"{'actions':>7} {'plan p50':>9} {'plan p99':>9}")
     for scen, per in summary["per_scenario"].items():
-        for p in args.planners:
+        for p in planners:
             d = per[p]
             print(f"{scen:<14} {p:<12} {d['violation_minutes']:>8} {d['core_hours']:>8.2f} "
                   f"{d['cost']:>7.3f} {d['actions']:>7} {d['plan_ms_p50']:>8.2f}ms "
                   f"{d['plan_ms_p99']:>8.2f}ms")
-    print(f"\ntotals over {len(args.seeds)} seed(s) x {len(args.scenarios)} scenario(s):")
+    print(f"\ntotals over {n_seeds} seed(s) x {n_scenarios} scenario(s):")
     for p, d in summary["totals"].items():
         print(f"  {p:<12} violation-min {d['violation_minutes']:>5} of {d['objective_minutes']}"
               f"  core-h {d['core_hours']:>8}"
@@ -162,6 +246,19 @@ def main() -> None:
     for k, v in summary["ratios"].items():
         print(f"  {k:<18} violation-min x{v['violation_minutes']}  core-h x{v['core_hours']}  "
               f"cost x{v['cost']}")
+    n_runs = n_seeds * n_scenarios
+    feasible = sum(1 for r in summary["oracle"] if r["infeasible_minutes"] == 0)
+    for p in [p for p in planners if p.startswith(OURS)]:
+        bad = summary["collapses"][p]
+        where = ", ".join(f"{c['scenario']} seed {c['seed']} ({c['violation_minutes']} of "
+                          f"{c['minutes']} min)" for c in bad)
+        print(f"  collapses {p}: {len(bad)} of {n_runs} runs violated > "
+              f"{COLLAPSE_SHARE:.0%} of their objective-minutes where the oracle had no "
+              f"infeasible minute ({feasible} such runs){': ' + where if bad else ''}")
+    others = {p: len(c) for p, c in summary["collapses"].items() if not p.startswith(OURS)}
+    if others:
+        print("  collapses of the others: "
+              + ", ".join(f"{p} {n}" for p, n in others.items()))
     print(f"wall time {summary['wall_s']} s")
 
 

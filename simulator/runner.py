@@ -65,8 +65,9 @@ class ScenarioRun:
         self.seed = scenario.spec.seed if seed is None else seed
         admin = scenario.spec.admin
         if planner is not None:
-            planner_registry.create(planner)  # fail early on an unknown name
-            admin = admin.model_copy(update={"planner": planner, "planners_by_namespace": {}})
+            # A planner spec (``hpa@60``) is checked and applied here; every namespace uses it.
+            admin = planner_registry.with_spec(admin, planner).model_copy(
+                update={"planners_by_namespace": {}})
         self.admin = admin
         self.sim = SimulatedCluster(scenario, self.seed,
                                     start_time=1_767_225_600.0 if start_time is None

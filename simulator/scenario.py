@@ -18,7 +18,15 @@ from planner.domain.errors import SpecError
 from planner.domain.intents import Intent, KPIProfile, check_references, parse_intent, parse_profile
 from planner.domain.validation import spec_error
 from simulator.durations import parse_duration
-from simulator.traces import BurstyTrace, ConstantTrace, CsvTrace, DiurnalTrace, StepTrace, Trace
+from simulator.traces import (
+    BurstyTrace,
+    ConstantTrace,
+    CsvTrace,
+    DiurnalTrace,
+    RandomWalkTrace,
+    StepTrace,
+    Trace,
+)
 
 Seconds = Annotated[float, Field(ge=0)]
 
@@ -122,8 +130,31 @@ class CsvTraceSpec(_S):
     noise: float = Field(default=0.0, ge=0, le=1)
 
 
+class RandomWalkTraceSpec(_S):
+    """A bounded geometric random walk (:class:`simulator.traces.RandomWalkTrace`)."""
+
+    kind: Literal["random_walk"]
+    initial: float = Field(gt=0, description="rate at time 0")
+    low: float = Field(gt=0, description="the walk is reflected at this rate")
+    high: float = Field(gt=0, description="... and at this one")
+    volatility: float = Field(default=0.5, ge=0, le=5, description="standard deviation of "
+                              "the log rate's change over one hour")
+    interval: Seconds = 60.0
+    noise: float = Field(default=0.0, ge=0, le=1)
+    _parse = field_validator("interval", mode="before")(classmethod(lambda cls, v: _dur(v)))
+
+    @model_validator(mode="after")
+    def _ordered(self) -> RandomWalkTraceSpec:
+        if not self.low <= self.initial <= self.high:
+            raise ValueError("need low <= initial <= high")
+        if self.interval <= 0:
+            raise ValueError("interval must be longer than 0")
+        return self
+
+
 TraceSpec = Annotated[
-    ConstantTraceSpec | StepTraceSpec | DiurnalTraceSpec | BurstyTraceSpec | CsvTraceSpec,
+    ConstantTraceSpec | StepTraceSpec | DiurnalTraceSpec | BurstyTraceSpec | CsvTraceSpec
+    | RandomWalkTraceSpec,
     Field(discriminator="kind"),
 ]
 
@@ -199,6 +230,9 @@ class Scenario:
         if isinstance(t, BurstyTraceSpec):
             return BurstyTrace(t.base, t.burst_rate, t.mean_gap, t.burst_duration,
                                horizon=max(self.spec.duration, 1.0), noise=t.noise, seed=s)
+        if isinstance(t, RandomWalkTraceSpec):
+            return RandomWalkTrace(t.initial, t.low, t.high, t.volatility, t.interval,
+                                   horizon=max(self.spec.duration, 1.0), noise=t.noise, seed=s)
         path = Path(t.file)
         if not path.is_absolute():
             path = self.base_dir / path
@@ -257,6 +291,14 @@ def check_admin_names(admin: AdminConfig, source: str) -> None:
         if name not in known_planners:
             raise SpecError(source, field, f"unknown planner {name!r}",
                             f"use one of {known_planners}")
+    for name, options in admin.planner_options.items():
+        if name not in known_planners:
+            raise SpecError(source, f"admin.plannerOptions.{name}", f"unknown planner {name!r}",
+                            f"use one of {known_planners}")
+        try:
+            planners.create(name, options)
+        except SpecError as exc:
+            raise SpecError(source, f"admin.{exc.field}", exc.problem, exc.fix) from None
     try:
         actuators.create(admin.actuators, admin)
     except SpecError as exc:

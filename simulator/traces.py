@@ -136,3 +136,56 @@ class CsvTrace(Trace):
         if self.loop and span > 0:
             t = t % span
         return float(np.interp(t, self._t, self._r))
+
+
+class RandomWalkTrace(Trace):
+    """A bounded geometric random walk: the log of the rate takes a Gaussian step every
+    ``interval`` seconds (standard deviation ``volatility * sqrt(interval / 1 h)``) and is
+    reflected at ``log(low)`` and ``log(high)``; between knots it is interpolated linearly in
+    log space, so the rate is continuous.
+
+    The knots are drawn from the seed in order and kept, so ``rate(t)`` is a fixed function of
+    ``t`` whatever order it is asked in; they are drawn up to ``horizon`` at once and extended
+    beyond it (with the same stream) only if asked.
+    """
+
+    def __init__(
+        self, initial: float, low: float, high: float, volatility: float, interval: float = 60.0,
+        horizon: float = 7 * 86400, noise: float = 0.0, seed: int = 0,
+    ) -> None:
+        super().__init__(noise, seed)
+        if not 0 < low <= initial <= high:
+            raise ValueError("need 0 < low <= initial <= high")
+        if interval <= 0 or volatility < 0:
+            raise ValueError("need interval > 0 and volatility >= 0")
+        self.low, self.high, self.interval = low, high, interval
+        self._lo, self._hi = math.log(low), math.log(high)
+        self._sigma = volatility * math.sqrt(interval / 3600.0)
+        self._rng = np.random.default_rng(seed)
+        self._knots = [math.log(initial)]
+        self._extend(math.ceil(horizon / interval) + 1)
+
+    def _extend(self, n: int) -> None:
+        """Draw knots until there are ``n``."""
+        if n <= len(self._knots):
+            return
+        steps = self._rng.normal(0.0, self._sigma, n - len(self._knots))
+        x = self._knots[-1]
+        span = self._hi - self._lo
+        for step in steps:
+            x += float(step)
+            if span <= 0:
+                x = self._lo
+            else:
+                # Reflect into [lo, hi] (a step can cross a bound more than once).
+                y = (x - self._lo) % (2 * span)
+                x = self._lo + (y if y <= span else 2 * span - y)
+            self._knots.append(x)
+
+    def base_rate(self, t: float) -> float:
+        pos = max(0.0, t) / self.interval
+        i = int(pos)
+        self._extend(i + 2)
+        frac = pos - i
+        x = self._knots[i] * (1.0 - frac) + self._knots[i + 1] * frac
+        return min(self.high, max(self.low, math.exp(x)))

@@ -108,6 +108,31 @@ def test_unknown_planner_and_missing_file() -> None:
     assert res.returncode == 2 and "nope.yaml" in res.stderr
 
 
+def test_planner_spec_sets_the_hpa_target() -> None:
+    """``--planner hpa@50`` is HPA at a 50 % CPU target: it keeps more pods than at 80 %; a
+    bad target names the option and the field."""
+    used = {}
+    for spec in ("hpa@50", "hpa"):
+        res = cli("simulate", "-s", str(SHOP), "-p", spec, "--duration", "30m", "--json")
+        assert res.returncode == 0, res.stderr
+        used[spec] = json.loads(res.stdout)["totals"]["core_hours"]
+    assert used["hpa@50"] > used["hpa"]
+    res = cli("simulate", "-s", str(SHOP), "-p", "hpa@0")
+    assert res.returncode == 2 and "planner" in res.stderr
+    assert "targetCPUUtilizationPercentage" in res.stderr
+
+
+def test_generate_writes_a_scenario_simulate_runs(tmp_path: Path) -> None:
+    out = tmp_path / "gen.yaml"
+    res = cli("generate", "--seed", "3", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    res = cli("simulate", "-s", str(out), "-p", "hpa@70", "--duration", "5m", "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["scenario"] == "gen-3"
+    res = cli("generate", "--seed", "-1")
+    assert res.returncode == 2 and "--seed" in res.stderr
+
+
 @pytest.mark.parametrize("args, field", [
     (["simulate", "-s", str(SHOP), "--seed", "-1"], "--seed"),
     (["simulate", "-s", str(SHOP), "--duration", "0"], "--duration"),
@@ -126,3 +151,8 @@ def test_validate_checks_admin_plugin_names(tmp_path: Path) -> None:
     bad = mutate(SHOP, tmp_path, lambda d: d["admin"].__setitem__("planner", "magic"))
     res = cli("validate", str(bad))
     assert res.returncode == 2 and "admin.planner" in res.stderr
+    bad = mutate(SHOP, tmp_path, lambda d: d["admin"].__setitem__(
+        "plannerOptions", {"hpa": {"targetCPUUtilizationPercentage": 0}}))
+    res = cli("validate", str(bad))
+    assert res.returncode == 2
+    assert "admin.plannerOptions.hpa.targetCPUUtilizationPercentage" in res.stderr

@@ -238,7 +238,7 @@ def prepare(runtime: Runtime, req: schemas.PreviewRequest) -> Prepared:
         # Planners keep no per-intent state: a fresh instance (the controller's are created the
         # same way, by the registry) given the memory plans as the live one would. Its own
         # model cache reads the knowledge base; the live cache is left untouched.
-        planner = fresh_type()
+        planner = planner_registry.create_for(admin, name)
         actuators: dict[str, Actuator] = {}
         for act_name, live_act in controller.actuators.items():
             act = copy.copy(live_act)  # the live configuration, its own per-call output

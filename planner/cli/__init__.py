@@ -24,8 +24,9 @@ DEFAULT_SCENARIO = Path(__file__).resolve().parents[2] / "examples" / "scenarios
     "diurnal-shop.yaml"
 
 Scenario = Annotated[Path, typer.Option("--scenario", "-s", help="Scenario YAML file.")]
-PlannerOpt = Annotated[str | None, typer.Option("--planner", "-p",
-                                                help="Planner plugin (default: the scenario's).")]
+PlannerOpt = Annotated[str | None, typer.Option(
+    "--planner", "-p", help="Planner plugin, optionally with its main option (hpa@60 for HPA "
+    "at 60 % CPU); default: the scenario's.")]
 SeedOpt = Annotated[int | None, typer.Option("--seed", min=0,
                                              help="Random seed (default: scenario's).")]
 KbOpt = Annotated[str, typer.Option("--kb", help="Knowledge base: 'memory' or a mongodb:// URI.")]
@@ -215,6 +216,46 @@ def validate(
             raise _fail(SpecError(str(f), "(file)", f"cannot read: {exc}",
                                   "give a readable YAML file")) from None
         out.print(f"{f}: ok")
+
+
+@app.command()
+def generate(
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Draw the scenario from this seed "
+                                      "(the same seed gives the same scenario).")],
+    output: Annotated[Path | None, typer.Option("--out", "-o", help="Write to this file "
+                                                "(default: stdout).")] = None,
+) -> None:
+    """Print a random but realistic scenario (YAML) drawn from a seed: load shape, service,
+    cluster, admin knobs and intents the planner has never seen (see simulator/generate.py)."""
+    import yaml
+
+    from simulator import generate as gen
+    from simulator.scenario import parse_scenario
+
+    try:
+        doc = gen.generate(seed)
+    except OSError as exc:
+        raise _fail(SpecError("", "--seed", f"seed {seed} replays a recorded trace that cannot "
+                              f"be read: {exc}", "run from a checkout with examples/scenarios/"
+                              "traces, or choose another seed")) from None
+    try:
+        parse_scenario(gen.relocate(doc, None), f"gen-{seed}")
+    except SpecError as exc:
+        raise _fail(exc) from None
+    # Recorded traces are named so that they resolve from where the file goes (stdout:
+    # absolute, as the text may be saved anywhere).
+    doc = gen.relocate(doc, None if output is None else output.resolve().parent)
+    text = (f"# intent-planner generate --seed {seed}\n"
+            + yaml.safe_dump(doc, sort_keys=False, width=100))
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        output.write_text(text)
+    except OSError as exc:
+        raise _fail(SpecError(str(output), "--out", f"cannot write: {exc}",
+                              "give a writable file path")) from None
+    err.print(f"{output}: scenario gen-{seed}", highlight=False)
 
 
 @app.command("planners")

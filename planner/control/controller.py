@@ -91,7 +91,7 @@ class IntentController:
     def planner_for(self, intent: Intent) -> Planner:
         name = self.admin.planner_for(intent.metadata.namespace)
         if name not in self._planners:
-            self._planners[name] = planner_registry.create(name)
+            self._planners[name] = planner_registry.create_for(self.admin, name)
         return self._planners[name]
 
     def memory(self, intent_key: str) -> IntentMemory:

@@ -2,7 +2,9 @@
 :func:`build_controller` with their own backend, KPI source and intent source.
 
 It creates the enabled actuators from the admin's configuration (plugin names checked), the
-controller, and the training hook when a configured planner reads learned models.
+controller, and the training hook when a configured planner reads learned models. Every
+configured planner is created once first, so that a bad ``plannerOptions`` entry is an error
+here rather than in a cycle.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ def build_controller(backend: ClusterBackend, kpis: KPISource, source: IntentSou
     """A controller over ``backend`` with the admin's actuators, and a :class:`Trainer` hook
     when a configured planner learns (``threaded_training``: fits off the cycle's thread, for
     live runs; simulations train inline so they stay deterministic)."""
+    planner_registry.check_admin(admin)
     actuators = actuator_registry.create(admin.actuators, admin)
     controller = IntentController(backend, kpis, source, knowledge, admin, actuators=actuators)
     trainer = None

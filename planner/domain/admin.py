@@ -189,6 +189,11 @@ class DispatchConfig(_Cfg):
 class AdminConfig(_Cfg):
     planner: str = "grid"
     planners_by_namespace: dict[str, str] = Field(default_factory=dict, alias="plannersByNamespace")
+    planner_options: dict[str, dict[str, Any]] = Field(default_factory=dict,
+                                                       alias="plannerOptions")
+    """Options per planner name, e.g. ``{hpa: {targetCPUUtilizationPercentage: 60}}``;
+    each planner validates its own (:attr:`planner.planners.base.Planner.options`) when it
+    is created."""
     actuators: tuple[str, ...] = ("replicas",)
     replicas: ReplicaBounds = ReplicaBounds()
     cpu: CpuBounds = CpuBounds()

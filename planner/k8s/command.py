@@ -27,7 +27,8 @@ def operator(
     health_port: Annotated[int, typer.Option(
         "--health-port", help="Port of /healthz, /readyz and /metrics.")] = 8080,
     planner: Annotated[str | None, typer.Option(
-        "--planner", "-p", help="Planner plugin (default: the admin config's).")] = None,
+        "--planner", "-p", help="Planner plugin, optionally with its main option (hpa@60); "
+        "default: the admin config's.")] = None,
     admin: Annotated[str | None, typer.Option(
         "--admin", help="Admin config YAML (guardrails, cycleSeconds, planner).")] = None,
 ) -> None:
@@ -52,8 +53,8 @@ def operator(
                 doc = yaml.safe_load(f)
         cfg = parse_admin(doc, admin or "")
         if planner:
-            cfg = cfg.model_copy(update={"planner": planner})
-        planner_registry.create(cfg.planner)
+            cfg = planner_registry.with_spec(cfg, planner, "--planner")
+        planner_registry.check_admin(cfg)
     except (OSError, yaml.YAMLError) as exc:
         typer.echo(f"error: --admin {admin}: {exc}", err=True)
         raise typer.Exit(code=2) from None

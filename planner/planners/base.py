@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from pydantic import BaseModel, ConfigDict
+
 from actuators.base import Actuator
 from knowledge.base import KnowledgeBase
 from planner.domain.admin import AdminConfig
@@ -42,6 +44,13 @@ class PlanningContext:
         return self.workload.config
 
 
+class PlannerOptions(BaseModel):
+    """The options a planner takes from the admin's ``plannerOptions.<name>`` (camelCase keys,
+    as every admin field). The base takes none: an unknown key is an error naming it."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
 class Planner(ABC):
     """Turns a :class:`PlanningContext` into a :class:`planner.domain.plan.Plan`.
 
@@ -68,6 +77,17 @@ class Planner(ABC):
     baseline: ClassVar[bool] = False
     """True for a planner that emulates another system as a reference (``hpa``): the safety
     layer (:mod:`planner.planners.safety`) leaves its plans as they are."""
+    options: ClassVar[type[PlannerOptions]] = PlannerOptions
+    """What ``plannerOptions.<name>`` may hold (validated by the registry before
+    :meth:`from_options` is called)."""
+    shorthand: ClassVar[str | None] = None
+    """The option a planner spec ``name@value`` sets (``hpa@60``), if the planner has one."""
+
+    @classmethod
+    def from_options(cls, options: PlannerOptions) -> Planner:
+        """A planner configured by validated ``options`` (an instance of :attr:`options`).
+        The default takes none and calls the constructor without arguments."""
+        return cls()
 
     @abstractmethod
     def plan(self, ctx: PlanningContext) -> Plan: ...

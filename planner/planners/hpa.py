@@ -6,6 +6,10 @@ highest recommendation of the last 300 s (stabilisation window); scale-up at mos
 not looked at: that is the point of a baseline. It uses HPA's own rate limits instead of the
 admin's step size and cooldown, so that it behaves as a Kubernetes user would see it.
 
+The target is the admin's ``plannerOptions.hpa.targetCPUUtilizationPercentage`` (Kubernetes'
+own name and unit; 80 by default), or the planner spec ``hpa@60``: what a user whose SLO is
+missed does is lower it.
+
 Its plans carry no planned load (``planned_rate`` is ``None``: HPA sizes for utilisation, not
 for a load), no predictions (every objective's model is ``none``) and steps with
 configurations and prices only.
@@ -15,10 +19,12 @@ from __future__ import annotations
 
 import math
 
+from pydantic import Field
+
 from planner.domain.cost import cost_per_hour
 from planner.domain.plan import Action, Plan, ReasonPart
 from planner.planners import plan_details
-from planner.planners.base import Planner, PlanningContext
+from planner.planners.base import Planner, PlannerOptions, PlanningContext
 
 TARGET_UTILIZATION = 0.8
 TOLERANCE = 0.1
@@ -26,12 +32,29 @@ STABILIZATION_S = 300.0
 SCALE_UP_PERIOD_S = 15.0
 
 
+class HPAOptions(PlannerOptions):
+    target_cpu_utilization_percentage: float = Field(
+        default=TARGET_UTILIZATION * 100, gt=0, le=100, alias="targetCPUUtilizationPercentage")
+    """Mean CPU utilisation HPA keeps, in percent of the pods' CPU, as in a Kubernetes
+    ``HorizontalPodAutoscaler``."""
+
+
 class HPAPlanner(Planner):
     name = "hpa"
     baseline = True
+    options = HPAOptions
+    shorthand = "targetCPUUtilizationPercentage"
 
     def __init__(self, target: float = TARGET_UTILIZATION) -> None:
+        if not 0 < target <= 1:
+            raise ValueError(f"target utilisation must be in (0, 1], got {target}")
         self.target = target
+
+    @classmethod
+    def from_options(cls, options: PlannerOptions) -> HPAPlanner:
+        if not isinstance(options, HPAOptions):
+            raise TypeError(f"hpa takes HPAOptions, not {type(options).__name__}")
+        return cls(options.target_cpu_utilization_percentage / 100.0)
 
     def plan(self, ctx: PlanningContext) -> Plan:
         cfg = ctx.config

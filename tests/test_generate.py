@@ -1,0 +1,226 @@
+"""Generated scenarios (``simulator/generate.py``): deterministic, valid, varied and plausible;
+the ``random_walk`` trace; ``intent-planner generate``; the collapse count of bench/slo.py."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from bench.oracle import oracle
+from planner.cli import app
+from planner.domain.errors import SpecError
+from simulator.generate import SCENARIO_DIR, generate, relocate
+from simulator.scenario import Scenario, load_scenario, parse_scenario
+from simulator.traces import RandomWalkTrace
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+SEEDS = range(1, 41)
+
+
+@pytest.fixture(scope="module")
+def docs() -> dict[int, dict[str, Any]]:
+    return {s: generate(s) for s in SEEDS}
+
+
+def shape(trace: dict[str, Any]) -> str:
+    """The load shape of a trace document; a step trace that multiplies its rate by 10
+    within 60 s is a flash crowd."""
+    if trace["kind"] != "step":
+        return str(trace["kind"])
+    steps = sorted((s["at"], s["rate"]) for s in trace["steps"])
+    before = [trace["initial"], *(r for _, r in steps)]   # the rate before each step
+    for (t0, _), r0 in zip(steps, before, strict=False):
+        if any(t0 <= t <= t0 + 60 and r >= 10 * r0 * 0.99 for t, r in steps):
+            return "flash"
+    return "step"
+
+
+def test_same_seed_same_document_and_seeds_differ(docs: dict[int, dict[str, Any]]) -> None:
+    assert generate(7) == docs[7]
+    assert generate(7) is not docs[7]
+    assert len({yaml.safe_dump(d) for d in docs.values()}) == len(docs)
+
+
+def test_every_generated_scenario_parses(docs: dict[int, dict[str, Any]]) -> None:
+    for seed, doc in docs.items():
+        sc = parse_scenario(doc, f"gen-{seed}", SCENARIO_DIR)
+        assert sc.name == f"gen-{seed}" and sc.spec.seed == seed
+        assert 3600 <= sc.spec.duration <= 3 * 3600 and sc.spec.step_s == 5
+        assert sc.spec.admin.cycle_s == 15
+        assert f"seed {seed}" in sc.spec.description
+        for w in sc.spec.workloads:
+            assert 5 <= w.service.startup_s <= 90
+        assert len(sc.intents) == len(sc.spec.workloads)
+
+
+def test_generated_scenarios_cover_the_space(docs: dict[int, dict[str, Any]]) -> None:
+    shapes: set[str] = set()
+    kpis: set[str] = set()
+    actuators: set[str] = set()
+    gpu_cheaper: set[bool] = set()
+    regions = generations = gpu_pools = contention = 0
+    for doc in docs.values():
+        pools = doc["cluster"]["pools"]
+        shapes |= {shape(w["trace"]) for w in doc["workloads"]}
+        kpis |= {f"{m['spec']['type']}{m['spec'].get('percentile', '')}"
+                 for m in doc["manifests"] if m["kind"] == "KPIProfile"}
+        actuators |= set(doc["admin"]["actuators"])
+        regions += len({p["region"] for p in pools}) > 1
+        generations += len({p["speed"] for p in pools}) > 1
+        contention += len(doc["workloads"]) > 1
+        gpus = [p for p in pools if p.get("gpus")]
+        gpu_pools += bool(gpus)
+        for w in doc["workloads"]:
+            if gpus:
+                breakeven = 1 + gpus[0]["cost_per_gpu_hour"] / (w["cpu"] *
+                                                               gpus[0]["cost_per_core_hour"])
+                gpu_cheaper.add(w["service"]["gpu_speedup"] > breakeven)
+    assert shapes == {"diurnal", "bursty", "step", "flash", "random_walk", "csv"}
+    assert kpis == {"latency50", "latency90", "latency95", "latency99", "availability",
+                    "throughput"}
+    assert actuators == {"replicas", "remove-pod", "cpu", "device", "placement", "weights"}
+    assert gpu_cheaper == {True, False}     # GPUs sometimes are the cheaper way per request
+    assert min(regions, generations, gpu_pools, contention) >= 1
+
+
+def test_knobs_only_where_the_cluster_makes_them_meaningful(
+        docs: dict[int, dict[str, Any]]) -> None:
+    for doc in docs.values():
+        pools = doc["cluster"]["pools"]
+        acts = set(doc["admin"]["actuators"])
+        assert len(acts & {"replicas", "remove-pod"}) == 1
+        if "device" in acts:
+            assert any(p.get("gpus") for p in pools)
+        if "placement" in acts:
+            assert len(pools) > 1
+        if "weights" in acts:
+            assert len({p["speed"] for p in pools}) > 1
+
+
+def test_targets_are_derived_from_the_service(docs: dict[int, dict[str, Any]]) -> None:
+    """A latency target is above the service's base latency plus the nearest pool's network
+    latency, and within a plausible multiple of its service time; throughput floors are
+    below the least load."""
+    for doc in docs.values():
+        pools = doc["cluster"]["pools"]
+        nearest = min(p["network_latency_ms"] for p in pools)
+        for m in (m for m in doc["manifests"] if m["kind"] == "Intent"):
+            w = next(w for w in doc["workloads"] if w["name"] == m["spec"]["targetRef"]["name"])
+            svc = w["service"]
+            service_ms = 1000.0 / svc["rate_per_core"] / min(p["speed"] for p in pools)
+            for o in m["spec"]["objectives"]:
+                if o["name"].endswith("latency"):
+                    assert o["value"] > svc["base_latency_ms"] + nearest
+                    assert o["value"] < svc["base_latency_ms"] + max(
+                        p["network_latency_ms"] for p in pools) + 40 * service_ms
+                elif o["name"] == "throughput":
+                    assert 0 < o["value"] < _least_rate(w["trace"])
+
+
+def _least_rate(trace: dict[str, Any]) -> float:
+    kind = trace["kind"]
+    if kind == "diurnal":
+        return float(trace["base"] - trace["amplitude"])
+    if kind == "bursty":
+        return float(trace["base"])
+    if kind == "random_walk":
+        return float(trace["low"])
+    if kind == "step":
+        return float(min(trace["initial"], *(s["rate"] for s in trace["steps"])))
+    return math.inf     # csv: checked by the run, not here
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_the_oracle_can_keep_the_targets(docs: dict[int, dict[str, Any]], seed: int) -> None:
+    """With perfect knowledge some configuration meets every latency objective (first 5
+    minutes, to stay fast; bench/slo.py reports the whole runs)."""
+    sc = parse_scenario(docs[seed], f"gen-{seed}", SCENARIO_DIR)
+    short = Scenario(sc.spec.model_copy(update={"duration": 300.0}), sc.intents, sc.profiles,
+                     sc.base_dir)
+    assert all(v["infeasible_minutes"] == 0 for v in oracle(short, 1).values())
+
+
+def test_random_walk_trace_is_bounded_and_deterministic() -> None:
+    walk = RandomWalkTrace(100, 20, 400, volatility=1.5, interval=60, horizon=3600, seed=5)
+    again = RandomWalkTrace(100, 20, 400, volatility=1.5, interval=60, horizon=10, seed=5)
+    times = [i * 7.3 for i in range(2000)]          # beyond the horizon too
+    rates = [walk.base_rate(t) for t in times]
+    # Asked in another order (and extended past a shorter horizon): the same function of t.
+    assert [again.base_rate(t) for t in reversed(times)][::-1] == rates
+    assert min(rates) >= 20 and max(rates) <= 400
+    assert max(rates) / min(rates) > 2              # it does move
+    assert rates[0] == pytest.approx(100)
+    other = RandomWalkTrace(100, 20, 400, volatility=1.5, interval=60, horizon=3600, seed=6)
+    assert [other.base_rate(t) for t in times] != rates
+    assert RandomWalkTrace(50, 50, 50, volatility=1.0).base_rate(1234) == pytest.approx(50)
+    with pytest.raises(ValueError):
+        RandomWalkTrace(10, 20, 400, volatility=1.0)
+
+
+def test_random_walk_trace_in_a_scenario(docs: dict[int, dict[str, Any]]) -> None:
+    doc = next(d for d in docs.values() if any(w["trace"]["kind"] == "random_walk"
+                                               for w in d["workloads"]))
+    sc = parse_scenario(doc, "walk", SCENARIO_DIR)
+    w = next(w for w in sc.spec.workloads if w.trace.kind == "random_walk")
+    a, b = sc.trace_for(w, 1), sc.trace_for(w, 1)
+    assert [a.rate(t) for t in range(0, 3600, 15)] == [b.rate(t) for t in range(0, 3600, 15)]
+    assert [a.base_rate(t) for t in range(0, 3600, 15)] != \
+        [sc.trace_for(w, 2).base_rate(t) for t in range(0, 3600, 15)]
+    bad = yaml.safe_load(yaml.safe_dump(doc))
+    wdoc = next(x for x in bad["workloads"] if x["trace"]["kind"] == "random_walk")
+    wdoc["trace"]["low"] = wdoc["trace"]["initial"] * 2
+    with pytest.raises(SpecError) as err:
+        parse_scenario(bad, "walk", SCENARIO_DIR)
+    assert "trace" in err.value.field and "low <= initial" in err.value.problem
+
+
+def test_cli_generate_prints_a_scenario_that_parses(tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["generate", "--seed", "12"])
+    assert res.exit_code == 0, res.output
+    doc = yaml.safe_load(res.stdout)
+    assert doc == relocate(generate(12), None)
+    assert parse_scenario(doc, "stdout", tmp_path).name == "gen-12"
+    out = tmp_path / "gen.yaml"
+    res = CliRunner().invoke(app, ["generate", "--seed", "12", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert load_scenario(out).name == "gen-12"
+    res = CliRunner().invoke(app, ["generate", "--seed", "12", "--out",
+                                   str(tmp_path / "missing" / "x.yaml")])
+    assert res.exit_code == 2 and "--out" in res.output
+
+
+def test_relocate_names_recorded_traces_from_where_the_file_goes(
+        docs: dict[int, dict[str, Any]]) -> None:
+    doc = next(d for d in docs.values() if any(w["trace"]["kind"] == "csv"
+                                               for w in d["workloads"]))
+    csv = SCENARIO_DIR / next(w["trace"]["file"] for w in doc["workloads"]
+                              if w["trace"]["kind"] == "csv")
+    for where in (None, ROOT, ROOT / "bench"):
+        moved = relocate(doc, where)
+        files = [w["trace"]["file"] for w in moved["workloads"] if w["trace"]["kind"] == "csv"]
+        assert all((Path(where or "/") / f).resolve() == csv.resolve() for f in files)
+    assert doc == generate(doc["seed"])             # the original is left alone
+
+
+def test_collapses_count_runs_the_oracle_could_keep() -> None:
+    from bench.slo import collapses, summarise
+
+    rows = [{"scenario": s, "planner": p, "seed": 1, "violation_minutes": v, "minutes": 100,
+             "core_hours": 1.0, "cost": 1.0, "actions": 1, "plan_ms_p50": 1.0,
+             "plan_ms_p99": 1.0}
+            for s, p, v in [("a", "grid", 30), ("b", "grid", 30), ("a", "hpa@60", 10),
+                            ("b", "hpa@60", 50), ("c", "grid", 20)]]
+    refs = [{"scenario": "a", "seed": 1, "infeasible_minutes": 0},
+            {"scenario": "b", "seed": 1, "infeasible_minutes": 3},
+            {"scenario": "c", "seed": 1, "infeasible_minutes": 0}]
+    assert [c["scenario"] for c in collapses(rows, refs, "grid")] == ["a"]
+    assert collapses(rows, refs, "hpa@60") == []
+    summary = summarise([r for r in rows if r["scenario"] != "c"], ["hpa@60", "grid"])
+    assert summary["ratios"]["grid/hpa@60"]["violation_minutes"] == 1.0
