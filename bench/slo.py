@@ -84,6 +84,7 @@ def run_one(path: str, planner: str, seed: int, trials: int,
         "minutes": sum(o["minutes"] for v in intents.values() for o in v["objectives"].values()),
         "core_hours": sum(v["core_hours"] for v in intents.values()),
         "cost": sum(v["cost"] for v in intents.values()),
+        "gpu_hours": sum(v["gpu_hours"] for v in intents.values()),
         "actions": sum(v["actions"] for v in intents.values()),
         "plan_ms_p50": report["totals"]["plan_ms_p50"],
         "plan_ms_p99": report["totals"]["plan_ms_p99"],
@@ -94,14 +95,33 @@ def run_one(path: str, planner: str, seed: int, trials: int,
 def oracle_totals(path: str, seed: int, duration: float | None = None) -> dict[str, Any]:
     """Core-hours, cost and infeasible minutes of the perfect-knowledge reference
     (``bench/oracle.py``) over the scenario's active intents and the runs' ``duration``."""
-    from bench.oracle import oracle
+    from bench.oracle import oracle, uncovered_notes
 
     sc = load(path, duration)
-    per = oracle(sc, seed).values()
+    by_intent = oracle(sc, seed)
+    per = by_intent.values()
     return {"scenario": sc.name, "seed": seed,
             "core_hours": sum(v["core_hours"] for v in per),
             "cost": sum(v["cost"] for v in per),
-            "infeasible_minutes": sum(v["infeasible_minutes"] for v in per)}
+            "infeasible_minutes": sum(v["infeasible_minutes"] for v in per),
+            "gpu_hours": sum(v.get("gpu_hours", 0.0) for v in per),
+            "pools_used": sorted({p for v in per for p in v.get("pools_used", ())}),
+            "uncovered": uncovered_notes(by_intent)}
+
+
+def devices_and_pools(rows: list[dict[str, Any]], refs: list[dict[str, Any]],
+                      planner: str) -> dict[str, Any]:
+    """Where the oracle uses a GPU: ``planner``'s GPU-hours and cost there against the
+    oracle's (the issue's "where the oracle uses a GPU, the default planner does too")."""
+    gpu = {(r["scenario"], r["seed"]): r for r in refs if r.get("gpu_hours", 0.0) > 0}
+    mine = [r for r in rows if r["planner"] == planner and (r["scenario"], r["seed"]) in gpu]
+    return {"runs": len(gpu),
+            "runs_with_gpu": sum(1 for r in mine if r["gpu_hours"] > 0),
+            "gpu_hours": round(sum(r["gpu_hours"] for r in mine), 2),
+            "oracle_gpu_hours": round(sum(r["gpu_hours"] for r in gpu.values()), 2),
+            "cost": round(sum(r["cost"] for r in mine), 3),
+            "oracle_cost": round(sum(r["cost"] for r in gpu.values()), 3),
+            "where": sorted({f"{s} seed {seed}" for s, seed in gpu})}
 
 
 def collapses(rows: list[dict[str, Any]], refs: list[dict[str, Any]],
@@ -193,6 +213,10 @@ def main() -> None:
     summary["oracle_infeasible_minutes"] = sum(r["infeasible_minutes"] for r in refs)
     summary["oracle"] = refs
     summary["collapses"] = {p: collapses(rows, refs, p) for p in args.planners}
+    summary["gpu"] = {p: devices_and_pools(rows, refs, p) for p in args.planners
+                      if p.startswith(OURS)}
+    summary["oracle_uncovered"] = sorted({f"{r['scenario']}: {n}" for r in refs
+                                          for n in r["uncovered"]})
     summary["runs"] = rows
     summary["wall_s"] = round(time.perf_counter() - t0, 1)
     summary["seeds"] = args.seeds
@@ -255,6 +279,16 @@ def print_summary(summary: dict[str, Any], planners: list[str], n_seeds: int,
         print(f"  collapses {p}: {len(bad)} of {n_runs} runs violated > "
               f"{COLLAPSE_SHARE:.0%} of their objective-minutes where the oracle had no "
               f"infeasible minute ({feasible} such runs){': ' + where if bad else ''}")
+    for p, g in summary["gpu"].items():
+        if g["runs"]:
+            print(f"  where the oracle uses GPUs ({g['runs']} runs: {', '.join(g['where'])}): "
+                  f"{p} used them in {g['runs_with_gpu']} ({g['gpu_hours']} GPU-h against "
+                  f"the oracle's {g['oracle_gpu_hours']}), cost {g['cost']} against "
+                  f"{g['oracle_cost']} (x{g['cost'] / max(g['oracle_cost'], 1e-9):.2f})")
+        else:
+            print(f"  the oracle uses no GPU in these runs ({p}: nothing to compare)")
+    for line in summary["oracle_uncovered"]:
+        print(f"  oracle leaves uncovered: {line}")
     others = {p: len(c) for p, c in summary["collapses"].items() if not p.startswith(OURS)}
     if others:
         print("  collapses of the others: "
