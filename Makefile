@@ -6,6 +6,8 @@ STAMP   := $(VENV)/.installed
 SYSSTAMP:= $(VENV)/.system-packages
 SCENARIO?= examples/scenarios/diurnal-shop.yaml
 APT_PACKAGES := haproxy prometheus
+PYTEST_WORKERS ?= 2
+# pytest-xdist processes (CI has 2 cores); PYTEST_WORKERS=0 runs in one process.
 
 .PHONY: install system-packages run test lint typecheck layers pytest bench clean
 
@@ -46,7 +48,7 @@ layers: install
 	$(BIN)/lint-imports
 
 pytest: install system-packages
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS)
 
 test: lint typecheck layers pytest
 

@@ -336,3 +336,38 @@ def test_forecast_peak_is_the_highest_recent_rate() -> None:
     assert f.peak("k", 90.0, 60.0) == 300.0
     assert f.peak("k", 90.0, 45.0) == 150.0
     assert f.peak("other", 90.0, 60.0) is None
+
+
+class NothingFeasible(Predictor):
+    """A model that predicts every configuration just above the target (as the availability
+    model that sent the planner to its maximum did)."""
+
+    kind = "learned"
+
+    def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
+        p = np.full(len(batch), 61.0) - batch.replicas * 1e-3   # more replicas: "less bad"
+        return Prediction(p, p, np.ones(len(batch), dtype=bool))
+
+
+def test_nothing_feasible_sizes_by_the_explicit_estimate_not_the_maximum() -> None:
+    ctx = context(replicas=4, cpu=1.0, latency=40.0, rate=300.0)
+    plan = planner_with(NothingFeasible()).plan(ctx)
+    # Before: the "least violating" point, 40 replicas of the largest size.
+    assert plan.target.replicas < ctx.admin.replicas.max
+    assert plan.target.cpu == ctx.config.cpu
+    assert "no configuration is predicted feasible" in plan.reason
+
+
+def test_nothing_feasible_with_an_estimate_carries_the_load() -> None:
+    from planner.models.queue_estimate import QueueEstimate
+    from planner.planners import fallback
+
+    ctx = context(replicas=4, cpu=1.0, latency=40.0, rate=300.0)
+    cfg, why = fallback.explicit_sizing(ctx, QueueEstimate(100.0, 3.0), 300.0)
+    # 300 req/s at 100 req/s per core: the fewest pods whose p95 by the estimate is <= 60 ms.
+    assert 4 <= cfg.replicas <= 10 and cfg.cpu == 1.0
+    assert "explicit queueing estimate" in why
+    # A target below the base latency: no count meets it, the load is carried at the cap.
+    low = context(replicas=4, cpu=1.0, latency=40.0, rate=300.0)
+    cfg2, why2 = fallback.explicit_sizing(low, QueueEstimate(100.0, 500.0), 300.0)
+    assert cfg2.replicas == 4 and "no count meets" in why2
