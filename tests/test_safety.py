@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -230,15 +231,18 @@ def test_progress_resets_the_watch() -> None:
 
 
 # ---------------------------------------------------------------------- end to end
-def test_restarted_during_an_overload_without_a_model_it_acts_in_its_first_cycle() -> None:
-    """A saturated workload, a fresh knowledge base, the default planner: the first cycle that
-    sees the KPI scales out (before, it said "no model yet" and waited)."""
+@pytest.mark.parametrize("planner", ["grid", "queueing", "astar"])
+def test_restarted_during_an_overload_without_a_model_it_acts_in_its_first_cycle(
+        planner: str) -> None:
+    """A saturated workload, a fresh knowledge base: the first cycle that sees the KPI scales
+    out, whichever planner (before, each said "no model yet" or "load too low to estimate"
+    and waited while HPA scaled out)."""
     doc = yaml.safe_load((ROOT / "examples/scenarios/diurnal-shop.yaml").read_text())
     w = doc["workloads"][0]
     capacity = w["service"]["rate_per_core"] * w.get("cpu", 1.0) * 2
     w["replicas"] = 2
     w["trace"] = {"kind": "constant", "rate": capacity * 3}
-    run = ScenarioRun(parse_scenario(doc, "overload", ROOT / "examples/scenarios"), "grid", 1)
+    run = ScenarioRun(parse_scenario(doc, "overload", ROOT / "examples/scenarios"), planner, 1)
     for _ in range(200):
         outcomes = run.advance()
         if outcomes is None:
