@@ -112,3 +112,28 @@ def test_each_latency_objective_gets_its_own_base() -> None:
     # At the observed configuration each prediction is close to what was observed.
     assert preds["p50"].predict(now, 200.0).mean[0] == pytest.approx(25.0, rel=0.05)
     assert preds["p99"].predict(now, 200.0).mean[0] == pytest.approx(180.0, rel=0.05)
+
+
+def test_a_model_vouches_only_for_loads_near_what_it_saw() -> None:
+    """Fitted on calm minutes at 10 pods, the model does not vouch for 2 pods carrying five
+    times the load per pod (the planner scaled a service from 29 pods to 2 on such a model):
+    those candidates are unsupported; the ones it saw, and a margin beyond, are supported."""
+    from planner.models.effects import EXTRAPOLATION_MARGIN, EffectModel, LearnedLatency
+    from planner.models.observations import Dataset
+    from planner.models.predictor import CandidateBatch
+    from planner.models.training import load_range
+
+    X, y, cens = _calm_and_saturated(0)
+    calm = ~cens
+    ds = Dataset(X[calm], y[calm], (), (), np.arange(calm.sum(), dtype=float),
+                 np.full(int(calm.sum()), 0.2))
+    top = load_range(ds)["cpu"]
+    assert top == pytest.approx(3.0 / 10.0)
+    est = QueueingLatencyRegressor(timeout_ms=TIMEOUT_MS).fit(ds.X, ds.y)
+    model = EffectModel("ns/w", "p95", "queueing-latency", est, (), 0.0, False,
+                        {"load_per_core_max": {"cpu": top}})
+    pred = LearnedLatency(model).predict(
+        CandidateBatch.of([WorkloadConfig(r, 1.0) for r in (10, 8, 2)]), 3.0)
+    per_core = 3.0 / np.array([10, 8, 2])
+    assert list(pred.supported) == list(per_core <= EXTRAPOLATION_MARGIN * top)
+    assert pred.supported[0] and not pred.supported[2]

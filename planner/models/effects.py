@@ -15,11 +15,12 @@ from importlib import metadata as importlib_metadata
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from sklearn.base import BaseEstimator
 
 from planner.models import serialization
 from planner.models.availability import AvailabilityRegressor
-from planner.models.latency import QueueingLatencyRegressor
+from planner.models.latency import EXTRAPOLATION_MARGIN, QueueingLatencyRegressor
 from planner.models.observations import UNKNOWN_CLASS, feature_names, pool_code
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
 
@@ -142,7 +143,24 @@ class LearnedKPI(Predictor):
     def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
         X = self.model.features(batch, rate, self.mix)
         est: QueueingLatencyRegressor | AvailabilityRegressor = self.model.estimator
-        return Prediction(est.predict(X), est.predict_bound(X), est.supported(X))
+        return Prediction(est.predict(X), est.predict_bound(X),
+                          est.supported(X) & self.within_load_range(batch, rate))
+
+    def within_load_range(self, batch: CandidateBatch, rate: float) -> NDArray[np.bool_]:
+        """Candidates whose load per core is at most :data:`EXTRAPOLATION_MARGIN` times the
+        highest the model saw below saturation on that device (all of them when the model's
+        metadata does not say: models trained before it was recorded). A model fitted on calm
+        minutes knows nothing of a pod carrying five times that load."""
+        seen = self.model.metadata.get("load_per_core_max")
+        ok = np.ones(len(batch), dtype=bool)
+        if self.model.kind != KIND_LATENCY or not isinstance(seen, Mapping):
+            return ok
+        per_core = rate / np.maximum(batch.replicas * batch.cpu, 1e-9)
+        for name, rows in (("cpu", batch.gpu < 0.5), ("gpu", batch.gpu >= 0.5)):
+            top = seen.get(name)
+            if isinstance(top, int | float) and top > 0:
+                ok &= ~rows | (per_core <= EXTRAPOLATION_MARGIN * float(top))
+        return ok
 
 
 LearnedLatency = LearnedKPI

@@ -38,6 +38,10 @@ N_FIXED = 5
 """Leading parameters: log mu, alpha, log gpu speed-up, base latency, dispatch exponent beta."""
 MAX_RESIDUAL_SCALE = 5.0
 """A fitted log-latency residual scale beyond this is no model (exp(5) = 148x)."""
+EXTRAPOLATION_MARGIN = 1.5
+"""How far beyond what it observed a model vouches for a configuration: CPU sizes within this
+factor of the observed range (once two sizes were seen), loads per core up to this factor of
+the highest seen below saturation (:class:`planner.models.effects.LearnedKPI`)."""
 SPEED_BOUND = 2.5
 """Per-class log speed bound (relative to the reference class): 0.08x to 12x."""
 
@@ -289,6 +293,6 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
             # One CPU size seen: how latency scales with CPU is unknown; do not extrapolate.
             cpu_ok = np.isclose(X[:, 2], lo)
         else:
-            cpu_ok = (X[:, 2] >= lo / 1.5) & (X[:, 2] <= hi * 1.5)
+            cpu_ok = (X[:, 2] >= lo / EXTRAPOLATION_MARGIN) & (X[:, 2] <= hi * EXTRAPOLATION_MARGIN)
         out: NDArray[np.bool_] = dev_ok & class_ok & cpu_ok
         return out

@@ -52,6 +52,20 @@ def fit_latency(ds: Dataset, percentile: float, validate: bool = True) -> tuple[
     return QueueingLatencyRegressor(quantile=q).fit(ds.X, ds.y, censored), score
 
 
+def load_range(ds: Dataset) -> dict[str, float]:
+    """Per device, the highest load per core (req/s) observed below saturation: how far the
+    data reaches (a latency model vouches for loads a little beyond it, see
+    :class:`planner.models.effects.LearnedKPI`)."""
+    calm = ~(ds.utilization >= SATURATED_UTILIZATION)
+    per_core = ds.X[:, 0] / np.maximum(ds.X[:, 1] * ds.X[:, 2], 1e-9)
+    out: dict[str, float] = {}
+    for name, rows in (("cpu", ds.X[:, 3] < 0.5), ("gpu", ds.X[:, 3] >= 0.5)):
+        sel = calm & rows
+        if sel.any():
+            out[name] = float(per_core[sel].max())
+    return out
+
+
 def fit_effect(intent: str, objective: str, prof: KPIProfile, ds: Dataset, now: float,
                min_samples: int) -> EffectModel:
     """One effect model of ``intent``'s ``objective`` from ``ds``; :class:`ValueError` when the
@@ -65,6 +79,7 @@ def fit_effect(intent: str, objective: str, prof: KPIProfile, ds: Dataset, now: 
         est, score = fit_latency(ds, prof.spec.latency_percentile)
         meta["validation"] = {"mape": score, "method": "newest 20% held out"}
         meta["censored_rows"] = int((ds.utilization >= SATURATED_UTILIZATION).sum())
+        meta["load_per_core_max"] = load_range(ds)
         kind = KIND_LATENCY
     else:
         # Saturation losses belong to the latency/capacity model; availability learns the

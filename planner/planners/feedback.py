@@ -114,6 +114,12 @@ class Explorer:
         if not calm or key in self.trials or rollout_in_progress(ctx):
             return None
         cand = feasible & ~supported & (score < score[best] * (1.0 - EXPLORE_GAIN))
+        # Only shapes the model has not observed: a known shape's candidates that are
+        # unsupported for their load (beyond the range the model saw) are not a shape to try.
+        for shape in {shape_of(batch.config(int(i))) for i in np.flatnonzero(cand)}:
+            mask = shape_mask(batch, shape)
+            if (mask & supported).any():
+                cand &= ~mask
         tried = self.tried.setdefault(key, {})
         for i in np.flatnonzero(cand):
             if ctx.now - tried.get(shape_of(batch.config(int(i))), -math.inf) \
