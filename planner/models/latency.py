@@ -212,6 +212,8 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         thetas = []
         for _ in range(self.n_bootstrap):
             idx = rng.integers(0, len(y), len(y))
+            while int((~cens[idx]).sum()) < 3:   # a resample needs rows below saturation
+                idx = rng.integers(0, len(y), len(y))
             thetas.append(self._fit_theta(X[idx], y[idx], shares[idx], self.theta_, lo, hi,
                                           cens[idx], max_nfev=40))
         self.bootstrap_thetas_ = np.asarray(thetas, dtype=float).reshape(-1, len(self.theta_))

@@ -7,8 +7,9 @@ violating" point sends the workload to the admin's maximum replicas and largest 
 what the cluster can schedule. The explicit estimate (:mod:`planner.models.queue_estimate`)
 still knows how many pods carry the load: the fewest that meet the latency objectives by its
 prediction, or, when no count does (a target below the base latency), the fewest that keep
-every pod below the utilisation cap. Without an estimate the current replicas are kept (the
-safety layer scales a saturated, violated workload out by the proportional rule).
+every pod at HPA's target utilisation. It never scales in: models out of their depth are no
+reason to remove pods. Without an estimate the current replicas are kept (the safety layer
+scales a saturated, violated workload out by the proportional rule).
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from planner.domain.intents import KPIType
 from planner.domain.state import WorkloadConfig
 from planner.models.explicit import ExplicitLatency
 from planner.models.predictor import CandidateBatch
-from planner.models.queue_estimate import MAX_UTILIZATION, QueueEstimate
+from planner.models.queue_estimate import QueueEstimate
 from planner.planners.base import PlanningContext
+from planner.planners.safety import PROPORTIONAL_TARGET
 
 REDUNDANT_AVAILABILITY = 0.99
 """Availability targets from this up need two pods at least (one is a single point of
@@ -55,13 +57,15 @@ def explicit_sizing(ctx: PlanningContext, est: QueueEstimate | None,
                                    objective=o.name).predict(batch, rate)
             ok &= pred.bound <= o.value * (1.0 + o.tolerance)
     if latency and ok.any():
-        r = int(reps[int(np.argmax(ok))])
+        r = max(int(reps[int(np.argmax(ok))]), cfg.replicas)
         return cfg.with_(replicas=r), (
             f"explicit queueing estimate: {r} replica(s) of the current size meet the latency "
             f"objectives at {rate:.0f} req/s")
-    need = rate / (MAX_UTILIZATION * est.mu_per_core * cfg.cpu)
+    need = rate / (PROPORTIONAL_TARGET * est.mu_per_core * cfg.cpu)
     r = int(min(max(b.max, floor), max(floor, math.ceil(need))))
-    return cfg.with_(replicas=r), (
-        f"explicit queueing estimate: {r} replica(s) of the current size carry {rate:.0f} req/s "
-        f"below {MAX_UTILIZATION:.0%} utilisation"
-        + (" (no count meets the latency targets by the estimate either)" if latency else ""))
+    why = (f"explicit queueing estimate: {r} replica(s) of the current size carry {rate:.0f} "
+           f"req/s at {PROPORTIONAL_TARGET:.0%} utilisation"
+           + (" (no count meets the latency targets by the estimate either)" if latency else ""))
+    if r < cfg.replicas:
+        return cfg, why + f"; {cfg.replicas} kept (no scale-in on a model's word)"
+    return cfg.with_(replicas=r), why

@@ -65,6 +65,18 @@ def shape_mask(batch: CandidateBatch, shape: Shape | None) -> NDArray[np.bool_]:
     return out
 
 
+def unobserved_shapes(batch: CandidateBatch, supported: NDArray[np.bool_]) -> NDArray[np.bool_]:
+    """Candidates whose shape no candidate of ``batch`` is supported in (a shape the model has
+    not observed, as opposed to a known shape at a load beyond its range)."""
+    out: NDArray[np.bool_] = ~supported
+    idx = np.flatnonzero(supported)
+    known = {(float(batch.cpu[i]), "gpu" if batch.gpu[i] > 0.5 else "cpu", batch.pool[i])
+             for i in idx.tolist()}
+    for shape in known:
+        out &= ~shape_mask(batch, shape)
+    return out
+
+
 def rollout_in_progress(ctx: PlanningContext) -> bool:
     """Pods of another shape still serve, or not every pod is ready yet."""
     cfg = ctx.config
@@ -113,13 +125,10 @@ class Explorer:
         calm = ctx.now - self.violated_at.get(key, -math.inf) >= EXPLORE_CALM_S
         if not calm or key in self.trials or rollout_in_progress(ctx):
             return None
-        cand = feasible & ~supported & (score < score[best] * (1.0 - EXPLORE_GAIN))
         # Only shapes the model has not observed: a known shape's candidates that are
         # unsupported for their load (beyond the range the model saw) are not a shape to try.
-        for shape in {shape_of(batch.config(int(i))) for i in np.flatnonzero(cand)}:
-            mask = shape_mask(batch, shape)
-            if (mask & supported).any():
-                cand &= ~mask
+        cand = feasible & unobserved_shapes(batch, supported) & (
+            score < score[best] * (1.0 - EXPLORE_GAIN))
         tried = self.tried.setdefault(key, {})
         for i in np.flatnonzero(cand):
             if ctx.now - tried.get(shape_of(batch.config(int(i))), -math.inf) \

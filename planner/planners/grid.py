@@ -363,8 +363,9 @@ class GridPlanner(Planner):
                        + (f" in {c.pool}" if c.pool else "")
                        + f" not observed yet, predicted {gain:.0%} cheaper than the best known;"
                        " tried while every objective holds")
-        elif scored.feasible.any():
-            idx = int(np.flatnonzero(scored.feasible)[np.argmin(scored.score[scored.feasible])])
+        elif (novel := scored.feasible & feedback.unobserved_shapes(scored.batch,
+                                                                   supported)).any():
+            idx = int(np.flatnonzero(novel)[np.argmin(scored.score[novel])])
             exploratory, why_kind = True, "exploration"
             why = "exploratory: no known configuration is feasible; trying an unexplored one"
         else:

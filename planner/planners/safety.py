@@ -15,10 +15,12 @@ the order they are applied to a plan's target:
    fits: this workload's scheduled pods of the target's shape, plus the free room on the
    nodes that may host it (pool, GPUs), plus the room its old-shape pods there will free.
    Pending pods hold no room and are not counted. The cap never removes a scheduled pod.
-4. **A rollout that makes no progress is undone.** When some desired pod stays unscheduled
-   and no new pod becomes ready for :data:`STUCK_CYCLES` cycles, a shape change (CPU size,
-   device, pool) is rolled back to the shape the ready pods run, and that shape change is not
-   tried again for :data:`VETO_S`; a scale-out is re-targeted to what fits (rule 3).
+   A shape change that does not fit is not started.
+4. **A rollout that makes no progress is undone.** When some desired pod stays unscheduled,
+   no pod of the new shape is starting and none more got scheduled for :data:`STUCK_CYCLES`
+   cycles, a shape change (CPU size, device, pool) is rolled back to the shape before it, and
+   that shape change is not tried again for :data:`VETO_S`; a scale-out is re-targeted to what
+   fits (rule 3).
 5. **No false claim.** A plan never says the objectives are met while one is observed
    violated: such reason parts are replaced by what is observed.
 
@@ -133,39 +135,60 @@ def schedulable_replicas(ctx: PlanningContext, cfg: WorkloadConfig) -> int:
 
 
 # ---------------------------------------------------------------------- memory
+def _shape_doc(cfg: WorkloadConfig) -> dict[str, Any]:
+    return {"cpu": cfg.cpu, "device": cfg.device, "pool": cfg.pool}
+
+
 @dataclass
 class Watch:
     """The stuck-rollout watch and the vetoed shape changes (the layer's memory)."""
 
-    config: dict[str, Any] | None
-    ready: int
+    shape: dict[str, Any] | None
+    """The configuration's shape (CPU size, device, pool) last seen."""
+    previous: dict[str, Any] | None
+    """The shape before the last shape change: where a stuck rollout goes back to."""
+    progress: int
+    """Pods of the current shape scheduled when progress was last seen."""
     since: float
+    """When progress was last seen (or the shape changed)."""
     vetoed: list[dict[str, Any]]
 
     @staticmethod
     def of(memory: Mapping[str, Any], now: float) -> Watch:
         vetoed = [dict(v) for v in memory.get("vetoed") or ()
                   if isinstance(v, Mapping) and float(v.get("until", 0.0)) > now]
-        cfg = memory.get("config")
-        return Watch(dict(cfg) if isinstance(cfg, Mapping) else None,
-                     int(memory.get("ready") or 0), float(memory.get("since") or now), vetoed)
+        shape, previous, since = memory.get("shape"), memory.get("previous"), memory.get("since")
+        return Watch(dict(shape) if isinstance(shape, Mapping) else None,
+                     dict(previous) if isinstance(previous, Mapping) else None,
+                     int(memory.get("progress") or 0),
+                     float(since) if isinstance(since, int | float) else now, vetoed)
 
     def as_memory(self) -> dict[str, Any]:
-        return {"config": self.config, "ready": self.ready, "since": self.since,
-                "vetoed": self.vetoed}
+        return {"shape": self.shape, "previous": self.previous, "progress": self.progress,
+                "since": self.since, "vetoed": self.vetoed}
 
     def vetoes(self, cfg: WorkloadConfig) -> bool:
         return any(v.get("cpu") == cfg.cpu and v.get("device") == cfg.device
                    and v.get("pool") == cfg.pool for v in self.vetoed)
 
+    def veto(self, cfg: WorkloadConfig, until: float) -> None:
+        if not self.vetoes(cfg):
+            self.vetoed.append({**_shape_doc(cfg), "until": until})
 
-def _running_shape(ctx: PlanningContext) -> WorkloadConfig | None:
-    """The shape most ready pods run (``None`` without ready pods). Their pool is the
-    current pin when they run there, else unpinned (the pin they were made for is unknown)."""
-    counts: dict[tuple[float, str, str | None], int] = {}
+
+def _running_shape(ctx: PlanningContext, watch: Watch) -> WorkloadConfig | None:
+    """Where a stuck rollout goes back to: the shape before the change when the watch saw it,
+    else the shape most ready pods run (their pool the current pin when they run there, else
+    unpinned); ``None`` when neither is known or it is the current shape."""
     cfg = ctx.config
+    if watch.previous is not None:
+        prev = cfg.with_(cpu=float(watch.previous["cpu"]), device=str(watch.previous["device"]),
+                         pool=None if watch.previous.get("pool") is None
+                         else str(watch.previous["pool"]))
+        return prev if _shape(prev) != _shape(cfg) else None
+    counts: dict[tuple[float, str, str | None], int] = {}
     for p in ctx.workload.pods:
-        if p.ready:
+        if p.ready and not _matches(p, cfg):
             key = (p.cpu, p.device, cfg.pool if p.pool == cfg.pool else None)
             counts[key] = counts.get(key, 0) + 1
     if not counts:
@@ -175,10 +198,19 @@ def _running_shape(ctx: PlanningContext) -> WorkloadConfig | None:
 
 
 def _stuck(ctx: PlanningContext, obs: Observation, watch: Watch) -> bool:
-    """Update the watch with this cycle; True when the rollout has been stuck long enough."""
-    cfg = ctx.config.as_dict()
-    if watch.config != cfg or obs.ready > watch.ready or obs.unscheduled == 0:
-        watch.config, watch.ready, watch.since = cfg, obs.ready, ctx.now
+    """Update the watch with this cycle; True when the rollout is stuck: a desired pod is
+    unscheduled, no pod of the new shape is starting (nothing in flight, whatever the
+    start-up time) and no more of them got scheduled for :data:`STUCK_CYCLES` cycles."""
+    cfg = ctx.config
+    shape = _shape_doc(cfg)
+    mine = [p for p in ctx.workload.pods if p.node is not None and _matches(p, cfg)]
+    if watch.shape != shape:
+        watch.previous = watch.shape
+        watch.shape, watch.progress, watch.since = shape, len(mine), ctx.now
+        return False
+    starting = any(not p.ready for p in mine)
+    if len(mine) > watch.progress or obs.unscheduled == 0 or starting:
+        watch.progress, watch.since = len(mine), ctx.now
         return False
     return ctx.now - watch.since >= STUCK_CYCLES * ctx.admin.cycle_s - 1e-9
 
@@ -192,10 +224,10 @@ def guard(ctx: PlanningContext, plan: Plan, memory: Memory,
         return plan, watch.as_memory()
     obs = observe(ctx)
     cur = ctx.config
-    target, why = _shape_rules(ctx, obs, watch, plan.target)
+    target, why, rolling_back = _shape_rules(ctx, obs, watch, plan.target)
     target, sized = _size_rules(ctx, obs, target)
     why.extend(sized)
-    target, fitted = _fit_rules(ctx, obs, target)
+    target, fitted = _fit_rules(ctx, obs, target, rolling_back)
     why.extend(fitted)
     parts = list(plan.reason_parts)
     if obs.violated and any(p.kind in CLAIM_KINDS for p in parts):
@@ -223,28 +255,29 @@ def _with_parts(plan: Plan, parts: list[ReasonPart]) -> Plan:
 
 
 def _shape_rules(ctx: PlanningContext, obs: Observation, watch: Watch,
-                 target: WorkloadConfig) -> tuple[WorkloadConfig, list[str]]:
-    """Rule 4: a stuck rollout is rolled back; a vetoed shape change is not started (the
-    current shape is kept, sized for the same cores)."""
+                 target: WorkloadConfig) -> tuple[WorkloadConfig, list[str], bool]:
+    """Rule 4: a stuck rollout is rolled back (and kept rolled back while the current shape is
+    vetoed, e.g. while a cooldown holds the rollback); a vetoed shape change is not started
+    (the current shape is kept, sized for the same cores). The flag says "rolling back"."""
     cur = ctx.config
     why: list[str] = []
-    if _stuck(ctx, obs, watch):
-        running = _running_shape(ctx)
-        if running is not None and _shape(running) != _shape(cur):
-            watch.vetoed.append({"cpu": cur.cpu, "device": cur.device, "pool": cur.pool,
-                                 "until": ctx.now + VETO_S})
+    stuck = _stuck(ctx, obs, watch)
+    back = _running_shape(ctx, watch) if stuck or watch.vetoes(cur) else None
+    if back is not None:
+        if stuck:
+            watch.veto(cur, ctx.now + VETO_S)
             why.append(f"rollout to {_shape(cur)} stuck ({obs.unscheduled} pod(s) unscheduled, "
-                       f"no progress for {ctx.now - watch.since:.0f} s): rolled back to "
-                       f"{_shape(running)}, not retried for {VETO_S / 60:.0f} min")
-            watch.since = ctx.now
-            return running.with_(replicas=max(cur.replicas, obs.ready, 1)), why
+                       f"none starting, no progress for {ctx.now - watch.since:.0f} s): rolled "
+                       f"back to {_shape(back)}, not retried for {VETO_S / 60:.0f} min")
+        else:
+            why.append(f"{_shape(cur)} was rolled back as stuck: back to {_shape(back)}")
+        return back.with_(replicas=max(cur.replicas, obs.ready, 1)), why, True
     if _shape(target) == _shape(cur):
-        return target, why
-    same_cores = _same_cores(cur, target)
+        return target, why, False
     if watch.vetoes(target):
         why.append(f"{_shape(target)} was rolled back as stuck earlier: {_shape(cur)} kept")
-        return same_cores, why
-    return target, why
+        return _same_cores(cur, target), why, False
+    return target, why, False
 
 
 def _same_cores(cur: WorkloadConfig, target: WorkloadConfig) -> WorkloadConfig:
@@ -256,24 +289,28 @@ def _same_cores(cur: WorkloadConfig, target: WorkloadConfig) -> WorkloadConfig:
         target.replicas * target.cpu / cur.cpu - 1e-9)))
 
 
-def _fit_rules(ctx: PlanningContext, obs: Observation,
-               target: WorkloadConfig) -> tuple[WorkloadConfig, list[str]]:
-    """Rule 3: a shape change that does not fit the cluster is not started; the replicas are
-    capped at what can be scheduled (never below the pods scheduled now)."""
+def _fit_rules(ctx: PlanningContext, obs: Observation, target: WorkloadConfig,
+               rolling_back: bool = False) -> tuple[WorkloadConfig, list[str]]:
+    """Rule 3: a shape change that does not fit the cluster is not started (a rollback is
+    always started: its pods are the ones running); the replicas are capped at what can be
+    scheduled, never below the pods scheduled now (nor below the current replicas while they
+    all are: a cap must not delete serving pods)."""
     cur = ctx.config
     why: list[str] = []
-    if _shape(target) != _shape(cur):
+    if _shape(target) != _shape(cur) and not rolling_back:
         fits = schedulable_replicas(ctx, target)
         if target.replicas > fits:
             why.append(f"{_shape(target)} x {target.replicas} does not fit the cluster (room "
                        f"for {fits}): {_shape(cur)} kept")
             target = clip_target(ctx, _same_cores(cur, target))
     scheduled = sum(1 for p in ctx.workload.pods if p.node is not None and _matches(p, target))
-    cap = max(schedulable_replicas(ctx, target), scheduled)
+    cap = max(schedulable_replicas(ctx, target), scheduled, min(cur.replicas, obs.scheduled))
     if target.replicas > cap:
-        why.append(f"capped at {cap} replica(s): what the cluster can schedule of "
-                   f"{_shape(target)} (asked {target.replicas})")
-        target = clip_target(ctx, target.with_(replicas=cap))
+        capped = clip_target(ctx, target.with_(replicas=cap))
+        why.append(f"capped at {capped.replicas} replica(s): what the cluster can schedule of "
+                   f"{_shape(target)} after this cycle's higher-priority plans (asked "
+                   f"{target.replicas})")
+        target = capped
     return target, why
 
 
@@ -283,6 +320,11 @@ def _size_rules(ctx: PlanningContext, obs: Observation,
     cur = ctx.config
     why: list[str] = []
     if obs.violated and obs.saturated and obs.utilization is not None:
+        if target.device != cur.device:
+            # Cores do not compare across devices; no device switch while overloaded.
+            why.append(f"{', '.join(obs.violated)} violated at saturation: no switch to "
+                       f"{target.device} now")
+            target = _same_cores(cur, target)
         base = obs.ready if obs.ready > 0 else cur.replicas
         floor_cores = math.ceil(base * obs.utilization / PROPORTIONAL_TARGET) * cur.cpu
         floor = max(base + 1, math.ceil(floor_cores / target.cpu - 1e-9))
