@@ -70,3 +70,25 @@ def test_the_lower_priority_intent_gets_what_is_left_and_is_told_why() -> None:
     assert low.target.replicas == 4               # nothing left: keeps what it runs
     assert "capped" in low.reason
     assert sum(n.cpu_allocated for n in views[-1].nodes) <= 16.0
+
+
+def test_a_cordoned_node_offers_no_room() -> None:
+    from dataclasses import replace
+
+    snap = _snapshot([8.0, 8.0])
+    cordoned = ClusterSnapshot(0.0, (snap.nodes[0], replace(snap.nodes[1], schedulable=False)),
+                               {})
+    wl = WorkloadState("ns", "w", WorkloadConfig(0, 1.0), ())
+    plan = Plan("ns/w", "any", wl.config, wl.config.with_(replicas=12))
+    after = capacity.reserve(cordoned, wl, plan)
+    assert after.nodes[1].cpu_allocated == cordoned.nodes[1].cpu_allocated
+    assert after.nodes[0].cpu_allocated == 8.0
+    admin = AdminConfig(actuators=("replicas",), replicas=ReplicaBounds(min=1, max=20))
+    intent = parse_intent({"kind": "Intent", "metadata": {"name": "w", "namespace": "ns"},
+                           "spec": {"targetRef": {"name": "w"}, "objectives": [
+                               {"name": "p95", "value": 100, "measuredBy": "lat"}]}})
+    prof = parse_profile({"kind": "KPIProfile", "metadata": {"name": "lat", "namespace": "ns"},
+                          "spec": {"type": "latency"}})
+    ctx = PlanningContext(intent, {"p95": prof}, wl, cordoned, {"p95": 50.0}, admin,
+                          registry.create(admin.actuators, admin), None, 0.0)
+    assert safety.schedulable_replicas(ctx, wl.config) == 8

@@ -18,6 +18,8 @@ class NodeState:
     cost_per_core_hour: float = 0.04
     cost_per_gpu_hour: float = 0.0
     labels: dict[str, str] = field(default_factory=dict)
+    schedulable: bool = True
+    """False for a node that takes no new pods (cordoned: ``spec.unschedulable``)."""
 
 
 @dataclass(frozen=True)

@@ -267,7 +267,8 @@ class KubernetesBackend(ClusterBackend):
             cpu_allocated=sum(p.cpu for p in pods),
             gpus=_gpus(alloc),
             gpus_allocated=sum(1 for p in pods if p.device == "gpu"),
-            cost_per_core_hour=costs[0], cost_per_gpu_hour=costs[1], labels=labels)
+            cost_per_core_hour=costs[0], cost_per_gpu_hour=costs[1], labels=labels,
+            schedulable=not bool((n.get("spec") or {}).get("unschedulable")))
 
     def _config(self, w: Mapping[str, Any]) -> WorkloadConfig:
         spec = w.get("spec") or {}

@@ -21,7 +21,7 @@ from planner.domain.state import ClusterSnapshot, NodeState, WorkloadState
 
 
 def _fits(n: NodeState, cpu: float, gpus: int, pool: str | None) -> bool:
-    if pool is not None and n.pool != pool:
+    if not n.schedulable or (pool is not None and n.pool != pool):
         return False
     if gpus and n.gpus - n.gpus_allocated < gpus:
         return False

@@ -98,7 +98,7 @@ def observe(ctx: PlanningContext) -> Observation:
 
 # ---------------------------------------------------------------------- capacity
 def _eligible(node: NodeState, cfg: WorkloadConfig) -> bool:
-    if cfg.pool is not None and node.pool != cfg.pool:
+    if not node.schedulable or (cfg.pool is not None and node.pool != cfg.pool):
         return False
     return cfg.device != "gpu" or node.gpus > 0
 
