@@ -31,11 +31,14 @@ def mape(pred: np.ndarray, y: np.ndarray) -> float | None:
     return float(np.mean(np.abs(pred[ok] - y[ok]) / y[ok]))
 
 
-def fit_latency(ds: Dataset, percentile: float, validate: bool = True) -> tuple[Any, float | None]:
-    """Fit on everything (saturated rows as censored); score on the newest 20 % (its
-    unsaturated rows) with a model fitted on the oldest 80 %."""
+def fit_latency(ds: Dataset, percentile: float,
+                validate: bool = True) -> tuple[Any, float | None, float | None]:
+    """Fit on everything (saturated rows as censored); score on the newest 20 % with a model
+    fitted on the oldest 80 %: the error on its unsaturated rows, and the share of its
+    saturated rows predicted below what was seen (a model blind to saturation scores high)."""
     q = percentile / 100.0
     score = None
+    below: float | None = None
     # Saturated rows say "at least this slow": censored, not dropped (nor fitted as exact).
     censored = ds.utilization >= SATURATED_UTILIZATION
     if validate and len(ds) >= 10:
@@ -47,9 +50,13 @@ def fit_latency(ds: Dataset, percentile: float, validate: bool = True) -> tuple[
                 ds.X[train], ds.y[train], censored[train])
             calm = test[~censored[test]]
             score = mape(probe.predict(ds.X[calm]), ds.y[calm]) if calm.size else None
+            sat = test[censored[test]]
+            if sat.size:
+                # Saturated test rows are lower bounds: the share predicted below them.
+                below = float(np.mean(probe.predict(ds.X[sat]) < ds.y[sat]))
         except ValueError:
             score = None
-    return QueueingLatencyRegressor(quantile=q).fit(ds.X, ds.y, censored), score
+    return QueueingLatencyRegressor(quantile=q).fit(ds.X, ds.y, censored), score, below
 
 
 def load_range(ds: Dataset) -> dict[str, float]:
@@ -76,8 +83,9 @@ def fit_effect(intent: str, objective: str, prof: KPIProfile, ds: Dataset, now: 
         "kpi": {"type": prof.spec.type.value, "percentile": prof.spec.percentile},
     }
     if prof.spec.type is KPIType.LATENCY:
-        est, score = fit_latency(ds, prof.spec.latency_percentile)
-        meta["validation"] = {"mape": score, "method": "newest 20% held out"}
+        est, score, below = fit_latency(ds, prof.spec.latency_percentile)
+        meta["validation"] = {"mape": score, "saturated_predicted_below": below,
+                              "method": "newest 20% held out"}
         meta["censored_rows"] = int((ds.utilization >= SATURATED_UTILIZATION).sum())
         meta["load_per_core_max"] = load_range(ds)
         kind = KIND_LATENCY

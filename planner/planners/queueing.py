@@ -8,7 +8,7 @@ from planner.domain.intents import KPIType, objective_met
 from planner.domain.plan import Plan, ReasonPart
 from planner.domain.state import WorkloadConfig
 from planner.models.queue_estimate import QueueEstimate
-from planner.planners import plan_details
+from planner.planners import fallback, plan_details
 from planner.planners.base import Planner, PlanningContext, clip_target, steps_towards
 from planner.planners.online import (
     estimate_memory,
@@ -25,7 +25,8 @@ class QueueingPlanner(Planner):
     name = "queueing"
 
     def required_replicas(self, ctx: PlanningContext, est: QueueEstimate,
-                          rate: float) -> tuple[int, dict[str, float]]:
+                          rate: float) -> tuple[int, dict[str, float]] | None:
+        """The fewest replicas predicted to meet every objective; ``None`` if no count is."""
         cfg = ctx.config
         bounds = ctx.admin.replicas
         for r in range(max(1, bounds.min), bounds.max + 1):
@@ -33,7 +34,7 @@ class QueueingPlanner(Planner):
             predicted = self.predict(ctx, est, rate, cand)
             if predicted is not None:
                 return r, predicted
-        return bounds.max, self.predict(ctx, est, rate, cfg.with_(replicas=bounds.max)) or {}
+        return None
 
     def predict(self, ctx: PlanningContext, est: QueueEstimate, rate: float,
                 cfg: WorkloadConfig) -> dict[str, float] | None:
@@ -74,9 +75,18 @@ class QueueingPlanner(Planner):
                 "no action: load too low to estimate the service rate",
                 memory=remembered)
         rate = (ctx.workload.request_rate or 0.0) * (1.0 + ctx.admin.headroom)
-        replicas, predicted = self.required_replicas(ctx, est, rate)
-        why = ReasonPart("choice", f"queueing model: {replicas} replica(s) meet every objective "
-                                   f"at {rate:.0f} req/s")
+        found = self.required_replicas(ctx, est, rate)
+        if found is not None:
+            replicas, predicted = found
+            why = ReasonPart("choice", f"queueing model: {replicas} replica(s) meet every "
+                                       f"objective at {rate:.0f} req/s")
+        else:
+            # No count does (a target below the base latency, ...): carry the load instead of
+            # going to the maximum.
+            sized, text = fallback.explicit_sizing(ctx, est, rate)
+            replicas, predicted = sized.replicas, {}
+            why = ReasonPart("choice", f"no replica count is predicted to meet every "
+                                       f"objective: {text}")
         # Only latency: a throughput shortfall may be the offered load, not the capacity.
         violated = [o.name for o in ctx.intent.spec.objectives
                     if ctx.profiles[o.name].spec.type is KPIType.LATENCY
