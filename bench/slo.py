@@ -176,6 +176,29 @@ def summarise(rows: list[dict[str, Any]], planners: list[str]) -> dict[str, Any]
                     else None,
                 }
     out["ratios"] = ratios
+    out["where_not_better"] = where_not_better(out["per_scenario"], planners)
+    return out
+
+
+def where_not_better(per_scenario: dict[str, dict[str, Any]],
+                     planners: list[str]) -> dict[str, dict[str, list[str]]]:
+    """Per baseline, the scenarios where the default planner is not better: more
+    violation-minutes, or as few or fewer but at more cost (the issue asks the output to
+    name them)."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for ours in [p for p in planners if p.startswith(OURS)]:
+        for ref in [p for p in planners if not p.startswith(OURS)]:
+            worse, dearer = [], []
+            for scen, per in sorted(per_scenario.items()):
+                if ours not in per or ref not in per:
+                    continue
+                a, b = per[ours], per[ref]
+                if a["violation_minutes"] > b["violation_minutes"]:
+                    worse.append(f"{scen} ({a['violation_minutes']} vs "
+                                 f"{b['violation_minutes']} min)")
+                elif a["cost"] > b["cost"] * 1.0005:
+                    dearer.append(f"{scen} ({a['cost']:.3f} vs {b['cost']:.3f})")
+            out[f"{ours}/{ref}"] = {"more_violations": worse, "more_cost": dearer}
     return out
 
 
@@ -194,7 +217,12 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=None, help="seconds (default: scenario)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--from-json", metavar="FILE",
+                    help="print the report of a saved --json output instead of running")
     args = ap.parse_args()
+    if args.from_json:
+        reprint(args.from_json)
+        return
     check_args(ap, args)
     scenarios = [*args.scenarios, *(f"{GENERATED}{args.generated_seed_base + i}"
                                     for i in range(1, args.generated + 1))]
@@ -207,17 +235,7 @@ def main() -> None:
         refs_f = [pool.submit(oracle_totals, *j) for j in oracle_jobs]
         rows = [f.result() for f in runs]
         refs = [f.result() for f in refs_f]
-    summary = summarise(rows, args.planners)
-    summary["oracle_core_hours"] = round(sum(r["core_hours"] for r in refs), 2)
-    summary["oracle_cost"] = round(sum(r["cost"] for r in refs), 3)
-    summary["oracle_infeasible_minutes"] = sum(r["infeasible_minutes"] for r in refs)
-    summary["oracle"] = refs
-    summary["collapses"] = {p: collapses(rows, refs, p) for p in args.planners}
-    summary["gpu"] = {p: devices_and_pools(rows, refs, p) for p in args.planners
-                      if p.startswith(OURS)}
-    summary["oracle_uncovered"] = sorted({f"{r['scenario']}: {n}" for r in refs
-                                          for n in r["uncovered"]})
-    summary["runs"] = rows
+    summary = complete(rows, refs, args.planners)
     summary["wall_s"] = round(time.perf_counter() - t0, 1)
     summary["seeds"] = args.seeds
     summary["scenarios"] = scenarios
@@ -225,6 +243,34 @@ def main() -> None:
         print(json.dumps(summary, indent=1, sort_keys=True))
         return
     print_summary(summary, args.planners, len(args.seeds), len(scenarios))
+
+
+def complete(rows: list[dict[str, Any]], refs: list[dict[str, Any]],
+             planners: list[str]) -> dict[str, Any]:
+    """The whole summary from the runs' rows and the oracle's results (also what
+    ``--from-json`` recomputes from a saved ``--json`` output)."""
+    summary = summarise(rows, planners)
+    summary["oracle_core_hours"] = round(sum(r["core_hours"] for r in refs), 2)
+    summary["oracle_cost"] = round(sum(r["cost"] for r in refs), 3)
+    summary["oracle_infeasible_minutes"] = sum(r["infeasible_minutes"] for r in refs)
+    summary["oracle"] = refs
+    summary["collapses"] = {p: collapses(rows, refs, p) for p in planners}
+    summary["gpu"] = {p: devices_and_pools(rows, refs, p) for p in planners
+                      if p.startswith(OURS)}
+    summary["oracle_uncovered"] = sorted({f"{r['scenario']}: {n}" for r in refs
+                                          for n in r.get("uncovered", ())})
+    summary["runs"] = rows
+    return summary
+
+
+def reprint(path: str) -> None:
+    """Print the report of a saved ``--json`` output (recomputed from its runs)."""
+    saved = json.loads(Path(path).read_text())
+    rows, refs = saved["runs"], saved["oracle"]
+    planners = list(dict.fromkeys(r["planner"] for r in rows))
+    summary = complete(rows, refs, planners)
+    summary["wall_s"] = saved.get("wall_s")
+    print_summary(summary, planners, len(saved["seeds"]), len(saved["scenarios"]))
 
 
 def check_args(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -270,6 +316,13 @@ def print_summary(summary: dict[str, Any], planners: list[str], n_seeds: int,
     for k, v in summary["ratios"].items():
         print(f"  {k:<18} violation-min x{v['violation_minutes']}  core-h x{v['core_hours']}  "
               f"cost x{v['cost']}")
+        nb = summary["where_not_better"].get(k, {})
+        if nb.get("more_violations"):
+            print(f"    more violation-minutes than {k.split('/')[1]} on "
+                  f"{len(nb['more_violations'])}: {', '.join(nb['more_violations'])}")
+        if nb.get("more_cost"):
+            print(f"    as few violations but more cost than {k.split('/')[1]} on "
+                  f"{len(nb['more_cost'])}: {', '.join(nb['more_cost'])}")
     n_runs = n_seeds * n_scenarios
     feasible = sum(1 for r in summary["oracle"] if r["infeasible_minutes"] == 0)
     for p in [p for p in planners if p.startswith(OURS)]:
