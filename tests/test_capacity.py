@@ -92,3 +92,34 @@ def test_a_cordoned_node_offers_no_room() -> None:
     ctx = PlanningContext(intent, {"p95": prof}, wl, cordoned, {"p95": 50.0}, admin,
                           registry.create(admin.actuators, admin), None, 0.0)
     assert safety.schedulable_replicas(ctx, wl.config) == 8
+
+
+def test_the_controller_reserves_for_the_next_intent_and_a_preview_sees_the_same() -> None:
+    """On a generated scenario where workloads compete for one small pool, each cycle's
+    active plans are recorded in priority order and ``view_for`` shows a later intent the
+    room the earlier ones took (what the preview plans on)."""
+    from simulator.generate import SCENARIO_DIR, generate
+    from simulator.runner import ScenarioRun
+    from simulator.scenario import parse_scenario
+
+    seed = next(s for s in range(1, 60)
+                if "competing for one small pool" in generate(s)["description"])
+    sc = parse_scenario(generate(seed), f"gen-{seed}", SCENARIO_DIR)
+    run = ScenarioRun(sc, "grid", 1)
+    while run.elapsed < 300:
+        run.advance()
+    order = [k for k, _, _ in run.controller.reserved]
+    active = sorted((i for i in sc.intents if i.spec.active), key=lambda i: -i.spec.priority)
+    assert order == [i.key for i in active if i.key in order] and len(order) >= 2
+    snap = run.sim.observe()
+    first, last = order[0], order[-1]
+    assert run.controller.view_for(first, snap) == snap
+    taken = sum(n.cpu_allocated for n in run.controller.view_for(last, snap).nodes)
+    before = sum(n.cpu_allocated for n in snap.nodes)
+    adds = sum(capacity.added_pods(w, plan) for k, wk, plan in run.controller.reserved
+               if k != last and (w := snap.workload(wk)) is not None)
+    free = sum(n.cpu_capacity - n.cpu_allocated for n in snap.nodes)
+    if adds and free >= 4.0:   # room for at least one pod of any generated size
+        assert taken > before
+    else:
+        assert taken == before

@@ -244,13 +244,16 @@ def prepare(runtime: Runtime, req: schemas.PreviewRequest) -> Prepared:
             act = copy.copy(live_act)  # the live configuration, its own per-call output
             act.held = {}
             actuators[act_name] = act
+        # Planned on the cluster as a cycle would show it to this intent: the room that
+        # higher-priority intents' last plans reserved is taken.
+        view = controller.view_for(intent.key, snapshot)
     topology.observe_all(actuators.values(), snapshot)
     memory = controller_module.observed(actuators, workload.key, snapshot.time, memory)
     if req.overrides is not None:
         given = req.overrides.model_dump(exclude_none=True)
         notes.append("what-if: " + ", ".join(f"{k}={v}" for k, v in given.items())
                      if given else "what-if: no overrides given")
-    return Prepared(intent, profiles, workload, snapshot, current, admin, actuators, planner,
+    return Prepared(intent, profiles, workload, view, current, admin, actuators, planner,
                     memory, runtime.knowledge, notes)
 
 

@@ -78,6 +78,9 @@ class IntentController:
             self.admin.actuators, self.admin)
         self._planners: dict[str, Planner] = dict(planners or {})
         self._statuses: dict[str, dict[str, Any]] = {}
+        self.reserved: list[tuple[str, str, Plan]] = []
+        """The last cycle's active plans in the order they were made (intent, workload,
+        plan): the capacity each reserved for the intents after it."""
         self._memory: dict[str, IntentMemory] = {}
         self._unrestored: dict[str, IntentMemory] = {}
         """Memory built while the stored one could not be read (knowledge base down): used,
@@ -155,12 +158,15 @@ class IntentController:
         self.intents_seen = len(intents)
         outcomes: list[IntentOutcome] = []
         view = snapshot  # the cluster as the next intent sees it: earlier plans' pods reserved
+        reserved: list[tuple[str, str, Plan]] = []
         for i in intents:
             out = self._reconcile_isolated(i, snapshot, profiles, view)
             outcomes.append(out)
             workload = snapshot.workload(i.workload_key)
             if out.plan is not None and i.spec.active and workload is not None:
                 view = capacity.reserve(view, workload, out.plan)
+                reserved.append((i.key, i.workload_key, out.plan))
+        self.reserved = reserved
         self._retention(snapshot.time)
         self.cycles += 1
         for hook in self.hooks:
@@ -296,6 +302,19 @@ class IntentController:
 
     def status(self, intent_key: str) -> dict[str, Any] | None:
         return self._statuses.get(intent_key)
+
+    def view_for(self, intent_key: str, snapshot: ClusterSnapshot) -> ClusterSnapshot:
+        """``snapshot`` as ``intent_key`` would see it in a cycle: with the room reserved by
+        the plans made before it (higher priority) in the last cycle (what a preview plans
+        on; see :mod:`planner.planners.capacity`)."""
+        view = snapshot
+        for key, workload_key, plan in self.reserved:
+            if key == intent_key:
+                break
+            workload = snapshot.workload(workload_key)
+            if workload is not None:
+                view = capacity.reserve(view, workload, plan)
+        return view
 
 
 def observed(actuators: Mapping[str, Actuator], workload: str, now: float,
