@@ -91,7 +91,7 @@ def test_a_cordoned_node_offers_no_room() -> None:
                           "spec": {"type": "latency"}})
     ctx = PlanningContext(intent, {"p95": prof}, wl, cordoned, {"p95": 50.0}, admin,
                           registry.create(admin.actuators, admin), None, 0.0)
-    assert safety.schedulable_replicas(ctx, wl.config) == 8
+    assert capacity.schedulable_replicas(ctx.workload, ctx.snapshot, wl.config) == 8
 
 
 def test_the_controller_reserves_for_the_next_intent_and_a_preview_sees_the_same() -> None:

@@ -20,7 +20,7 @@ from planner.domain.intents import parse_intent, parse_profile
 from planner.domain.memory import plain
 from planner.domain.plan import Plan, ReasonPart
 from planner.domain.state import ClusterSnapshot, NodeState, PodState, WorkloadConfig, WorkloadState
-from planner.planners import safety
+from planner.planners import capacity, safety
 from planner.planners.base import PlanningContext
 from planner.planners.hpa import HPAPlanner
 from simulator.runner import ScenarioRun
@@ -127,7 +127,7 @@ def _scheduled_like(w: World, cfg: WorkloadConfig) -> int:
 def test_never_beyond_what_the_cluster_can_schedule(w: World) -> None:
     plan, _ = safety.guard(w.ctx, w.plan, {})
     t = plan.target
-    room = safety.schedulable_replicas(w.ctx, t)
+    room = capacity.schedulable_replicas(w.ctx.workload, w.ctx.snapshot, t)
     serving = min(w.ctx.config.replicas, safety.observe(w.ctx).scheduled)
     assert t.replicas <= max(room, _scheduled_like(w, t), serving, w.ctx.admin.replicas.min)
 
@@ -152,7 +152,8 @@ def test_saturated_and_violated_scales_out_at_least_proportionally(w: World) -> 
     if not (w.violated and obs.saturated):
         return
     limit = min(_floor(w, t), w.ctx.admin.replicas.max,
-                max(safety.schedulable_replicas(w.ctx, t), _scheduled_like(w, t)))
+                max(capacity.schedulable_replicas(w.ctx.workload, w.ctx.snapshot, t),
+                    _scheduled_like(w, t)))
     assert t.replicas >= limit
     if t != w.plan.target:
         assert any(p.kind == "safety" for p in plan.reason_parts)

@@ -5,7 +5,7 @@ the cluster. Without a ledger every intent would see the same free room and two 
 both plan to fill it, leaving pods Pending. :func:`reserve` returns the snapshot as the next
 intent should see it: the pods a plan adds are placed (as the scheduler would: the node with
 the most free CPU first) and their room counted as allocated. The safety layer's capacity rule
-(:func:`planner.planners.safety.schedulable_replicas`) then caps a lower-priority intent at
+(:func:`schedulable_replicas`) then caps a lower-priority intent at
 what is left, and its plan says so: priority decides who gets scarce capacity.
 
 Pods a plan removes are not given back within the cycle (they leave only as a rollout or a
@@ -14,26 +14,58 @@ scale-in completes), so the ledger errs on the side of too little room, never to
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from planner.domain.plan import Plan
-from planner.domain.state import ClusterSnapshot, NodeState, WorkloadState
+from planner.domain.state import ClusterSnapshot, NodeState, PodState, WorkloadConfig, WorkloadState
 
 
-def _fits(n: NodeState, cpu: float, gpus: int, pool: str | None) -> bool:
-    if not n.schedulable or (pool is not None and n.pool != pool):
+def eligible(node: NodeState, cfg: WorkloadConfig) -> bool:
+    """Whether ``node`` may host a pod of ``cfg``'s shape at all (uncordoned, in its pool,
+    with GPUs for a GPU pod)."""
+    if not node.schedulable or (cfg.pool is not None and node.pool != cfg.pool):
         return False
-    if gpus and n.gpus - n.gpus_allocated < gpus:
-        return False
-    return n.cpu_capacity - n.cpu_allocated >= cpu - 1e-9
+    return cfg.device != "gpu" or node.gpus > 0
+
+
+def runs(pod: PodState, cfg: WorkloadConfig) -> bool:
+    """Whether ``pod`` runs ``cfg``'s shape (CPU size, device, and its pool when pinned)."""
+    return (pod.cpu == cfg.cpu and pod.device == cfg.device
+            and (cfg.pool is None or pod.pool == cfg.pool))
+
+
+def _room(n: NodeState, cfg: WorkloadConfig, freed: float = 0.0) -> int:
+    """Pods of ``cfg``'s shape that fit ``n``'s free room (plus ``freed`` cores)."""
+    if not eligible(n, cfg) or cfg.cpu <= 0:
+        return 0
+    slots = math.floor((n.cpu_capacity - n.cpu_allocated + freed) / cfg.cpu + 1e-9)
+    if cfg.device == "gpu":
+        slots = min(slots, n.gpus - n.gpus_allocated)
+    return max(0, slots)
+
+
+def schedulable_replicas(workload: WorkloadState, snapshot: ClusterSnapshot,
+                         cfg: WorkloadConfig) -> int:
+    """How many pods of ``cfg``'s shape the workload can have scheduled: its scheduled pods of
+    that shape, plus what fits in the free room of the eligible nodes counting the room its
+    other pods there free as a rolling update replaces them (a pod fits a node or not)."""
+    mine: dict[str, float] = {}
+    matching = 0
+    for p in workload.pods:
+        if p.node is None:
+            continue
+        if runs(p, cfg):
+            matching += 1
+        else:
+            mine[p.node] = mine.get(p.node, 0.0) + p.cpu
+    return matching + sum(_room(n, cfg, mine.get(n.name, 0.0)) for n in snapshot.nodes)
 
 
 def added_pods(workload: WorkloadState, plan: Plan) -> int:
     """Pods of the plan's target shape it needs beyond those scheduled now."""
-    t = plan.target
-    have = sum(1 for p in workload.pods if p.node is not None and p.cpu == t.cpu
-               and p.device == t.device and (t.pool is None or p.pool == t.pool))
-    return max(0, t.replicas - have)
+    have = sum(1 for p in workload.pods if p.node is not None and runs(p, plan.target))
+    return max(0, plan.target.replicas - have)
 
 
 def reserve(snapshot: ClusterSnapshot, workload: WorkloadState, plan: Plan) -> ClusterSnapshot:
@@ -47,7 +79,7 @@ def reserve(snapshot: ClusterSnapshot, workload: WorkloadState, plan: Plan) -> C
     for _ in range(count):
         best = None
         for i, n in enumerate(nodes):
-            if _fits(n, t.cpu, gpus, t.pool) and (
+            if _room(n, t) > 0 and (
                     best is None or n.cpu_capacity - n.cpu_allocated
                     > nodes[best].cpu_capacity - nodes[best].cpu_allocated):
                 best = i

@@ -17,9 +17,6 @@ from planner.planners.online import (
     updated_estimate,
 )
 
-REDUNDANCY_AVAILABILITY = 0.99
-"""Availability targets at or above this need at least two replicas."""
-
 
 class QueueingPlanner(Planner):
     name = "queueing"
@@ -53,7 +50,7 @@ class QueueingPlanner(Planner):
                 if est.capacity(cfg) < o.value:
                     return None
             elif spec.type is KPIType.AVAILABILITY:
-                if o.value >= REDUNDANCY_AVAILABILITY and cfg.replicas < 2:
+                if o.value >= fallback.REDUNDANT_AVAILABILITY and cfg.replicas < 2:
                     return None
                 v = o.value
             else:

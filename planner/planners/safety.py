@@ -42,12 +42,12 @@ from planner.domain.cost import cost_per_hour
 from planner.domain.intents import KPIType, objective_met
 from planner.domain.memory import Memory
 from planner.domain.plan import Plan, ReasonPart, join_reason
-from planner.domain.state import NodeState, PodState, WorkloadConfig
-from planner.planners import plan_details
+from planner.domain.state import WorkloadConfig
+from planner.models.training import SATURATED_UTILIZATION
+from planner.planners import capacity, plan_details
 from planner.planners.base import Planner, PlanningContext, clip_target, steps_towards
+from planner.planners.feedback import shape_of
 
-SATURATED_UTILIZATION = 0.9
-"""Mean CPU utilisation of the ready pods from which the workload counts as saturated."""
 PROPORTIONAL_TARGET = 0.8
 """The utilisation HPA's proportional rule sizes for in rule 1 (the ``hpa`` baseline's
 default target)."""
@@ -94,44 +94,6 @@ def observe(ctx: PlanningContext) -> Observation:
     pods = ctx.workload.pods
     return Observation(tuple(violated), saturated, util, sum(p.ready for p in pods),
                        sum(p.node is not None for p in pods), sum(p.node is None for p in pods))
-
-
-# ---------------------------------------------------------------------- capacity
-def _eligible(node: NodeState, cfg: WorkloadConfig) -> bool:
-    if not node.schedulable or (cfg.pool is not None and node.pool != cfg.pool):
-        return False
-    return cfg.device != "gpu" or node.gpus > 0
-
-
-def _matches(pod: PodState, cfg: WorkloadConfig) -> bool:
-    return (pod.cpu == cfg.cpu and pod.device == cfg.device
-            and (cfg.pool is None or pod.pool == cfg.pool))
-
-
-def schedulable_replicas(ctx: PlanningContext, cfg: WorkloadConfig) -> int:
-    """How many pods of ``cfg``'s shape the workload can have scheduled: its scheduled pods of
-    that shape, plus what fits in the free room of the eligible nodes counting the room its
-    other pods there free as a rolling update replaces them (fragmentation per node is
-    respected: a pod fits a node or not)."""
-    mine: dict[str, float] = {}
-    matching = 0
-    for p in ctx.workload.pods:
-        if p.node is None:
-            continue
-        if _matches(p, cfg):
-            matching += 1
-        else:
-            mine[p.node] = mine.get(p.node, 0.0) + p.cpu
-    fit = 0
-    for n in ctx.snapshot.nodes:
-        if not _eligible(n, cfg):
-            continue
-        free = n.cpu_capacity - n.cpu_allocated + mine.get(n.name, 0.0)
-        slots = math.floor(free / cfg.cpu + 1e-9) if cfg.cpu > 0 else 0
-        if cfg.device == "gpu":
-            slots = min(slots, n.gpus - n.gpus_allocated)
-        fit += max(0, slots)
-    return matching + fit
 
 
 # ---------------------------------------------------------------------- memory
@@ -185,10 +147,10 @@ def _running_shape(ctx: PlanningContext, watch: Watch) -> WorkloadConfig | None:
         prev = cfg.with_(cpu=float(watch.previous["cpu"]), device=str(watch.previous["device"]),
                          pool=None if watch.previous.get("pool") is None
                          else str(watch.previous["pool"]))
-        return prev if _shape(prev) != _shape(cfg) else None
+        return prev if shape_of(prev) != shape_of(cfg) else None
     counts: dict[tuple[float, str, str | None], int] = {}
     for p in ctx.workload.pods:
-        if p.ready and not _matches(p, cfg):
+        if p.ready and not capacity.runs(p, cfg):
             key = (p.cpu, p.device, cfg.pool if p.pool == cfg.pool else None)
             counts[key] = counts.get(key, 0) + 1
     if not counts:
@@ -203,7 +165,7 @@ def _stuck(ctx: PlanningContext, obs: Observation, watch: Watch) -> bool:
     start-up time) and no more of them got scheduled for :data:`STUCK_CYCLES` cycles."""
     cfg = ctx.config
     shape = _shape_doc(cfg)
-    mine = [p for p in ctx.workload.pods if p.node is not None and _matches(p, cfg)]
+    mine = [p for p in ctx.workload.pods if p.node is not None and capacity.runs(p, cfg)]
     if watch.shape != shape:
         watch.previous = watch.shape
         watch.shape, watch.progress, watch.since = shape, len(mine), ctx.now
@@ -272,7 +234,7 @@ def _shape_rules(ctx: PlanningContext, obs: Observation, watch: Watch,
         else:
             why.append(f"{_shape(cur)} was rolled back as stuck: back to {_shape(back)}")
         return back.with_(replicas=max(cur.replicas, obs.ready, 1)), why, True
-    if _shape(target) == _shape(cur):
+    if shape_of(target) == shape_of(cur):
         return target, why, False
     if watch.vetoes(target):
         why.append(f"{_shape(target)} was rolled back as stuck earlier: {_shape(cur)} kept")
@@ -297,14 +259,16 @@ def _fit_rules(ctx: PlanningContext, obs: Observation, target: WorkloadConfig,
     all are: a cap must not delete serving pods)."""
     cur = ctx.config
     why: list[str] = []
-    if _shape(target) != _shape(cur) and not rolling_back:
-        fits = schedulable_replicas(ctx, target)
+    if shape_of(target) != shape_of(cur) and not rolling_back:
+        fits = capacity.schedulable_replicas(ctx.workload, ctx.snapshot, target)
         if target.replicas > fits:
             why.append(f"{_shape(target)} x {target.replicas} does not fit the cluster (room "
                        f"for {fits}): {_shape(cur)} kept")
             target = clip_target(ctx, _same_cores(cur, target))
-    scheduled = sum(1 for p in ctx.workload.pods if p.node is not None and _matches(p, target))
-    cap = max(schedulable_replicas(ctx, target), scheduled, min(cur.replicas, obs.scheduled))
+    scheduled = sum(1 for p in ctx.workload.pods
+                    if p.node is not None and capacity.runs(p, target))
+    cap = max(capacity.schedulable_replicas(ctx.workload, ctx.snapshot, target), scheduled,
+              min(cur.replicas, obs.scheduled))
     if target.replicas > cap:
         capped = clip_target(ctx, target.with_(replicas=cap))
         why.append(f"capped at {capped.replicas} replica(s): what the cluster can schedule of "
