@@ -27,7 +27,10 @@ def _workload(name: str, replicas: int, cpu: float = 1.0) -> WorkloadState:
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.floats(0.0, 8.0), min_size=1, max_size=6), st.integers(0, 30),
+# Free room on a quarter-core grid: exact in binary floating point, so the property is about
+# placement, not about where a rounding tolerance falls.
+@given(st.lists(st.integers(0, 32).map(lambda q: q / 4), min_size=1, max_size=6),
+       st.integers(0, 30),
        st.sampled_from((0.5, 1.0, 2.0)))
 def test_reserving_never_overcommits_and_places_what_fits(free: list[float], add: int,
                                                           cpu: float) -> None:
@@ -37,7 +40,7 @@ def test_reserving_never_overcommits_and_places_what_fits(free: list[float], add
     after = capacity.reserve(snap, wl, plan)
     placed = sum(a.cpu_allocated - b.cpu_allocated
                  for a, b in zip(after.nodes, snap.nodes, strict=True)) / cpu
-    fits = sum(int(f // cpu + 1e-9) for f in free)
+    fits = sum(int(f // cpu) for f in free)
     assert round(placed) == min(add, fits)
     assert all(n.cpu_allocated <= n.cpu_capacity + 1e-9 for n in after.nodes)
 
