@@ -182,3 +182,24 @@ def test_documents_that_would_fail_at_predict_time_are_refused_at_load(mutate: A
     mutate(blob)
     with pytest.raises(serialization.ModelRefused, match="inconsistent"):
         serialization.loads(json.dumps(blob).encode())
+
+
+def test_batched_predictions_equal_one_at_a_time() -> None:
+    """A row's prediction does not depend on the rows evaluated with it: the bootstrap band
+    and the finite-difference Jacobian are computed in one pass each."""
+    X, y = sample(60, 3)
+    model = QueueingLatencyRegressor(n_bootstrap=4, random_state=1).fit(X, y)
+    shares = model._shares(X)
+    many = model._forward_many(model.bootstrap_thetas_, X, shares)
+    for theta, row in zip(model.bootstrap_thetas_, many, strict=True):
+        assert np.array_equal(row, model._forward(theta, X, shares))
+
+
+def test_the_batched_jacobian_fits_exactly_what_scipy_alone_fits(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    X, y = sample(60, 4)
+    batched = QueueingLatencyRegressor(n_bootstrap=2, random_state=2).fit(X, y)
+    monkeypatch.setattr(QueueingLatencyRegressor, "_batched_jacobian", False)
+    alone = QueueingLatencyRegressor(n_bootstrap=2, random_state=2).fit(X, y)
+    assert np.array_equal(batched.theta_, alone.theta_)
+    assert np.array_equal(batched.bootstrap_thetas_, alone.bootstrap_thetas_)

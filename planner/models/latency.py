@@ -65,6 +65,10 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         until two sizes have been observed; then ``alpha`` is learned.
     """
 
+    _batched_jacobian = True
+    """Evaluate the finite-difference Jacobian in one vectorised pass (same numbers as scipy's
+    one-at-a-time evaluation; a switch for the test that shows it)."""
+
     def __init__(self, quantile: float = 0.95, n_bootstrap: int = 8,
                  bound_quantile: float = 0.9, timeout_ms: float = 4000.0,
                  random_state: int = 0, cpu_exponent_prior: float = 0.9) -> None:
@@ -95,31 +99,48 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
     # -- parameter vector: [log_mu, alpha, log_gpu, base, beta, log_speeds..., offsets...]
     def _classes(self, theta: FloatArray, X: FloatArray, shares: FloatArray | None
                  ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-        """Per row the class shares ``f`` (unknown rows: uniform), per class the ``speed``
-        and the relative dispatch share of one pod ``pull``, per row the pod's base ``mu``."""
+        """Per row the class shares ``f`` (unknown rows: uniform), the class ``speed`` and the
+        relative dispatch share of one pod ``pull`` (``(n, K)``), and the pod's base ``mu``.
+        ``theta`` is one parameter vector, or one per row (``(n, P)``)."""
         k = self.n_classes_
-        speed = np.exp(np.asarray(theta[N_FIXED:N_FIXED + k], dtype=float))
-        pull = speed ** float(theta[4])
+        t = np.broadcast_to(np.asarray(theta, dtype=float), (X.shape[0], N_FIXED + 2 * k))
+        speed = np.exp(t[:, N_FIXED:N_FIXED + k])
+        pull = speed ** t[:, 4:5]
         f = self._shares(X) if shares is None else shares
         f = np.where(f.sum(axis=1, keepdims=True) > 0, f, 1.0 / k)
-        mu = np.exp(theta[0]) * X[:, 2] ** theta[1] * np.where(X[:, 3] > 0.5,
-                                                             np.exp(theta[2]), 1.0)
+        mu = np.exp(t[:, 0]) * X[:, 2] ** t[:, 1] * np.where(X[:, 3] > 0.5, np.exp(t[:, 2]),
+                                                           1.0)
         return f, speed, pull, mu
 
     def _forward(self, theta: FloatArray, X: FloatArray,
                  shares: FloatArray | None = None) -> FloatArray:
+        """Predicted percentile per row of ``X``; ``theta`` is one parameter vector or one per
+        row. Everything is per row, so a row's prediction does not depend on the others (the
+        batched Jacobian in :meth:`_fit_theta` relies on it)."""
         k = self.n_classes_
-        f, speed, pull, mu = self._classes(theta, X, shares)
-        offsets = np.asarray(theta[N_FIXED + k:N_FIXED + 2 * k], dtype=float)
+        t = np.broadcast_to(np.asarray(theta, dtype=float), (X.shape[0], N_FIXED + 2 * k))
+        f, speed, pull, mu = self._classes(t, X, shares)
         rate, replicas, cpu = X[:, 0], X[:, 1], X[:, 2]
         c = np.clip(np.floor(cpu), 1.0, 64.0)
-        norm = f @ pull                                  # mean pull over the pods
-        lam = (rate / np.maximum(replicas, 1e-9) / norm)[:, None] * pull[None, :]
-        weight = f * pull[None, :] / norm[:, None]       # share of the requests per class
-        mus = mu[:, None] * speed[None, :]
+        norm = (f * pull).sum(axis=1)                    # mean pull over the pods
+        lam = (rate / np.maximum(replicas, 1e-9) / norm)[:, None] * pull
+        weight = f * pull / norm[:, None]                # share of the requests per class
+        mus = mu[:, None] * speed
         cs = np.broadcast_to(c[:, None], lam.shape)
         q = mixture_sojourn_quantile(self.quantile, lam, mus, cs, weight)
-        out: FloatArray = max(float(theta[3]), 0.0) + weight @ offsets + q
+        offsets = (weight * t[:, N_FIXED + k:N_FIXED + 2 * k]).sum(axis=1)
+        out: FloatArray = np.maximum(t[:, 3], 0.0) + offsets + q
+        return out
+
+    def _forward_many(self, thetas: FloatArray, X: FloatArray,
+                      shares: FloatArray | None = None) -> FloatArray:
+        """``(m, n)``: the predictions of ``m`` parameter vectors for the rows of ``X``, in
+        one vectorised evaluation (a bootstrap band, a finite-difference Jacobian)."""
+        m, n = len(thetas), X.shape[0]
+        f = self._shares(X) if shares is None else shares
+        rows = np.repeat(np.asarray(thetas, dtype=float), n, axis=0)
+        out: FloatArray = self._forward(rows, np.tile(X, (m, 1)),
+                                        np.tile(f, (m, 1))).reshape(m, n)
         return out
 
     def _fit_theta(self, X: FloatArray, y: FloatArray, shares: FloatArray, start: FloatArray,
@@ -127,8 +148,7 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
                    max_nfev: int = 200) -> FloatArray:
         logy = np.log(y)
 
-        def residuals(theta: FloatArray) -> FloatArray:
-            pred = self._forward(theta, X, shares)
+        def residuals_of(pred: FloatArray) -> FloatArray:
             logp = np.log(np.maximum(np.where(np.isfinite(pred), pred, 1e300), 1e-6))
             # An unstable prediction for an observed (finite) latency: a large, smooth penalty.
             r: FloatArray = np.where(np.isfinite(pred), logp - logy, 5.0)
@@ -137,8 +157,19 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
             r = np.where(censored, np.minimum(logp - logy, 0.0), r)
             return r
 
+        def residuals(theta: FloatArray) -> FloatArray:
+            return residuals_of(self._forward(theta, X, shares))
+
+        def batched(_fun: Any, points: Any) -> list[FloatArray]:
+            """scipy's finite-difference Jacobian evaluates ``residuals`` at one perturbed
+            vector per parameter through this map (``workers``): all of them in one
+            vectorised pass, each row as ``residuals`` would compute it."""
+            thetas = np.asarray(list(points), dtype=float)
+            return list(residuals_of(self._forward_many(thetas, X, shares)))
+
         res = least_squares(residuals, start, bounds=(lo, hi), loss="soft_l1", f_scale=0.1,
-                            max_nfev=max_nfev, x_scale="jac")
+                            max_nfev=max_nfev, x_scale="jac",
+                            workers=batched if self._batched_jacobian else None)
         out: FloatArray = res.x
         return out
 
@@ -258,7 +289,7 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         mean = self._forward(self.theta_, X, shares)
         if len(self.bootstrap_thetas_) == 0:
             return mean * math.exp(self.residual_scale_)
-        preds = np.vstack([self._forward(t, X, shares) for t in self.bootstrap_thetas_])
+        preds = self._forward_many(self.bootstrap_thetas_, X, shares)
         with np.errstate(invalid="ignore"):
             q = np.quantile(preds, self.bound_quantile, axis=0, method="higher")
         out: FloatArray = np.maximum(q, mean) * math.exp(self.residual_scale_)
@@ -270,9 +301,9 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         X = np.asarray(X, dtype=float)
         f, speed, pull, mu = self._classes(self.theta_, X, None)
         # A class-k pod gets rate * pull_k / (replicas * f @ pull): it saturates first.
-        per_class = SATURATION * mu[:, None] * speed[None, :] / pull[None, :]
+        per_class = SATURATION * mu[:, None] * speed / pull
         first = np.min(np.where(f > 0, per_class, np.inf), axis=1)
-        out: FloatArray = first * X[:, 1] * (f @ pull)
+        out: FloatArray = first * X[:, 1] * (f * pull).sum(axis=1)
         return out
 
     def supported(self, X: Any) -> NDArray[np.bool_]:

@@ -17,6 +17,15 @@ SATURATION = 0.98
 """Utilisation from which a queue counts as unstable (its latency is a timeout)."""
 
 
+def _row_sum(a: FloatArray) -> FloatArray:
+    """``a.sum(axis=1)`` for the few classes of a mixture: column by column, which for a
+    handful of columns is several times faster than a reduction along the short axis."""
+    out = a[:, 0].copy()
+    for j in range(1, a.shape[1]):
+        out += a[:, j]
+    return out
+
+
 def erlang_c(c: FloatArray, a: FloatArray) -> FloatArray:
     """Vectorised Erlang C for integer server counts ``c`` (<= 64) and loads ``a < c``."""
     cmax = int(np.max(c)) if c.size else 1
@@ -97,11 +106,12 @@ def mixture_sojourn_quantile(q: float, lam: FloatArray, mu: FloatArray, c: Float
     t = np.where(ok, lo, 0.0)
     hi_f = np.where(ok, hi, 0.0)
     lo_f = t.copy()
+    wa1, wa2 = w * a1, w * a2
     for _ in range(iterations):
-        e1 = w * a1 * np.exp(-s * t[:, None])
-        e2 = w * a2 * np.exp(-theta * t[:, None])
-        surv = np.maximum((e1 + e2).sum(axis=1), 1e-300)
-        slope = np.minimum((-s * e1 - theta * e2).sum(axis=1), -1e-300)
+        e1 = wa1 * np.exp(-s * t[:, None])
+        e2 = wa2 * np.exp(-theta * t[:, None])
+        surv = np.maximum(_row_sum(e1 + e2), 1e-300)
+        slope = np.minimum(_row_sum(-s * e1 - theta * e2), -1e-300)
         t = np.clip(t - (np.log(surv) - log_p) * surv / slope, lo_f, hi_f)
     out: FloatArray = np.where(ok, t, np.inf)
     return out
