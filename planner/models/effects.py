@@ -143,8 +143,11 @@ class LearnedKPI(Predictor):
     def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
         X = self.model.features(batch, rate, self.mix)
         est: QueueingLatencyRegressor | AvailabilityRegressor = self.model.estimator
-        return Prediction(est.predict(X), est.predict_bound(X),
-                          est.supported(X) & self.within_load_range(batch, rate))
+        if isinstance(est, QueueingLatencyRegressor):
+            mean, bound = est.predict_with_bound(X)
+        else:
+            mean, bound = est.predict(X), est.predict_bound(X)
+        return Prediction(mean, bound, est.supported(X) & self.within_load_range(batch, rate))
 
     def within_load_range(self, batch: CandidateBatch, rate: float) -> NDArray[np.bool_]:
         """Candidates whose load per core is at most :data:`EXTRAPOLATION_MARGIN` times the

@@ -44,6 +44,9 @@ factor of the observed range (once two sizes were seen), loads per core up to th
 the highest seen below saturation (:class:`planner.models.effects.LearnedKPI`)."""
 SPEED_BOUND = 2.5
 """Per-class log speed bound (relative to the reference class): 0.08x to 12x."""
+STACKED_ROWS = 20_000
+"""Rows per stacked quantile solve when an ensemble is evaluated (bounds the memory of one
+solve; a planner's batches are far smaller, so the ensemble is one solve)."""
 
 class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc]
     """Predicts a latency percentile (ms) from ``X`` = [rate, replicas, cpu, gpu, pool,
@@ -106,8 +109,11 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
                                                              np.exp(theta[2]), 1.0)
         return f, speed, pull, mu
 
-    def _forward(self, theta: FloatArray, X: FloatArray,
-                 shares: FloatArray | None = None) -> FloatArray:
+    def _queues(self, theta: FloatArray, X: FloatArray, shares: FloatArray | None
+                ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
+        """Per row and class the per-pod arrival rate, service rate, servers and request
+        share of the queues ``theta`` describes, and per row the latency added to their
+        sojourn quantile (base latency plus the mix's offset)."""
         k = self.n_classes_
         f, speed, pull, mu = self._classes(theta, X, shares)
         offsets = np.asarray(theta[N_FIXED + k:N_FIXED + 2 * k], dtype=float)
@@ -118,8 +124,31 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         weight = f * pull[None, :] / norm[:, None]       # share of the requests per class
         mus = mu[:, None] * speed[None, :]
         cs = np.broadcast_to(c[:, None], lam.shape)
+        shift: FloatArray = max(float(theta[3]), 0.0) + weight @ offsets
+        return lam, mus, cs, weight, shift
+
+    def _forward(self, theta: FloatArray, X: FloatArray,
+                 shares: FloatArray | None = None) -> FloatArray:
+        lam, mus, cs, weight, shift = self._queues(theta, X, shares)
         q = mixture_sojourn_quantile(self.quantile, lam, mus, cs, weight)
-        out: FloatArray = max(float(theta[3]), 0.0) + weight @ offsets + q
+        out: FloatArray = shift + q
+        return out
+
+    def _forward_many(self, thetas: FloatArray, X: FloatArray,
+                      shares: FloatArray) -> FloatArray:
+        """``(len(thetas), n)``: :meth:`_forward` for every parameter vector, the quantile
+        solved for all of them as one stacked batch (row by row the same arithmetic; an
+        ensemble costs one solve's array operations instead of one solve per member)."""
+        n = X.shape[0]
+        out = np.empty((len(thetas), n))
+        per_solve = max(1, STACKED_ROWS // max(n, 1))
+        for start in range(0, len(thetas), per_solve):
+            queues = [self._queues(t, X, shares) for t in thetas[start:start + per_solve]]
+            lam, mus, cs, weight = (np.concatenate([qu[i] for qu in queues])
+                                    for i in range(4))
+            q = mixture_sojourn_quantile(self.quantile, lam, mus, cs, weight)
+            for j, qu in enumerate(queues):
+                out[start + j] = qu[4] + q[j * n:(j + 1) * n]
         return out
 
     def _fit_theta(self, X: FloatArray, y: FloatArray, shares: FloatArray, start: FloatArray,
@@ -253,16 +282,22 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
     def predict_bound(self, X: Any) -> FloatArray:
         """A conservative (upper) prediction: the ``bound_quantile`` of the bootstrap
         predictions, widened by the residual scale."""
+        return self.predict_with_bound(X)[1]
+
+    def predict_with_bound(self, X: Any) -> tuple[FloatArray, FloatArray]:
+        """:meth:`predict` and :meth:`predict_bound` at once: the fitted parameters and the
+        bootstrap ensemble evaluated together (what a planner scoring candidates needs)."""
         X = np.asarray(X, dtype=float)
         shares = self._shares(X)
-        mean = self._forward(self.theta_, X, shares)
+        thetas = np.vstack([self.theta_[None, :], self.bootstrap_thetas_])
+        preds = self._forward_many(thetas, X, shares)
+        mean: FloatArray = preds[0]
         if len(self.bootstrap_thetas_) == 0:
-            return mean * math.exp(self.residual_scale_)
-        preds = np.vstack([self._forward(t, X, shares) for t in self.bootstrap_thetas_])
+            return mean, mean * math.exp(self.residual_scale_)
         with np.errstate(invalid="ignore"):
-            q = np.quantile(preds, self.bound_quantile, axis=0, method="higher")
+            q = np.quantile(preds[1:], self.bound_quantile, axis=0, method="higher")
         out: FloatArray = np.maximum(q, mean) * math.exp(self.residual_scale_)
-        return out
+        return mean, out
 
     def capacity(self, X: Any) -> FloatArray:
         """Requests per second each configuration serves before its first pod saturates
