@@ -96,40 +96,63 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         return onehot
 
     # -- parameter vector: [log_mu, alpha, log_gpu, base, beta, log_speeds..., offsets...]
+    def _known(self, shares: FloatArray) -> FloatArray:
+        """``shares`` with rows of unknown classes spread uniformly."""
+        f: FloatArray = np.where(shares.sum(axis=1, keepdims=True) > 0, shares,
+                                 1.0 / self.n_classes_)
+        return f
+
+    def _speeds(self, theta: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Per class the ``speed`` and the relative dispatch share of one pod ``pull``."""
+        speed = np.exp(np.asarray(theta[N_FIXED:N_FIXED + self.n_classes_], dtype=float))
+        pull: FloatArray = speed ** float(theta[4])
+        return speed, pull
+
+    @staticmethod
+    def _mu(theta: FloatArray, X: FloatArray) -> FloatArray:
+        """Per row the pod's base service rate."""
+        out: FloatArray = np.exp(theta[0]) * X[:, 2] ** theta[1] * np.where(
+            X[:, 3] > 0.5, np.exp(theta[2]), 1.0)
+        return out
+
     def _classes(self, theta: FloatArray, X: FloatArray, shares: FloatArray | None
                  ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
         """Per row the class shares ``f`` (unknown rows: uniform), per class the ``speed``
         and the relative dispatch share of one pod ``pull``, per row the pod's base ``mu``."""
-        k = self.n_classes_
-        speed = np.exp(np.asarray(theta[N_FIXED:N_FIXED + k], dtype=float))
-        pull = speed ** float(theta[4])
-        f = self._shares(X) if shares is None else shares
-        f = np.where(f.sum(axis=1, keepdims=True) > 0, f, 1.0 / k)
-        mu = np.exp(theta[0]) * X[:, 2] ** theta[1] * np.where(X[:, 3] > 0.5,
-                                                             np.exp(theta[2]), 1.0)
-        return f, speed, pull, mu
+        f = self._known(self._shares(X) if shares is None else shares)
+        speed, pull = self._speeds(theta)
+        return f, speed, pull, self._mu(theta, X)
 
-    def _queues(self, theta: FloatArray, X: FloatArray, shares: FloatArray | None
-                ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
-        """Per row and class the per-pod arrival rate, service rate, servers and request
-        share of the queues ``theta`` describes, and per row the latency added to their
-        sojourn quantile (base latency plus the mix's offset)."""
+    def _queues(self, theta: FloatArray, X: FloatArray, f: FloatArray, per_pod: FloatArray
+                ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+        """Per row and class the per-pod arrival rate, service rate and request share of the
+        queues ``theta`` describes (``f``: the rows' class shares, unknown rows uniform;
+        ``per_pod``: rate per replica), and per row the latency added to their sojourn
+        quantile (base latency plus the mix's offset)."""
         k = self.n_classes_
-        f, speed, pull, mu = self._classes(theta, X, shares)
+        speed, pull = self._speeds(theta)
+        mu = self._mu(theta, X)
         offsets = np.asarray(theta[N_FIXED + k:N_FIXED + 2 * k], dtype=float)
-        rate, replicas, cpu = X[:, 0], X[:, 1], X[:, 2]
-        c = np.clip(np.floor(cpu), 1.0, 64.0)
         norm = f @ pull                                  # mean pull over the pods
-        lam = (rate / np.maximum(replicas, 1e-9) / norm)[:, None] * pull[None, :]
+        lam = (per_pod / norm)[:, None] * pull[None, :]
         weight = f * pull[None, :] / norm[:, None]       # share of the requests per class
         mus = mu[:, None] * speed[None, :]
-        cs = np.broadcast_to(c[:, None], lam.shape)
         shift: FloatArray = max(float(theta[3]), 0.0) + weight @ offsets
-        return lam, mus, cs, weight, shift
+        return lam, mus, weight, shift
+
+    @staticmethod
+    def _rows(X: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Per row the rate per replica and the servers of a pod (whole cores, 1 to 64)."""
+        per_pod: FloatArray = X[:, 0] / np.maximum(X[:, 1], 1e-9)
+        c: FloatArray = np.clip(np.floor(X[:, 2]), 1.0, 64.0)
+        return per_pod, c
 
     def _forward(self, theta: FloatArray, X: FloatArray,
                  shares: FloatArray | None = None) -> FloatArray:
-        lam, mus, cs, weight, shift = self._queues(theta, X, shares)
+        f = self._known(self._shares(X) if shares is None else shares)
+        per_pod, c = self._rows(X)
+        lam, mus, weight, shift = self._queues(theta, X, f, per_pod)
+        cs = np.broadcast_to(c[:, None], lam.shape)
         q = mixture_sojourn_quantile(self.quantile, lam, mus, cs, weight)
         out: FloatArray = shift + q
         return out
@@ -138,17 +161,23 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
                       shares: FloatArray) -> FloatArray:
         """``(len(thetas), n)``: :meth:`_forward` for every parameter vector, the quantile
         solved for all of them as one stacked batch (row by row the same arithmetic; an
-        ensemble costs one solve's array operations instead of one solve per member)."""
-        n = X.shape[0]
+        ensemble costs one solve's array operations instead of one solve per member). What
+        does not depend on the parameters is computed once."""
+        n, k = X.shape[0], self.n_classes_
+        f = self._known(shares)
+        per_pod, c = self._rows(X)
         out = np.empty((len(thetas), n))
         per_solve = max(1, STACKED_ROWS // max(n, 1))
         for start in range(0, len(thetas), per_solve):
-            queues = [self._queues(t, X, shares) for t in thetas[start:start + per_solve]]
-            lam, mus, cs, weight = (np.concatenate([qu[i] for qu in queues])
-                                    for i in range(4))
-            q = mixture_sojourn_quantile(self.quantile, lam, mus, cs, weight)
-            for j, qu in enumerate(queues):
-                out[start + j] = qu[4] + q[j * n:(j + 1) * n]
+            chunk = thetas[start:start + per_solve]
+            lam, mus, weight = (np.empty((len(chunk), n, k)) for _ in range(3))
+            for j, theta in enumerate(chunk):
+                lam[j], mus[j], weight[j], out[start + j] = self._queues(theta, X, f, per_pod)
+            rows = len(chunk) * n
+            cs = np.broadcast_to(np.tile(c, len(chunk))[:, None], (rows, k))
+            q = mixture_sojourn_quantile(self.quantile, lam.reshape(rows, k),
+                                         mus.reshape(rows, k), cs, weight.reshape(rows, k))
+            out[start:start + len(chunk)] += q.reshape(len(chunk), n)
         return out
 
     def _fit_theta(self, X: FloatArray, y: FloatArray, shares: FloatArray, start: FloatArray,
