@@ -98,6 +98,19 @@ def test_ensemble_in_one_solve_gives_the_members_numbers(monkeypatch: pytest.Mon
         assert np.array_equal(got_bound, bound) and np.array_equal(est.predict_bound(Xt), bound)
 
 
+def test_learned_mean_alone_is_the_predictions_mean() -> None:
+    """``predict_mean`` (the load correction's bisection) skips the ensemble, not a digit."""
+    from planner.domain.state import WorkloadConfig
+    from planner.models.effects import LearnedLatency
+    from planner.models.predictor import CandidateBatch
+
+    X, y = sample(40, 9)
+    p = LearnedLatency(effect(QueueingLatencyRegressor(n_bootstrap=4).fit(X, y)))
+    batch = CandidateBatch.of([WorkloadConfig(r, 1.0, "cpu", None) for r in (2, 5, 9)])
+    for rate in (50.0, 300.0, 2000.0):
+        assert np.array_equal(p.predict_mean(batch, rate), p.predict(batch, rate).mean)
+
+
 def test_support_knows_what_it_has_not_seen() -> None:
     X, y = sample(30, 5)
     X[:, 2] = 1.0
