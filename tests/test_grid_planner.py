@@ -371,3 +371,75 @@ def test_nothing_feasible_with_an_estimate_carries_the_load() -> None:
     low = context(replicas=4, cpu=1.0, latency=40.0, rate=300.0)
     cfg2, why2 = fallback.explicit_sizing(low, QueueEstimate(100.0, 500.0), 300.0)
     assert cfg2.replicas == 4 and "no count meets" in why2
+
+
+class Jagged(Predictor):
+    """Latency that is not monotone in replicas (a row's value depends on that row alone),
+    counting its calls."""
+
+    kind = "learned"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
+        self.calls += 1
+        p = 3000.0 / (batch.replicas * batch.cpu) + 25.0 * np.sin(batch.replicas * 0.37
+                                                                    + batch.cpu)
+        return Prediction(p, p, np.ones(len(batch), dtype=bool))
+
+
+def plain_binary_search(planner: GridPlanner, ctx: PlanningContext, space: Any, rate: float,
+                        inp: Any) -> tuple[Any, str]:
+    """The search as it was before it read several steps per model call (the reference)."""
+    import itertools
+
+    combos = list(itertools.product(space.cpus, space.devices, space.pools))
+    reps = np.asarray(space.replicas, dtype=float)
+    n = len(combos)
+    cpu = np.array([c for c, _, _ in combos], dtype=float)
+    gpu = np.array([1.0 if d == "gpu" else 0.0 for _, d, _ in combos])
+    pools = tuple(p for _, _, p in combos)
+
+    def at(idx: Any) -> Any:
+        return planner.score(ctx, CandidateBatch(reps[idx], cpu, gpu, pools), rate, inp,
+                             monotone_only=True)
+
+    lo = np.zeros(n, dtype=np.int64)
+    hi = np.full(n, len(reps) - 1, dtype=np.int64)
+    possible = at(hi).feasible
+    evaluated = n
+    while np.any((lo < hi) & possible):
+        mid = (lo + hi) // 2
+        s = at(mid)
+        evaluated += n
+        hi = np.where(possible & s.feasible, mid, hi)
+        lo = np.where(possible & ~s.feasible, mid + 1, lo)
+    final_idx = np.where(possible, lo, len(reps) - 1)
+    final = planner.score(ctx, CandidateBatch(reps[final_idx], cpu, gpu, pools), rate, inp)
+    return final, f"{evaluated} of {space.size} points searched"
+
+
+@pytest.mark.parametrize("sizes", [(0.5, 1.0, 2.0, 4.0), (0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0,
+                                                           6.0, 8.0, 12.0, 16.0, 24.0)])
+def test_binary_search_takes_the_same_steps_in_fewer_model_calls(sizes: tuple[float, ...]
+                                                                  ) -> None:
+    from planner.planners.grid import Inputs
+    from planner.planners.search_space import space_for
+
+    ctx = context(replicas=10, cpu=1.0, cpu_sizes=sizes, max_replicas=1500)
+    planner = GridPlanner()
+    space = space_for(ctx)
+    assert space.size > 4000
+    for rate in (300.0, 2000.0, 9000.0):
+        mine, ref = Jagged(), Jagged()
+        got, how = planner._grid(ctx, space, rate, Inputs({"p95": mine}, 0.0))
+        want, want_how = plain_binary_search(planner, ctx, space, rate,
+                                             Inputs({"p95": ref}, 0.0))
+        assert how == want_how
+        assert np.array_equal(got.batch.replicas, want.batch.replicas)
+        assert np.array_equal(got.batch.cpu, want.batch.cpu)
+        assert np.array_equal(got.feasible, want.feasible)
+        assert np.array_equal(got.score, want.score)
+        if len(sizes) == 4:
+            assert mine.calls < ref.calls / 2

@@ -74,6 +74,43 @@ def test_bound_is_conservative_and_outliers_pull_little() -> None:
     assert np.mean(np.abs(pred[ok] - yt[ok]) / yt[ok]) < 0.08
 
 
+def test_ensemble_in_one_solve_gives_the_members_numbers(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """The bootstrap ensemble is solved as one stacked batch (planning speed); row by row it
+    is the same arithmetic as evaluating each member alone, so the numbers are identical."""
+    from planner.models import latency
+
+    X, y = sample(60, 7, gpu=True)
+    est = QueueingLatencyRegressor(n_bootstrap=5).fit(X, y)
+    Xt, _ = sample(300, 8, gpu=True)
+    Xt = np.vstack([Xt, [[5000.0, 2, 0.5, 0, -1]]])          # an unstable queue: inf
+    shares = est._shares(Xt)
+    mean = est._forward(est.theta_, Xt, shares)
+    members = np.vstack([est._forward(t, Xt, shares) for t in est.bootstrap_thetas_])
+    with np.errstate(invalid="ignore"):
+        q = np.quantile(members, est.bound_quantile, axis=0, method="higher")
+    bound = np.maximum(q, mean) * np.exp(est.residual_scale_)
+    assert np.isinf(mean[-1])
+    for rows in (latency.STACKED_ROWS, 700):           # one solve, or several
+        monkeypatch.setattr(latency, "STACKED_ROWS", rows)
+        got_mean, got_bound = est.predict_with_bound(Xt)
+        assert np.array_equal(got_mean, mean) and np.array_equal(got_mean, est.predict(Xt))
+        assert np.array_equal(got_bound, bound) and np.array_equal(est.predict_bound(Xt), bound)
+
+
+def test_learned_mean_alone_is_the_predictions_mean() -> None:
+    """``predict_mean`` (the load correction's bisection) skips the ensemble, not a digit."""
+    from planner.domain.state import WorkloadConfig
+    from planner.models.effects import LearnedLatency
+    from planner.models.predictor import CandidateBatch
+
+    X, y = sample(40, 9)
+    p = LearnedLatency(effect(QueueingLatencyRegressor(n_bootstrap=4).fit(X, y)))
+    batch = CandidateBatch.of([WorkloadConfig(r, 1.0, "cpu", None) for r in (2, 5, 9)])
+    for rate in (50.0, 300.0, 2000.0):
+        assert np.array_equal(p.predict_mean(batch, rate), p.predict(batch, rate).mean)
+
+
 def test_support_knows_what_it_has_not_seen() -> None:
     X, y = sample(30, 5)
     X[:, 2] = 1.0

@@ -184,17 +184,6 @@ def test_documents_that_would_fail_at_predict_time_are_refused_at_load(mutate: A
         serialization.loads(json.dumps(blob).encode())
 
 
-def test_batched_predictions_equal_one_at_a_time() -> None:
-    """A row's prediction does not depend on the rows evaluated with it: the bootstrap band
-    and the finite-difference Jacobian are computed in one pass each."""
-    X, y = sample(60, 3)
-    model = QueueingLatencyRegressor(n_bootstrap=4, random_state=1).fit(X, y)
-    shares = model._shares(X)
-    many = model._forward_many(model.bootstrap_thetas_, X, shares)
-    for theta, row in zip(model.bootstrap_thetas_, many, strict=True):
-        assert np.array_equal(row, model._forward(theta, X, shares))
-
-
 def test_the_batched_jacobian_fits_exactly_what_scipy_alone_fits(
         monkeypatch: pytest.MonkeyPatch) -> None:
     X, y = sample(60, 4)

@@ -22,7 +22,7 @@ from planner.models import serialization
 from planner.models.availability import AvailabilityRegressor
 from planner.models.latency import EXTRAPOLATION_MARGIN, QueueingLatencyRegressor
 from planner.models.observations import UNKNOWN_CLASS, feature_names, pool_code
-from planner.models.predictor import CandidateBatch, Prediction, Predictor
+from planner.models.predictor import CandidateBatch, FloatArray, Prediction, Predictor
 
 log = logging.getLogger(__name__)
 
@@ -143,8 +143,17 @@ class LearnedKPI(Predictor):
     def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
         X = self.model.features(batch, rate, self.mix)
         est: QueueingLatencyRegressor | AvailabilityRegressor = self.model.estimator
-        return Prediction(est.predict(X), est.predict_bound(X),
-                          est.supported(X) & self.within_load_range(batch, rate))
+        if isinstance(est, QueueingLatencyRegressor):
+            mean, bound = est.predict_with_bound(X)
+        else:
+            mean, bound = est.predict(X), est.predict_bound(X)
+        return Prediction(mean, bound, est.supported(X) & self.within_load_range(batch, rate))
+
+    def predict_mean(self, batch: CandidateBatch, rate: float) -> FloatArray:
+        """The fitted model's prediction alone (no bootstrap ensemble)."""
+        out: FloatArray = self.model.estimator.predict(self.model.features(batch, rate,
+                                                                          self.mix))
+        return out
 
     def within_load_range(self, batch: CandidateBatch, rate: float) -> NDArray[np.bool_]:
         """Candidates whose load per core is at most :data:`EXTRAPOLATION_MARGIN` times the

@@ -44,6 +44,9 @@ factor of the observed range (once two sizes were seen), loads per core up to th
 the highest seen below saturation (:class:`planner.models.effects.LearnedKPI`)."""
 SPEED_BOUND = 2.5
 """Per-class log speed bound (relative to the reference class): 0.08x to 12x."""
+STACKED_ROWS = 20_000
+"""Rows per stacked quantile solve when several parameter vectors are evaluated (bounds the
+memory of one solve; a planner's batches are far smaller, so an ensemble is one solve)."""
 
 class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc]
     """Predicts a latency percentile (ms) from ``X`` = [rate, replicas, cpu, gpu, pool,
@@ -136,11 +139,17 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
                       shares: FloatArray | None = None) -> FloatArray:
         """``(m, n)``: the predictions of ``m`` parameter vectors for the rows of ``X``, in
         one vectorised evaluation (a bootstrap band, a finite-difference Jacobian)."""
+        thetas = np.asarray(thetas, dtype=float)
         m, n = len(thetas), X.shape[0]
         f = self._shares(X) if shares is None else shares
-        rows = np.repeat(np.asarray(thetas, dtype=float), n, axis=0)
-        out: FloatArray = self._forward(rows, np.tile(X, (m, 1)),
-                                        np.tile(f, (m, 1))).reshape(m, n)
+        out: FloatArray = np.empty((m, n))
+        per_solve = max(1, STACKED_ROWS // max(n, 1))   # bounds one solve's memory
+        for start in range(0, m, per_solve):
+            chunk = thetas[start:start + per_solve]
+            rows = np.repeat(chunk, n, axis=0)
+            out[start:start + len(chunk)] = self._forward(
+                rows, np.tile(X, (len(chunk), 1)), np.tile(f, (len(chunk), 1))
+            ).reshape(len(chunk), n)
         return out
 
     def _fit_theta(self, X: FloatArray, y: FloatArray, shares: FloatArray, start: FloatArray,
@@ -284,16 +293,23 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
     def predict_bound(self, X: Any) -> FloatArray:
         """A conservative (upper) prediction: the ``bound_quantile`` of the bootstrap
         predictions, widened by the residual scale."""
+        return self.predict_with_bound(X)[1]
+
+    def predict_with_bound(self, X: Any) -> tuple[FloatArray, FloatArray]:
+        """:meth:`predict` and :meth:`predict_bound` at once: the fitted parameters and the
+        bootstrap ensemble evaluated together in one stacked solve (what a planner scoring
+        candidates needs)."""
         X = np.asarray(X, dtype=float)
         shares = self._shares(X)
-        mean = self._forward(self.theta_, X, shares)
+        thetas = np.vstack([self.theta_[None, :], self.bootstrap_thetas_])
+        preds = self._forward_many(thetas, X, shares)
+        mean: FloatArray = preds[0]
         if len(self.bootstrap_thetas_) == 0:
-            return mean * math.exp(self.residual_scale_)
-        preds = self._forward_many(self.bootstrap_thetas_, X, shares)
+            return mean, mean * math.exp(self.residual_scale_)
         with np.errstate(invalid="ignore"):
-            q = np.quantile(preds, self.bound_quantile, axis=0, method="higher")
+            q = np.quantile(preds[1:], self.bound_quantile, axis=0, method="higher")
         out: FloatArray = np.maximum(q, mean) * math.exp(self.residual_scale_)
-        return out
+        return mean, out
 
     def capacity(self, X: Any) -> FloatArray:
         """Requests per second each configuration serves before its first pod saturates

@@ -70,3 +70,8 @@ class Predictor(ABC):
 
     @abstractmethod
     def predict(self, batch: CandidateBatch, rate: float) -> Prediction: ...
+
+    def predict_mean(self, batch: CandidateBatch, rate: float) -> FloatArray:
+        """``predict(batch, rate).mean``; a predictor whose bound costs more than its mean
+        (a learned model's bootstrap ensemble) answers without computing the bound."""
+        return self.predict(batch, rate).mean

@@ -205,10 +205,10 @@ def load_correction(ctx: PlanningContext, preds: dict[str, Predictor],
         if not now.supported[0] or not float(now.mean[0]) < seen:
             continue
         lo, hi = 1.0, MAX_CORRECTION
-        if float(p.predict(batch, rate * hi).mean[0]) > seen:
+        if float(p.predict_mean(batch, rate * hi)[0]) > seen:
             for _ in range(12):                  # predicted latency grows with load
                 mid = 0.5 * (lo + hi)
-                lo, hi = (mid, hi) if float(p.predict(batch, rate * mid).mean[0]) < seen \
+                lo, hi = (mid, hi) if float(p.predict_mean(batch, rate * mid)[0]) < seen \
                     else (lo, mid)
         factors[o.name] = hi
     return factors

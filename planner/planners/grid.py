@@ -56,6 +56,9 @@ FULL_GRID_LIMIT = 4_000
 """Up to this many points every candidate is scored in one vectorised batch."""
 GRID_LIMIT = 200_000
 """Up to this many, a monotone binary search over replicas; beyond, an optuna TPE study."""
+SPECULATIVE_ROWS = 64
+"""Rows per model call of the binary search (:meth:`GridPlanner._grid`): while few
+combinations are unfinished, one call evaluates the points of their next several steps."""
 HYSTERESIS = 0.05
 RISK_FREE = 0.7
 ALARM_DECAY = 0.995
@@ -202,7 +205,13 @@ class GridPlanner(Planner):
         """Exact search using monotonicity: for a fixed (CPU size, device, pool) more replicas
         never predict worse objectives and always cost more, so the cheapest feasible point
         of each combination is its fewest feasible replicas. A vectorised binary search over
-        replicas, all combinations at once, finds them in ``log2(len(replicas))`` batches."""
+        replicas, all combinations at once, finds them in ``log2(len(replicas))`` steps.
+
+        A model call on a few rows costs its per-call work, not its rows, so each call
+        evaluates the points of the next few steps of every unfinished combination (both
+        ways each step may go, up to :data:`SPECULATIVE_ROWS` rows) and the steps are then
+        taken from those results: the same steps, fewer calls (a candidate's prediction does
+        not depend on the other rows of its batch)."""
         combos = list(itertools.product(space.cpus, space.devices, space.pools))
         reps = np.asarray(space.replicas, dtype=float)
         n = len(combos)
@@ -210,21 +219,42 @@ class GridPlanner(Planner):
         gpu = np.array([1.0 if d == "gpu" else 0.0 for _, d, _ in combos])
         pools = tuple(p for _, _, p in combos)
 
-        def at(idx: NDArray[np.int64]) -> Scored:
-            return self.score(ctx, CandidateBatch(reps[idx], cpu, gpu, pools), rate, inp,
-                              monotone_only=True)
+        def feasible_at(points: list[tuple[int, int]]) -> dict[tuple[int, int], bool]:
+            """Feasibility (monotone constraints) of (combination, replica index) points."""
+            ci = np.array([c for c, _ in points], dtype=np.int64)
+            ri = np.array([r for _, r in points], dtype=np.int64)
+            s = self.score(ctx, CandidateBatch(reps[ri], cpu[ci], gpu[ci],
+                                               tuple(pools[c] for c in ci.tolist())),
+                           rate, inp, monotone_only=True)
+            return dict(zip(points, s.feasible.tolist(), strict=True))
 
         lo = np.zeros(n, dtype=np.int64)
         hi = np.full(n, len(reps) - 1, dtype=np.int64)
-        top = at(hi)
+        top = self.score(ctx, CandidateBatch(reps[hi], cpu, gpu, pools), rate, inp,
+                         monotone_only=True)
         possible = top.feasible
         evaluated = n
         while np.any((lo < hi) & possible):
-            mid = (lo + hi) // 2
-            s = at(mid)
-            evaluated += n
-            hi = np.where(possible & s.feasible, mid, hi)
-            lo = np.where(possible & ~s.feasible, mid + 1, lo)
+            active = np.flatnonzero((lo < hi) & possible).tolist()
+            depth = max(1, int(math.log2(SPECULATIVE_ROWS / len(active) + 1)))
+            points: list[tuple[int, int]] = []
+            frontier = [(c, int(lo[c]), int(hi[c])) for c in active]
+            for _ in range(depth):
+                points.extend((c, (a + b) // 2) for c, a, b in frontier)
+                frontier = [half for c, a, b in frontier
+                            for half in ((c, a, (a + b) // 2), (c, (a + b) // 2 + 1, b))
+                            if half[1] < half[2]]
+            known = feasible_at(points)
+            for _ in range(depth):
+                if not np.any((lo < hi) & possible):
+                    break
+                mid = (lo + hi) // 2
+                # A finished combination's point is its (feasible) upper end.
+                ok = np.array([lo[c] >= hi[c] or not possible[c] or known[(c, int(mid[c]))]
+                               for c in range(n)], dtype=bool)
+                evaluated += n
+                hi = np.where(possible & ok, mid, hi)
+                lo = np.where(possible & ~ok, mid + 1, lo)
         final_idx = np.where(possible, lo, len(reps) - 1)
         final = self.score(ctx, CandidateBatch(reps[final_idx], cpu, gpu, pools), rate, inp)
         return final, f"{evaluated} of {space.size} points searched"
