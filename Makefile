@@ -7,7 +7,8 @@ SYSSTAMP:= $(VENV)/.system-packages
 SCENARIO?= examples/scenarios/diurnal-shop.yaml
 APT_PACKAGES := haproxy prometheus
 PYTEST_WORKERS ?= 2
-# pytest-xdist processes (CI has 2 cores); PYTEST_WORKERS=0 runs in one process.
+# pytest-xdist processes (CI has 2 cores; idle workers steal queued tests); PYTEST_WORKERS=0 runs
+# in one process. The slowest tests are listed at the end (keep `make test` under 10 minutes).
 
 .PHONY: install system-packages run test lint typecheck layers pytest bench clean
 
@@ -48,7 +49,7 @@ layers: install
 	$(BIN)/lint-imports
 
 pytest: install system-packages
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS)
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal --durations=15
 
 test: lint typecheck layers pytest
 

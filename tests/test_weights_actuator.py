@@ -126,10 +126,10 @@ def latency_profile(percentile: int) -> KPIProfile:
                           "spec": {"type": "latency", "percentile": percentile}})
 
 
-def run_scenario(scenario: Scenario, duration: float) -> tuple[dict[str, Any],
-                                                                  list[StepRecord]]:
+def run_scenario(scenario: Scenario, duration: float, planner: str | None = None
+                 ) -> tuple[dict[str, Any], list[StepRecord]]:
     """Run and keep every step's record (the cluster keeps only a sliding window)."""
-    run = ScenarioRun(scenario)
+    run = ScenarioRun(scenario, planner)
     records: list[StepRecord] = []
     while run.elapsed + 1e-9 < duration:
         run.advance()
@@ -671,9 +671,12 @@ def test_weights_at_a_fixed_replica_count() -> None:
     sc = load_scenario(HETEROGENEOUS)
     fixed = sc.spec.admin.replicas.model_copy(update={"min": 12, "max": 12})
     p95 = latency_profile(95)
-    rr_report, rr = run_scenario(with_admin(sc, actuators=("replicas",), replicas=fixed), 1800)
+    # The replica count is pinned, so the planner decides nothing here: the explicit one
+    # (no model training) keeps the test about the dispatch alone, and fast.
+    rr_report, rr = run_scenario(with_admin(sc, actuators=("replicas",), replicas=fixed), 1800,
+                                 "queueing")
     w_report, w = run_scenario(with_admin(sc, actuators=("replicas", "weights"),
-                                          replicas=fixed), 1800)
+                                          replicas=fixed), 1800, "queueing")
     assert w_report["totals"]["core_hours"] == rr_report["totals"]["core_hours"]
     rr95, w95 = kpi_value(p95, rr), kpi_value(p95, w)
     assert rr95 is not None and w95 is not None
