@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -164,6 +165,13 @@ def test_dataset_has_one_share_column_per_node_pool() -> None:
     assert ds.X[:, 5:].tolist() == [[0.0, 0.5, 0.5], [0.25, 0.25, 0.5]]
 
 
+@functools.cache
+def _small_model_document() -> str:
+    """One fitted model's document, shared by the refusal cases (each mutates a copy)."""
+    X, y = sample(20, 5)
+    return serialization.dumps(QueueingLatencyRegressor(n_bootstrap=2).fit(X, y)).decode()
+
+
 @pytest.mark.parametrize("mutate", [
     lambda b: b["params"].update(quantile="0.95"),
     lambda b: b["params"].update(quantile=1.0),
@@ -176,9 +184,7 @@ def test_dataset_has_one_share_column_per_node_pool() -> None:
 def test_documents_that_would_fail_at_predict_time_are_refused_at_load(mutate: Any) -> None:
     import json
 
-    X, y = sample(20, 5)
-    est = QueueingLatencyRegressor(n_bootstrap=2).fit(X, y)
-    blob = json.loads(serialization.dumps(est))
+    blob = json.loads(_small_model_document())
     mutate(blob)
     with pytest.raises(serialization.ModelRefused, match="inconsistent"):
         serialization.loads(json.dumps(blob).encode())
@@ -186,9 +192,9 @@ def test_documents_that_would_fail_at_predict_time_are_refused_at_load(mutate: A
 
 def test_the_batched_jacobian_fits_exactly_what_scipy_alone_fits(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    X, y = sample(60, 4)
-    batched = QueueingLatencyRegressor(n_bootstrap=2, random_state=2).fit(X, y)
+    X, y = sample(30, 4)
+    batched = QueueingLatencyRegressor(n_bootstrap=1, random_state=2).fit(X, y)
     monkeypatch.setattr(QueueingLatencyRegressor, "_batched_jacobian", False)
-    alone = QueueingLatencyRegressor(n_bootstrap=2, random_state=2).fit(X, y)
+    alone = QueueingLatencyRegressor(n_bootstrap=1, random_state=2).fit(X, y)
     assert np.array_equal(batched.theta_, alone.theta_)
     assert np.array_equal(batched.bootstrap_thetas_, alone.bootstrap_thetas_)
