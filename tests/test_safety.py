@@ -303,3 +303,24 @@ def test_restarted_during_an_overload_without_a_model_it_acts_in_its_first_cycle
             assert out.applied, out.plan.reason
             return
     raise AssertionError("the KPI never became known")
+
+
+def test_a_smaller_size_clipped_by_the_admin_maximum_keeps_the_serving_cores() -> None:
+    """Found by the property above: 2 x 1 cpu starting, saturated and violated, the admin's
+    maximum 2; a planner asking for 0.5-cpu pods got the proportional floor (6 x 0.5) clipped
+    to 2 x 0.5, half the cores serving. The current size is kept instead."""
+    pods = tuple(PodState(f"w-{i}", "a0", 1.0, "cpu", False, pool="a") for i in range(2))
+    cfg = WorkloadConfig(2, 1.0, "cpu", None)
+    wl = WorkloadState("ns", "w", cfg, pods, request_rate=100.0, cpu_utilization=1.0)
+    admin = AdminConfig(actuators=("replicas", "cpu"),
+                        replicas=ReplicaBounds(min=1, max=2, max_step=100),
+                        cpu=CpuBounds(sizes=SIZES, cooldown_s=0), cycleSeconds=15)
+    intent, prof = _intent()
+    snap = ClusterSnapshot(1000.0, (NodeState("a0", "a", "eu", 4.0, 2.0, 0, 0, 0.04, 2.0),),
+                           {"ns/w": wl})
+    ctx = PlanningContext(intent, {"p95": prof}, wl, snap, {"p95": 150.0}, admin,
+                          registry.create(admin.actuators, admin), None, 1000.0)
+    plan, _ = safety.guard(ctx, Plan("ns/w", "any", cfg, cfg.with_(replicas=1, cpu=0.5),
+                                     reason_parts=(ReasonPart("choice", "x"),)), {})
+    assert plan.target.replicas * plan.target.cpu >= 2.0
+    assert "no scale-in" in plan.reason

@@ -297,6 +297,10 @@ def _size_rules(ctx: PlanningContext, obs: Observation,
                        f"at least {floor} replica(s) (proportional rule, target "
                        f"{PROPORTIONAL_TARGET:.0%})")
             target = target.with_(replicas=floor)
+    asked = target
+    # Checked after the admin's bounds: a floor above the maximum, clipped, in a smaller CPU
+    # size would otherwise hold fewer cores than the pods serving now.
+    target = clip_target(ctx, target)
     keep = min(cur.replicas, obs.scheduled)
     # In cores when the device stays (a smaller CPU size is a scale-in too).
     need = keep if target.device != cur.device else math.ceil(
@@ -304,9 +308,10 @@ def _size_rules(ctx: PlanningContext, obs: Observation,
     if obs.violated and target.replicas < need:
         why.append(f"{', '.join(obs.violated)} violated: no scale-in (at least {keep} x "
                    f"{cur.cpu:g} cpu kept)")
-        # A smaller size that cannot hold those cores within the admin's bounds waits.
+        # A smaller size that cannot hold those cores within the admin's bounds waits: the
+        # current shape, with at least the cores asked for.
         target = target.with_(replicas=need) if need <= ctx.admin.replicas.max else \
-            cur.with_(replicas=max(keep, target.replicas))
+            _same_cores(cur, asked)
     return clip_target(ctx, target), why
 
 
