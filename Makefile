@@ -59,6 +59,7 @@ test: lint typecheck layers pytest
 bench: install system-packages
 	$(BIN)/python bench/table.py
 	$(BIN)/python bench/models.py
+	$(BIN)/python bench/fit.py
 	$(BIN)/python bench/slo.py
 	$(BIN)/python bench/dispatch.py
 	$(BIN)/python bench/watch.py
