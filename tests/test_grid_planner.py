@@ -19,7 +19,7 @@ from planner.domain.state import ClusterSnapshot, NodeState, PodState, WorkloadC
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
 from planner.planners.base import PlanningContext
 from planner.planners.feedback import EXPLORE_GAIN
-from planner.planners.grid import GridPlanner
+from planner.planners.grid import GridPlanner, shape_axes
 from simulator.characterize import characterize
 from simulator.runner import ScenarioRun
 from simulator.scenario import load_scenario
@@ -392,14 +392,9 @@ class Jagged(Predictor):
 def plain_binary_search(planner: GridPlanner, ctx: PlanningContext, space: Any, rate: float,
                         inp: Any) -> tuple[Any, str]:
     """The search as it was before it read several steps per model call (the reference)."""
-    import itertools
-
-    combos = list(itertools.product(space.cpus, space.devices, space.pools))
+    cpu, gpu, pools = shape_axes(space)
     reps = np.asarray(space.replicas, dtype=float)
-    n = len(combos)
-    cpu = np.array([c for c, _, _ in combos], dtype=float)
-    gpu = np.array([1.0 if d == "gpu" else 0.0 for _, d, _ in combos])
-    pools = tuple(p for _, _, p in combos)
+    n = len(pools)
 
     def at(idx: Any) -> Any:
         return planner.score(ctx, CandidateBatch(reps[idx], cpu, gpu, pools), rate, inp,

@@ -65,6 +65,10 @@ class AvailabilityRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc
         out: FloatArray = np.clip(1.0 - self.loss_[i] - 2.0 * self.spread_[i], 0.0, 1.0)
         return out
 
+    def predict_with_bound(self, X: Any) -> tuple[FloatArray, FloatArray]:
+        """:meth:`predict` and :meth:`predict_bound` at once (the planners' interface)."""
+        return self.predict(X), self.predict_bound(X)
+
     def supported(self, X: Any) -> NDArray[np.bool_]:
         X = np.asarray(X, dtype=float)
         out: NDArray[np.bool_] = self.counts_[self._idx(X)] > 0

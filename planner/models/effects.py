@@ -143,10 +143,7 @@ class LearnedKPI(Predictor):
     def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
         X = self.model.features(batch, rate, self.mix)
         est: QueueingLatencyRegressor | AvailabilityRegressor = self.model.estimator
-        if isinstance(est, QueueingLatencyRegressor):
-            mean, bound = est.predict_with_bound(X)
-        else:
-            mean, bound = est.predict(X), est.predict_bound(X)
+        mean, bound = est.predict_with_bound(X)
         return Prediction(mean, bound, est.supported(X) & self.within_load_range(batch, rate))
 
     def predict_mean(self, batch: CandidateBatch, rate: float) -> FloatArray:

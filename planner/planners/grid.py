@@ -70,6 +70,16 @@ SCALE_IN_MARGIN = 0.05
 it from a configuration that meets its objectives (hysteresis in load, against flapping)."""
 
 
+def shape_axes(space: SearchSpace) -> tuple[NDArray[np.float64], NDArray[np.float64],
+                                            tuple[str | None, ...]]:
+    """Every (CPU size, device, pool) combination of ``space``, as the CPU, GPU and pool
+    columns of a :class:`CandidateBatch` (one row per combination)."""
+    combos = list(itertools.product(space.cpus, space.devices, space.pools))
+    cpu = np.array([c for c, _, _ in combos], dtype=float)
+    gpu = np.array([1.0 if d == "gpu" else 0.0 for _, d, _ in combos])
+    return cpu, gpu, tuple(p for _, _, p in combos)
+
+
 @dataclass
 class Recall:
     """The planner's memory of one intent while it plans (built from ``ctx.memory``, returned
@@ -212,12 +222,9 @@ class GridPlanner(Planner):
         ways each step may go, up to :data:`SPECULATIVE_ROWS` rows) and the steps are then
         taken from those results: the same steps, fewer calls (a candidate's prediction does
         not depend on the other rows of its batch)."""
-        combos = list(itertools.product(space.cpus, space.devices, space.pools))
+        cpu, gpu, pools = shape_axes(space)
         reps = np.asarray(space.replicas, dtype=float)
-        n = len(combos)
-        cpu = np.array([c for c, _, _ in combos], dtype=float)
-        gpu = np.array([1.0 if d == "gpu" else 0.0 for _, d, _ in combos])
-        pools = tuple(p for _, _, p in combos)
+        n = len(pools)
 
         def feasible_at(points: list[tuple[int, int]]) -> dict[tuple[int, int], bool]:
             """Feasibility (monotone constraints) of (combination, replica index) points."""
