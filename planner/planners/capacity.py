@@ -70,10 +70,17 @@ def added_pods(workload: WorkloadState, plan: Plan) -> int:
 
 def reserve(snapshot: ClusterSnapshot, workload: WorkloadState, plan: Plan) -> ClusterSnapshot:
     """``snapshot`` with the room of the pods ``plan`` adds counted as allocated."""
-    count = added_pods(workload, plan)
+    return reserve_config(snapshot, workload, plan.target)
+
+
+def reserve_config(snapshot: ClusterSnapshot, workload: WorkloadState,
+                   t: WorkloadConfig) -> ClusterSnapshot:
+    """``snapshot`` with the room of the pods the workload needs beyond those it has
+    scheduled of ``t``'s shape counted as allocated."""
+    have = sum(1 for p in workload.pods if p.node is not None and runs(p, t))
+    count = max(0, t.replicas - have)
     if count == 0:
         return snapshot
-    t = plan.target
     gpus = 1 if t.device == "gpu" else 0
     nodes = list(snapshot.nodes)
     for _ in range(count):

@@ -190,15 +190,18 @@ def guard(ctx: PlanningContext, plan: Plan, memory: Memory,
     target, sized = _size_rules(ctx, obs, target)
     why.extend(sized)
     target, fitted = _fit_rules(ctx, obs, target, rolling_back)
-    why.extend(fitted)
     parts = list(plan.reason_parts)
     if obs.violated and any(p.kind in CLAIM_KINDS for p in parts):
         parts = [p for p in parts if p.kind not in CLAIM_KINDS]
         why.append(f"observed {', '.join(obs.violated)} violated although the models predict "
                    f"{_shape(cur)} x {cur.replicas} meets every objective")
-    if not why:
+    if not why and not fitted:
         return plan, watch.as_memory()
-    parts.append(ReasonPart("safety", "; ".join(why)))
+    if why:
+        parts.append(ReasonPart("safety", "; ".join(why)))
+    if fitted:
+        # Its own kind: the controller plans competing intents together when one is capped.
+        parts.append(ReasonPart("capacity", "; ".join(fitted)))
     if target == plan.target:
         return _with_parts(plan, parts), watch.as_memory()
     actions = steps_towards(ctx, target)
