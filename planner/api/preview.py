@@ -123,6 +123,9 @@ class Prepared:
     """The controller's memory of the intent, as of the snapshot."""
     knowledge: KnowledgeBase
     notes: list[str] = field(default_factory=list)
+    placement: WorkloadConfig | None = None
+    """The shape the last cycle's joint plan assigned the intent (see
+    :mod:`planner.control.contention`)."""
 
 
 # ------------------------------------------------------------------------------ prepare
@@ -247,6 +250,9 @@ def prepare(runtime: Runtime, req: schemas.PreviewRequest) -> Prepared:
         # Planned on the cluster as a cycle would show it to this intent: the room that
         # higher-priority intents' last plans reserved is taken.
         view = controller.view_for(intent.key, snapshot)
+        placement = controller.placements.get(intent.key)
+        if placement is not None:
+            notes.append("planned in the shape the last cycle's joint plan assigned")
     topology.observe_all(actuators.values(), snapshot)
     memory = controller_module.observed(actuators, workload.key, snapshot.time, memory)
     if req.overrides is not None:
@@ -254,7 +260,7 @@ def prepare(runtime: Runtime, req: schemas.PreviewRequest) -> Prepared:
         notes.append("what-if: " + ", ".join(f"{k}={v}" for k, v in given.items())
                      if given else "what-if: no overrides given")
     return Prepared(intent, profiles, workload, view, current, admin, actuators, planner,
-                    memory, runtime.knowledge, notes)
+                    memory, runtime.knowledge, notes, placement)
 
 
 # ------------------------------------------------------------------------------ compute
@@ -286,7 +292,8 @@ def compute(p: Prepared) -> schemas.PreviewOut:
     t0 = time.perf_counter()
     ctx = PlanningContext(p.intent, p.profiles, p.workload, p.snapshot, p.current, p.admin,
                           p.actuators, p.knowledge, p.snapshot.time,
-                          p.memory.for_planner(p.planner.name), p.memory.actuators)
+                          p.memory.for_planner(p.planner.name), p.memory.actuators,
+                          p.placement)
     try:
         plan, _ = safety.plan_safely(p.planner, ctx, p.memory.safety)
     except TemporaryError as exc:

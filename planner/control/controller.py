@@ -21,6 +21,7 @@ from actuators import registry as actuator_registry
 from actuators import topology
 from actuators.base import Actuator
 from knowledge.base import KnowledgeBase
+from planner.control import contention
 from planner.domain.admin import AdminConfig
 from planner.domain.errors import IntentPlannerError, PermanentError, TemporaryError
 from planner.domain.events import build_event
@@ -28,7 +29,7 @@ from planner.domain.intents import Intent, KPIProfile, objective_met, objective_
 from planner.domain.memory import IntentMemory
 from planner.domain.plan import Action, Plan
 from planner.domain.ports import ClusterBackend, IntentSource, KPISource
-from planner.domain.state import ClusterSnapshot
+from planner.domain.state import ClusterSnapshot, WorkloadConfig, WorkloadState
 from planner.domain.status import build_status
 from planner.planners import capacity, safety
 from planner.planners import registry as planner_registry
@@ -58,6 +59,23 @@ class IntentOutcome:
 CycleHook = Callable[[ClusterSnapshot, list[IntentOutcome]], None]
 
 
+@dataclass
+class Staged:
+    """An intent observed this cycle and waiting for its plan to be applied."""
+
+    out: IntentOutcome
+    snapshot: ClusterSnapshot
+    """What was observed (recorded in the event)."""
+    workload: WorkloadState
+    profiles: Mapping[str, KPIProfile]
+    """KPI profile per objective name."""
+    mem: IntentMemory
+    """The intent's memory after the actuators observed this cycle."""
+    planner: Planner
+    unknown_reasons: dict[str, str]
+    safety_memory: dict[str, Any] = field(default_factory=dict)
+
+
 class IntentController:
     def __init__(
         self,
@@ -81,6 +99,9 @@ class IntentController:
         self.reserved: list[tuple[str, str, Plan]] = []
         """The last cycle's active plans in the order they were made (intent, workload,
         plan): the capacity each reserved for the intents after it."""
+        self.placements: dict[str, WorkloadConfig] = {}
+        """The shapes the last cycle's joint plan assigned (intent -> shape; empty when the
+        intents were planned one after another)."""
         self._memory: dict[str, IntentMemory] = {}
         self._unrestored: dict[str, IntentMemory] = {}
         """Memory built while the stored one could not be read (knowledge base down): used,
@@ -146,7 +167,13 @@ class IntentController:
             log.error("memory of %s refused by the knowledge base: %s", mem.intent, exc)
 
     def cycle(self) -> list[IntentOutcome]:
-        """One pass over every intent; never raises for a failing dependency."""
+        """One pass over every intent; never raises for a failing dependency.
+
+        Every intent is observed first, then planned highest priority first on the room the
+        earlier plans left (:mod:`planner.planners.capacity`); when a plan was capped by
+        capacity, the competing intents are planned again together
+        (:mod:`planner.control.contention`). Then each plan is applied, recorded and
+        reported, in the same order."""
         try:
             snapshot = self.backend.observe()
         except TemporaryError as exc:
@@ -156,17 +183,18 @@ class IntentController:
         profiles = self.source.profiles()
         intents = sorted(self.source.intents(), key=lambda i: -i.spec.priority)
         self.intents_seen = len(intents)
-        outcomes: list[IntentOutcome] = []
-        view = snapshot  # the cluster as the next intent sees it: earlier plans' pods reserved
-        reserved: list[tuple[str, str, Plan]] = []
-        for i in intents:
-            out = self._reconcile_isolated(i, snapshot, profiles, view)
-            outcomes.append(out)
-            workload = snapshot.workload(i.workload_key)
-            if out.plan is not None and i.spec.active and workload is not None:
-                view = capacity.reserve(view, workload, out.plan)
-                reserved.append((i.key, i.workload_key, out.plan))
-        self.reserved = reserved
+        staged = [self._observe_isolated(i, snapshot, profiles) for i in intents]
+        pending = [s for s in staged if isinstance(s, Staged)]
+        self.placements = {}
+        self.reserved = self._plan_in_order(pending, snapshot)
+        if contention.capped(pending):
+            decision = contention.decide(self, pending, snapshot)
+            if decision is not None:
+                self.placements = decision.placements
+                self.reserved = self._plan_in_order(pending, snapshot)
+                contention.annotate(pending, decision)
+        outcomes = [s if isinstance(s, IntentOutcome) else self._finish_isolated(s)
+                    for s in staged]
         self._retention(snapshot.time)
         self.cycles += 1
         for hook in self.hooks:
@@ -176,18 +204,40 @@ class IntentController:
                 log.exception("cycle hook failed")
         return outcomes
 
-    def _reconcile_isolated(self, intent: Intent, snapshot: ClusterSnapshot,
-                            profiles: Mapping[str, KPIProfile],
-                            view: ClusterSnapshot | None = None) -> IntentOutcome:
+    def _observe_isolated(self, intent: Intent, snapshot: ClusterSnapshot,
+                          profiles: Mapping[str, KPIProfile]) -> Staged | IntentOutcome:
         """One intent's failure (a plugin's bug, a bad document) never stops the others."""
         try:
-            return self._reconcile(intent, snapshot, profiles, view)
+            return self._observe_intent(intent, snapshot, profiles)
         except Exception as exc:
-            log.exception("reconciling %s failed", intent.key)
-            out = IntentOutcome(intent,
-                                planner_error=f"internal error: {type(exc).__name__}: {exc}")
-            self._report(out, snapshot.time)
-            return out
+            return self._failed(intent, snapshot.time, exc)
+
+    def _finish_isolated(self, s: Staged) -> IntentOutcome:
+        try:
+            return self._finish(s)
+        except Exception as exc:
+            return self._failed(s.out.intent, s.snapshot.time, exc)
+
+    def _failed(self, intent: Intent, now: float, exc: Exception) -> IntentOutcome:
+        log.exception("reconciling %s failed", intent.key)
+        out = IntentOutcome(intent, planner_error=f"internal error: {type(exc).__name__}: {exc}")
+        self._report(out, now)
+        return out
+
+    def _plan_in_order(self, pending: list[Staged], snapshot: ClusterSnapshot
+                       ) -> list[tuple[str, str, Plan]]:
+        """Plan ``pending`` (highest priority first; the intents a joint plan served before
+        the others) each on ``snapshot`` with the room the earlier active plans add reserved;
+        the plans in the order they were made."""
+        view = snapshot  # the cluster as the next intent sees it: earlier plans' pods reserved
+        reserved: list[tuple[str, str, Plan]] = []
+        for s in sorted(pending, key=lambda s: s.out.intent.key not in self.placements):
+            self._plan(s, view, self.placements.get(s.out.intent.key))
+            plan, intent = s.out.plan, s.out.intent
+            if plan is not None and intent.spec.active:
+                view = capacity.reserve(view, s.workload, plan)
+                reserved.append((intent.key, intent.workload_key, plan))
+        return reserved
 
     def _retention(self, now: float) -> None:
         """Apply the knowledge base's event retention about once an hour."""
@@ -202,11 +252,10 @@ class IntentController:
         if deleted:
             log.info("retention: %d old event(s) deleted", deleted)
 
-    def _reconcile(self, intent: Intent, snapshot: ClusterSnapshot,
-                   profiles: Mapping[str, KPIProfile],
-                   view: ClusterSnapshot | None = None) -> IntentOutcome:
-        """``snapshot`` is what was observed (recorded); ``view`` the same with the room
-        reserved by the plans of higher-priority intents this cycle (planned on)."""
+    def _observe_intent(self, intent: Intent, snapshot: ClusterSnapshot,
+                        profiles: Mapping[str, KPIProfile]) -> Staged | IntentOutcome:
+        """Check the intent, measure its objectives and let the actuators observe its
+        workload; an invalid intent is reported and finished here."""
         out = IntentOutcome(intent)
         now = snapshot.time
         workload = snapshot.workload(intent.workload_key)
@@ -231,35 +280,52 @@ class IntentController:
                 unknown_reasons[obj.name] = (why(intent, prof) if callable(why) else None) or \
                     "no data"
         mem = observed(self.actuators, workload.key, now, self.memory(intent.key), out.errors)
-        planner = self.planner_for(intent)
-        ctx = PlanningContext(intent, by_objective, workload, view or snapshot, out.current,
-                              self.admin, self.actuators, self.knowledge, now,
-                              mem.for_planner(planner.name), mem.actuators)
+        return Staged(out, snapshot, workload, by_objective, mem, self.planner_for(intent),
+                      unknown_reasons)
+
+    def context(self, s: Staged, view: ClusterSnapshot,
+                placement: WorkloadConfig | None = None) -> PlanningContext:
+        """What the staged intent's planner is given when planned on ``view``."""
+        return PlanningContext(s.out.intent, s.profiles, s.workload, view, s.out.current,
+                               self.admin, self.actuators, self.knowledge, s.snapshot.time,
+                               s.mem.for_planner(s.planner.name), s.mem.actuators, placement)
+
+    def _plan(self, s: Staged, view: ClusterSnapshot,
+              placement: WorkloadConfig | None = None) -> None:
+        """Plan the staged intent on ``view`` (pure: planning again replaces the result)."""
+        out, planner = s.out, s.planner
+        ctx = self.context(s, view, placement)
         t0 = time.perf_counter()
+        out.planner_error = None
         try:
-            plan, safety_memory = safety.plan_safely(planner, ctx, mem.safety)
+            plan, s.safety_memory = safety.plan_safely(planner, ctx, s.mem.safety)
         except Exception as exc:  # a planner plugin's failure is this intent's, not the cycle's
             if not isinstance(exc, IntentPlannerError):
-                log.exception("planner %s failed on %s", planner.name, intent.key)
+                log.exception("planner %s failed on %s", planner.name, out.intent.key)
             out.planner_error = f"planner {planner.name}: {exc}"
             plan = None
         elapsed = (time.perf_counter() - t0) * 1000.0
+        out.plan = _with_latency(plan, elapsed) if plan is not None else None
+
+    def _finish(self, s: Staged) -> IntentOutcome:
+        """Apply the staged intent's plan, then remember, record and report the cycle."""
+        out, mem, plan = s.out, s.mem, s.out.plan
+        intent, now = out.intent, s.snapshot.time
         if plan is not None:
-            plan = _with_latency(plan, elapsed)
-            mem = mem.with_planning(planner.name, plan.memory, now).with_safety(
-                safety_memory, now)
-        out.plan = plan
+            mem = mem.with_planning(s.planner.name, plan.memory, now).with_safety(
+                s.safety_memory, now)
         if plan is not None and intent.spec.active:
             mem = self._act(plan, out, now, mem)
         self._remember(mem)
         try:
-            self.knowledge.record_event(build_event(intent, workload, snapshot, out.current, plan,
-                                                    bool(out.applied), out.applied_actions))
+            self.knowledge.record_event(build_event(intent, s.workload, s.snapshot,
+                                                    out.current, plan, bool(out.applied),
+                                                    out.applied_actions))
         except TemporaryError as exc:
             log.warning("knowledge base unavailable, event not recorded: %s", exc)
         except PermanentError as exc:
             log.error("event of %s refused by the knowledge base: %s", intent.key, exc)
-        self._report(out, now, unknown_reasons)
+        self._report(out, now, s.unknown_reasons)
         return out
 
     def _act(self, plan: Plan, out: IntentOutcome, now: float,

@@ -19,6 +19,16 @@ from planner.domain.state import ClusterSnapshot, WorkloadConfig, WorkloadState
 
 
 @dataclass(frozen=True)
+class ShapeOption:
+    """One shape an intent could run in this cycle: the fewest replicas of it predicted to
+    meet every objective (``config``) and what that costs per hour. What a planner offers
+    when intents that compete for capacity are planned together."""
+
+    config: WorkloadConfig
+    cost_per_hour: float
+
+
+@dataclass(frozen=True)
 class PlanningContext:
     """Everything a planner may look at for one intent in one cycle."""
 
@@ -38,6 +48,10 @@ class PlanningContext:
     :attr:`Plan.memory`; empty at first sight or after another planner)."""
     actuator_memory: Mapping[str, Memory] = field(default_factory=dict)
     """Each actuator's memory of this intent, by actuator name."""
+    placement: WorkloadConfig | None = None
+    """The shape (CPU size, device, pool; not the replicas) that planning the intents who
+    compete for capacity together assigned this intent (:mod:`planner.planners.joint`):
+    the planner chooses the replicas within it. ``None``: any shape."""
 
     @property
     def config(self) -> WorkloadConfig:
@@ -91,6 +105,14 @@ class Planner(ABC):
 
     @abstractmethod
     def plan(self, ctx: PlanningContext) -> Plan: ...
+
+    def shape_options(self, ctx: PlanningContext) -> list[ShapeOption] | None:
+        """Per shape (CPU size, device, pool) the planner may choose, the cheapest
+        configuration it predicts meets every objective at this cycle's load, cheapest
+        first; shapes where none does are left out. ``None``: the planner cannot say (it is
+        then planned alone, after the intents it competes with). Pure, like :meth:`plan`;
+        ``ctx.placement`` is ignored."""
+        return None
 
 
 def steps_towards(ctx: PlanningContext, target: WorkloadConfig) -> list[Action]:

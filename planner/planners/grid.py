@@ -42,10 +42,16 @@ from numpy.typing import NDArray
 from planner.domain.intents import objective_met
 from planner.domain.plan import Action, Plan, ReasonPart
 from planner.domain.state import WorkloadConfig
-from planner.models.forecast import LoadForecast
+from planner.models.forecast import Forecast, LoadForecast
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
 from planner.planners import fallback, feedback, plan_details
-from planner.planners.base import Planner, PlanningContext, clip_target, steps_towards
+from planner.planners.base import (
+    Planner,
+    PlanningContext,
+    ShapeOption,
+    clip_target,
+    steps_towards,
+)
 from planner.planners.predictors import PredictorMemory, PredictorSource
 from planner.planners.search_space import SearchSpace, gpu_capacity_ok, prices, space_for
 
@@ -347,6 +353,40 @@ class GridPlanner(Planner):
         plan = self._plan(ctx, mem)
         return replace(plan, memory=mem.as_memory(key))
 
+    @staticmethod
+    def _planned_rate(ctx: PlanningContext, mem: Recall, preds: dict[str, Predictor]
+                      ) -> tuple[float, dict[str, float], Forecast]:
+        """The load to plan for: the forecast over the pods' start-up, the admin's headroom,
+        and the correction for objectives observed violated above their model."""
+        key = ctx.intent.key
+        corrected = feedback.load_correction(
+            ctx, preds, mem.forecast.peak(key, ctx.now, feedback.KPI_WINDOW_S))
+        fc = mem.forecast.forecast(key, ctx.workload.request_rate or 0.0,
+                                    mem.forecast.horizon_s(key, ctx.admin.cycle_s))
+        rate = fc.rate * (1.0 + ctx.admin.headroom) * max(corrected.values(), default=1.0)
+        return rate, corrected, fc
+
+    def shape_options(self, ctx: PlanningContext) -> list[ShapeOption] | None:
+        """The fewest replicas per shape predicted to meet every objective (known shapes
+        only, within the cluster's GPUs and the budget), at the load :meth:`plan` would plan
+        for; computed on a copy of the memory, so planning afterwards is unaffected."""
+        key = ctx.intent.key
+        mem = Recall.of(key, ctx.memory)
+        mem.forecast.observe(key, ctx.now, ctx.workload.request_rate)
+        mem.forecast.observe_pods(key, ctx.now, ctx.workload.pods)
+        if plan_details.hold_if_unknown(ctx, self.name) is not None:
+            return None
+        alarm = 1.0 if _violated_any(ctx) else mem.alarm * ALARM_DECAY
+        preds = self.predictors(ctx, mem.predictors)
+        if not preds:
+            return None
+        rate, _, _ = self._planned_rate(ctx, mem, preds)
+        anywhere = replace(ctx, placement=None)
+        scored, _ = self._grid(anywhere, space_for(anywhere), rate, Inputs(preds, alarm))
+        ok = np.flatnonzero(scored.feasible & scored.supported)
+        found = [ShapeOption(scored.batch.config(int(i)), float(scored.cost[i])) for i in ok]
+        return sorted(found, key=lambda o: o.cost_per_hour)
+
     def _plan(self, ctx: PlanningContext, mem: Recall) -> Plan:
         cfg = ctx.config
         key = ctx.intent.key
@@ -363,13 +403,9 @@ class GridPlanner(Planner):
         if not preds:
             return plan_details.no_action(ctx, self.name, "no-model",
                                           "no action: no model yet (load too low to estimate)")
-        corrected = feedback.load_correction(
-            ctx, preds, mem.forecast.peak(key, ctx.now, feedback.KPI_WINDOW_S))
+        rate, corrected, fc = self._planned_rate(ctx, mem, preds)
         kinds = sorted({p.kind for p in preds.values()})
         blind = [o.name for o in ctx.intent.spec.objectives if o.name not in preds]
-        fc = mem.forecast.forecast(key, ctx.workload.request_rate or 0.0,
-                                    mem.forecast.horizon_s(key, ctx.admin.cycle_s))
-        rate = fc.rate * (1.0 + ctx.admin.headroom) * max(corrected.values(), default=1.0)
         space = space_for(ctx)
         if space.size <= min(FULL_GRID_LIMIT, self.grid_limit):
             scored, how = self.score(ctx, space.grid(), rate, inp), f"grid of {space.size}"

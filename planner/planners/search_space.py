@@ -49,6 +49,9 @@ def space_for(ctx: PlanningContext) -> SearchSpace:
     if "pool" in knobs:
         names = ctx.admin.pools or tuple(sorted({n.pool for n in ctx.snapshot.nodes}))
         pools = (None, *names)
+    if ctx.placement is not None:           # a shape assigned by joint planning
+        p = ctx.placement
+        cpus, devices, pools = (p.cpu,), (p.device,), (p.pool,)
     return SearchSpace(replicas, cpus, devices, pools)
 
 
