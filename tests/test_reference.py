@@ -1,0 +1,70 @@
+"""The perfect-foresight reference held to the planners' limits (``bench/reference.py``) and
+the collapse bar measured against it (``bench/slo.py``)."""
+
+from __future__ import annotations
+
+from bench.oracle import Failures, Shape, fewest_replicas, requirements
+from bench.reference import START, ReferencePlanner, run_reference
+from bench.slo import collapses_beyond, load
+
+
+def _row(violations: int, minutes: int = 100, planner: str = "grid") -> dict[str, object]:
+    return {"scenario": "s", "seed": 1, "planner": planner, "violation_minutes": violations,
+            "minutes": minutes}
+
+
+def test_a_collapse_is_measured_beyond_what_the_reference_could_keep() -> None:
+    """40 of 100 minutes violated is no collapse where the reference violates 30 (only 10
+    beyond it), and is one where the reference violates 10 (30 beyond)."""
+    floor = [{"scenario": "s", "seed": 1, "violation_minutes": 30, "minutes": 100}]
+    assert collapses_beyond([_row(40)], floor, "grid") == []
+    assert collapses_beyond([_row(40)], [{**floor[0], "violation_minutes": 10}], "grid") == [
+        {"scenario": "s", "seed": 1, "violation_minutes": 40, "minutes": 100,
+         "reference_violation_minutes": 10}]
+    assert collapses_beyond([_row(90, planner="hpa@80")], floor, "grid") == []
+
+
+def test_the_reference_sizes_for_the_load_it_will_see_when_its_pods_are_ready() -> None:
+    """On gen-15 (bursts larger than maxStep per cycle, 77 s start-up), over its first ten
+    minutes: every target is the fewest replicas of the current shape meeting the objectives
+    at the trace's real load (noise included) over start-up plus a cycle from the plan's
+    time, on the simulator's clock; and a run of it counts every objective-minute."""
+    import math
+
+    from planner.domain.plan import Plan
+    from planner.domain.state import WorkloadConfig
+    from planner.planners.base import PlanningContext
+    from simulator.runner import ScenarioRun
+
+    ref = "generated:15"
+    sc = load(ref)
+    seen: list[tuple[float, WorkloadConfig, Plan]] = []
+
+    class Recording(ReferencePlanner):
+        def plan(self, ctx: PlanningContext) -> Plan:
+            plan = super().plan(ctx)
+            seen.append((ctx.now, ctx.config, plan))
+            return plan
+
+    run = ScenarioRun(sc, "hpa", 1, start_time=START)
+    run.controller._planners["hpa"] = Recording(sc, 1)
+    while run.elapsed < 600:
+        run.advance()
+    intent = next(i for i in sc.intents if i.spec.active)
+    w = next(x for x in sc.spec.workloads if x.key == intent.workload_key)
+    need = requirements(intent, {p.key: p for p in sc.profiles},
+                        Failures.of(w, sc.spec.step_s))[0]
+    admin, trace = sc.spec.admin, sc.trace_for(w, 1)
+    ahead = w.service.startup_s + admin.cycle_s
+    assert len(seen) >= 600 / admin.cycle_s - 1
+    for now, cfg, plan in seen:
+        rates = [trace.rate(now - START + k * sc.spec.step_s)
+                 for k in range(math.ceil(ahead / sc.spec.step_s) + 1)]
+        fewest = fewest_replicas(w, sc.spec.cluster.pools, Shape(cfg.cpu, cfg.device, cfg.pool),
+                                 rates, need, "weights" in admin.actuators,
+                                 (max(1, admin.replicas.min), admin.replicas.max))
+        assert plan.target == cfg.with_(replicas=fewest or admin.replicas.max)
+    assert len({p.target.replicas for _, _, p in seen}) > 1     # it follows the load
+    short = run_reference(ref, 1, duration=300)
+    assert short["minutes"] == 5 * len(intent.spec.objectives)
+    assert 0 <= short["violation_minutes"] <= short["minutes"]
