@@ -91,8 +91,8 @@ if NAME not in REGISTRY.available():
 
 
 def run_reference(ref: str, seed: int, duration: float | None = None) -> dict[str, Any]:
-    """Violation-minutes and objective-minutes of the reference on scenario ``ref`` (the
-    active intents, as ``bench/slo.py`` counts a planner's)."""
+    """Violation-minutes, objective-minutes, core-hours and cost of the reference on scenario
+    ``ref`` (the active intents, as ``bench/slo.py`` counts a planner's)."""
     from bench.slo import load
     from knowledge.connect import open_knowledge_base
     from simulator.runner import ScenarioRun
@@ -111,4 +111,6 @@ def run_reference(ref: str, seed: int, duration: float | None = None) -> dict[st
     intents = [v for k, v in report["intents"].items() if k in active]
     return {"scenario": sc.name, "seed": seed,
             "violation_minutes": sum(v["violation_minutes"] for v in intents),
-            "minutes": sum(o["minutes"] for v in intents for o in v["objectives"].values())}
+            "minutes": sum(o["minutes"] for v in intents for o in v["objectives"].values()),
+            "core_hours": sum(v["core_hours"] for v in intents),
+            "cost": sum(v["cost"] for v in intents)}

@@ -279,6 +279,9 @@ def complete(rows: list[dict[str, Any]], refs: list[dict[str, Any]],
     summary = summarise(rows, planners)
     summary["reference"] = floors or []
     summary["reference_violation_minutes"] = sum(r["violation_minutes"] for r in floors or [])
+    summary["reference_cost"] = round(sum(r.get("cost", 0.0) for r in floors or []), 3)
+    summary["reference_core_hours"] = round(sum(r.get("core_hours", 0.0)
+                                                for r in floors or []), 2)
     summary["collapses_beyond_reference"] = {
         p: collapses_beyond(rows, floors, p) for p in planners} if floors else {}
     summary["oracle_core_hours"] = round(sum(r["core_hours"] for r in refs), 2)
@@ -366,7 +369,12 @@ def print_summary(summary: dict[str, Any], planners: list[str], n_seeds: int,
     if summary["reference"]:
         print(f"  {'reference':<12} violation-min {summary['reference_violation_minutes']:>5} "
               "(perfect foresight of the load over start-up + a cycle, replicas only, held to "
-              "the same maxStep, cooldowns and start-up: bench/reference.py)")
+              f"the same maxStep, cooldowns and start-up: bench/reference.py)  core-h "
+              f"{summary['reference_core_hours']}  cost {summary['reference_cost']}")
+        for p, d in summary["totals"].items():
+            print(f"  {p}/reference{'':<{max(0, 8 - len(p))}} core-h "
+                  f"x{d['core_hours'] / max(summary['reference_core_hours'], 1e-9):.3f}  cost "
+                  f"x{d['cost'] / max(summary['reference_cost'], 1e-9):.3f}")
         for p in [p for p in planners if p.startswith(OURS)]:
             bad = summary["collapses_beyond_reference"][p]
             where = ", ".join(f"{c['scenario']} seed {c['seed']} ({c['violation_minutes']} "
