@@ -11,7 +11,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from planner.api.runtime import Runtime
-from planner.control.controller import IntentOutcome
+from planner.control.outcome import IntentOutcome
 from planner.domain.state import ClusterSnapshot
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,

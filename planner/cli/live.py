@@ -10,7 +10,7 @@ from rich.live import Live
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from planner.control.controller import IntentOutcome
+    from planner.control.outcome import IntentOutcome
 
 
 def _fmt(v: float | None) -> str:

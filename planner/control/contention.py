@@ -13,17 +13,16 @@ from what it observes, so a restarted controller decides the same.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
+from planner.control.outcome import Staged
+from planner.domain.admin import UtilityWeights
 from planner.domain.errors import IntentPlannerError
 from planner.domain.plan import Plan, ReasonPart
 from planner.domain.state import ClusterSnapshot, WorkloadConfig
 from planner.planners import joint
-
-if TYPE_CHECKING:
-    from planner.control.controller import IntentController, Staged
+from planner.planners.base import PlanningContext
 
 log = logging.getLogger(__name__)
 
@@ -48,16 +47,17 @@ def capped(pending: Sequence[Staged]) -> bool:
     return any(s.out.intent.spec.active and is_capped(s.out.plan) for s in pending)
 
 
-def decide(controller: IntentController, pending: Sequence[Staged],
-           snapshot: ClusterSnapshot) -> Decision | None:
-    """The joint assignment for this cycle's active intents, or ``None`` when it serves no
-    more priority than the plans made one after another (or a planner cannot offer
-    options: it is then planned alone, as before)."""
+def decide(pending: Sequence[Staged], snapshot: ClusterSnapshot,
+           context: Callable[[Staged, ClusterSnapshot], PlanningContext],
+           utility: UtilityWeights) -> Decision | None:
+    """The joint assignment for this cycle's active intents (``context`` gives an intent's
+    planning context on a snapshot), or ``None`` when it serves no more priority than the
+    plans made one after another, or a planner cannot offer options."""
     active = [s for s in pending if s.out.intent.spec.active and s.out.plan is not None]
     contenders: list[joint.Contender] = []
     for s in active:
         try:
-            options = s.planner.shape_options(controller.context(s, snapshot))
+            options = s.planner.shape_options(context(s, snapshot))
         except (IntentPlannerError, ValueError, ArithmeticError) as exc:
             log.warning("no joint plan: %s could not offer options for %s: %s",
                         s.planner.name, s.out.intent.key, exc)
@@ -70,7 +70,7 @@ def decide(controller: IntentController, pending: Sequence[Staged],
     # capped (an intent no shape can serve counts on neither side).
     sequential = sum(c.priority for c, s in zip(contenders, active, strict=True)
                      if c.options and not is_capped(s.out.plan))
-    found = joint.assign(snapshot, contenders, controller.admin.utility)
+    found = joint.assign(snapshot, contenders, utility)
     if found is None or found.served <= sequential + 1e-9:
         return None
     placements = {c.key: o.config for c, o in zip(contenders, found.chosen, strict=True)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from actuators import registry as actuator_registry
@@ -22,14 +21,15 @@ from actuators import topology
 from actuators.base import Actuator
 from knowledge.base import KnowledgeBase
 from planner.control import contention
+from planner.control.outcome import IntentOutcome, Staged
 from planner.domain.admin import AdminConfig
 from planner.domain.errors import IntentPlannerError, PermanentError, TemporaryError
 from planner.domain.events import build_event
 from planner.domain.intents import Intent, KPIProfile, objective_met, objective_profiles
 from planner.domain.memory import IntentMemory
-from planner.domain.plan import Action, Plan
+from planner.domain.plan import Plan
 from planner.domain.ports import ClusterBackend, IntentSource, KPISource
-from planner.domain.state import ClusterSnapshot, WorkloadConfig, WorkloadState
+from planner.domain.state import ClusterSnapshot, WorkloadConfig
 from planner.domain.status import build_status
 from planner.planners import capacity, safety
 from planner.planners import registry as planner_registry
@@ -39,41 +39,7 @@ log = logging.getLogger(__name__)
 RETENTION_EVERY_S = 3600.0
 
 
-@dataclass
-class IntentOutcome:
-    """What one cycle did for one intent."""
-
-    intent: Intent
-    current: dict[str, float | None] = field(default_factory=dict)
-    met: dict[str, bool | None] = field(default_factory=dict)
-    plan: Plan | None = None
-    applied: list[str] = field(default_factory=list)
-    applied_actions: list[Action] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    """The actuators' errors this cycle."""
-    planner_error: str | None = None
-    invalid: str | None = None
-    status: dict[str, Any] = field(default_factory=dict)
-
-
 CycleHook = Callable[[ClusterSnapshot, list[IntentOutcome]], None]
-
-
-@dataclass
-class Staged:
-    """An intent observed this cycle and waiting for its plan to be applied."""
-
-    out: IntentOutcome
-    snapshot: ClusterSnapshot
-    """What was observed (recorded in the event)."""
-    workload: WorkloadState
-    profiles: Mapping[str, KPIProfile]
-    """KPI profile per objective name."""
-    mem: IntentMemory
-    """The intent's memory after the actuators observed this cycle."""
-    planner: Planner
-    unknown_reasons: dict[str, str]
-    safety_memory: dict[str, Any] = field(default_factory=dict)
 
 
 class IntentController:
@@ -188,7 +154,7 @@ class IntentController:
         self.placements = {}
         self.reserved = self._plan_in_order(pending, snapshot)
         if contention.capped(pending):
-            decision = contention.decide(self, pending, snapshot)
+            decision = contention.decide(pending, snapshot, self.context, self.admin.utility)
             if decision is not None:
                 self.placements = decision.placements
                 self.reserved = self._plan_in_order(pending, snapshot)

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from knowledge.base import KnowledgeBase
-from planner.control.controller import IntentOutcome
+from planner.control.outcome import IntentOutcome
 from planner.domain.errors import TemporaryError
 from planner.domain.intents import Intent, KPIProfile, objective_profiles
 from planner.domain.ports import IntentSource
