@@ -15,7 +15,7 @@ import numpy as np
 
 from knowledge.base import KnowledgeBase
 from planner.control import wiring
-from planner.control.controller import IntentOutcome
+from planner.control.outcome import IntentOutcome
 from planner.domain.ports import StaticIntentSource
 from planner.planners import registry as planner_registry
 from simulator.accounting import Accountant
