@@ -24,6 +24,14 @@ def scenario_path(request: pytest.FixtureRequest) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def shop_day() -> Any:
+    """The embedded default scenario, simulated once per process (tests/support/shop_day.py)."""
+    from tests.support.shop_day import ShopDay
+
+    return ShopDay()
+
+
 @pytest.fixture
 def api() -> Iterator[Any]:
     """A Kubernetes API server (kmock's emulator plus bench/harness/apiserver.py) over HTTP."""

@@ -24,6 +24,7 @@ from simulator.characterize import characterize
 from simulator.runner import ScenarioRun
 from simulator.scenario import load_scenario
 from tests.support.memory import Remembering
+from tests.support.shop_day import ShopDay
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOP = ROOT / "examples/scenarios/diurnal-shop.yaml"
@@ -127,16 +128,17 @@ def test_no_scale_in_while_pods_are_replaced() -> None:
     assert "replicas" not in by or by["replicas"].params["replicas"] >= 12
 
 
-def test_learns_and_stores_models_with_metadata() -> None:
-    kb = open_knowledge_base(None)
-    run = ScenarioRun(load_scenario(SHOP), "grid", knowledge=kb)
-    run.run(duration=1800)
-    docs = kb.effects("shop/checkout")
+def test_learns_and_stores_models_with_metadata(shop_day: ShopDay) -> None:
+    """The knowledge base after 30 minutes of diurnal-shop, whose planner is grid (the run
+    ``shop_day`` shares with tests/test_controller.py)."""
+    assert shop_day.run.admin.planner == "grid"
+    at = shop_day.at(1800)
+    docs = at["effects"]
     assert docs and all("blob" not in d for d in docs)
     meta = docs[0]["metadata"]
     assert {"training_window", "features", "samples", "validation", "versions"} <= set(meta)
     assert meta["samples"] >= 8 and "scikit-learn" in meta["versions"]
-    reasons = [e["plan"]["reason"] for e in kb.events("shop/checkout", limit=5)]
+    reasons = [e["plan"]["reason"] for e in at["last_events"]]
     assert any("learned" in r for r in reasons)
 
 
