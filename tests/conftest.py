@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +25,21 @@ def scenario_path(request: pytest.FixtureRequest) -> Path:
 
 
 @pytest.fixture(scope="session")
-def shop_day() -> Any:
-    """The embedded default scenario, simulated once per process (tests/support/shop_day.py)."""
-    from tests.support.shop_day import ShopDay
+def shared_run() -> Iterator[Callable[[Path], Any]]:
+    """``shared_run(path)``: the run of a shipped scenario (seed 1) that the tests of this
+    process share (tests/support/runs.py)."""
+    from tests.support.runs import SharedRun
 
-    return ShopDay()
+    runs: dict[Path, SharedRun] = {}
+
+    def get(path: Path) -> SharedRun:
+        key = path.resolve()
+        if key not in runs:
+            runs[key] = SharedRun(key)
+        return runs[key]
+
+    yield get
+    runs.clear()
 
 
 @pytest.fixture

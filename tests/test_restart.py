@@ -7,15 +7,15 @@ as a restarted process would. The plans of the next cycles must be the same in b
 cooldowns, risk margins, forecasts, exploration trials, online estimates and which learned
 model was in use come back from the knowledge base.
 
-The way to ``RESTART_S`` is simulated once per scenario (module fixture ``at_restart``); both
-runs continue from copies of that state (tests/support/runs.py: cluster, controller, random
-generators and knowledge base copied), which is what a second run with the same seed reaches
-(runs are deterministic for a seed, tests/test_simulator.py).
+The way to ``RESTART_S`` is simulated once per scenario (the run ``shared_run`` shares with
+other tests); both runs continue from copies of that state (tests/support/runs.py: cluster,
+controller, random generators and knowledge base copied), which is what a second run with the
+same seed reaches (runs are deterministic for a seed, tests/test_simulator.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from planner.control import wiring
 from planner.domain.plan import Plan
 from simulator.runner import ScenarioRun
 from simulator.scenario import load_scenario
-from tests.support.runs import copy_run
+from tests.support.runs import SharedRun
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = sorted((ROOT / "examples" / "scenarios").glob("*.yaml"))
@@ -67,21 +67,17 @@ def _restart(run: ScenarioRun) -> None:
 AtRestart = Callable[[Path], tuple[ScenarioRun, ScenarioRun]]
 
 
-@pytest.fixture(scope="module")
-def at_restart() -> Iterator[AtRestart]:
-    """Two independent runs of a scenario (seed 1) at ``RESTART_S``: copies of one run, which
-    is simulated once per scenario in this module and kept there."""
-    runs: dict[Path, ScenarioRun] = {}
+@pytest.fixture
+def at_restart(shared_run: Callable[[Path], SharedRun]) -> AtRestart:
+    """Two independent runs of a scenario (seed 1, in-memory knowledge base) at
+    ``RESTART_S``: copies of the shared run as it was then."""
 
     def two_runs(path: Path) -> tuple[ScenarioRun, ScenarioRun]:
-        if path not in runs:
-            run = ScenarioRun(load_scenario(path), seed=1, knowledge=open_knowledge_base(None))
-            run.run(RESTART_S)
-            runs[path] = run
-        return copy_run(runs[path]), copy_run(runs[path])
+        shared = shared_run(path)
+        assert shared.run.seed == 1
+        return shared.copy_at(RESTART_S), shared.copy_at(RESTART_S)
 
-    yield two_runs
-    runs.clear()
+    return two_runs
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
