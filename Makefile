@@ -3,7 +3,6 @@ PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
-SYSSTAMP:= $(VENV)/.system-packages
 SCENARIO?= examples/scenarios/diurnal-shop.yaml
 APT_PACKAGES := haproxy prometheus
 PYTEST_WORKERS ?= 2
@@ -23,9 +22,8 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # Debian packages the tests start for real (HAProxy, Prometheus), installed when missing.
-system-packages: $(SYSSTAMP)
-
-$(SYSSTAMP): | $(STAMP)
+# Independent of the virtualenv: `make test` installs both at once.
+system-packages:
 	@missing=""; \
 	command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || missing="$$missing haproxy"; \
 	command -v prometheus >/dev/null 2>&1 || [ -x /usr/bin/prometheus ] || missing="$$missing prometheus"; \
@@ -35,7 +33,6 @@ $(SYSSTAMP): | $(STAMP)
 		$$SUDO apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
-	touch $(SYSSTAMP)
 
 run: install
 	$(BIN)/intent-planner run --scenario $(SCENARIO)
@@ -53,7 +50,12 @@ layers: install
 pytest: install system-packages
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal --durations=15 --hypothesis-seed=0
 
-test: lint typecheck layers pytest
+# Two jobs: apt installs the Debian packages while pip installs the virtualenv, then lint,
+# typecheck and layers run beside the rest of apt and beside each other (each target's output
+# is printed when it ends); pytest runs alone (it uses both cores).
+test:
+	$(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck layers system-packages
+	$(MAKE) --no-print-directory pytest
 
 # Benchmarks print their figures (see docs/benchmarks.md); about 25 minutes in all.
 bench: install system-packages

@@ -280,11 +280,13 @@ def parse_scenario(doc: Any, source: str = "", base_dir: Path | None = None) -> 
 
 
 def check_admin_names(admin: AdminConfig, source: str) -> None:
-    """Planner and actuator names must be installed plugins, pools must exist."""
+    """Planner and actuator names must be installed plugins, pools must exist. Planners are
+    checked by name (no planner module is imported, they import the model libraries) unless
+    the admin sets options for them; actuators are created."""
     from actuators import registry as actuators
     from planner.planners import registry as planners
 
-    known_planners = sorted(planners.available())
+    known_planners = planners.REGISTRY.names()
     for field, name in [("admin.planner", admin.planner),
                         *((f"admin.plannersByNamespace.{ns}", n)
                           for ns, n in admin.planners_by_namespace.items())]:

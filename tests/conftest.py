@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,24 @@ def root() -> Path:
 def scenario_path(request: pytest.FixtureRequest) -> Path:
     path: Path = request.param
     return path
+
+
+@pytest.fixture(scope="session")
+def shared_run() -> Iterator[Callable[[Path], Any]]:
+    """``shared_run(path)``: the run of a shipped scenario (seed 1) that the tests of this
+    process share (tests/support/runs.py)."""
+    from tests.support.runs import SharedRun
+
+    runs: dict[Path, SharedRun] = {}
+
+    def get(path: Path) -> SharedRun:
+        key = path.resolve()
+        if key not in runs:
+            runs[key] = SharedRun(key)
+        return runs[key]
+
+    yield get
+    runs.clear()
 
 
 @pytest.fixture

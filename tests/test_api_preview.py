@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from planner.api.settings import Settings
 from planner.cli.embedded import scenario_runtime, serve_runtime
 from simulator.runner import ScenarioRun
 from simulator.scenario import load_scenario
+from tests.support.runs import SharedRun
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOP = ROOT / "examples" / "scenarios" / "diurnal-shop.yaml"
@@ -41,11 +42,19 @@ def shop_intent() -> dict[str, Any]:
     return copy.deepcopy(intent)
 
 
+def _shop_at(shared_run: Callable[[Path], SharedRun], elapsed: float) -> ScenarioRun:
+    """diurnal-shop with the grid planner (its own, the run ``shared_run`` shares with other
+    tests) after ``elapsed`` seconds: a copy of its own, with the API's runtime built on it then
+    (as ``serve`` builds it after the warm-up)."""
+    run = shared_run(SHOP).copy_at(elapsed)
+    assert run.admin == ScenarioRun(load_scenario(SHOP), "grid").admin
+    return run
+
+
 @pytest.fixture(scope="module")
-def warm() -> Iterator[tuple[ScenarioRun, Runtime]]:
-    run = ScenarioRun(load_scenario(SHOP), "grid")
+def warm(shared_run: Callable[[Path], SharedRun]) -> Iterator[tuple[ScenarioRun, Runtime]]:
+    run = _shop_at(shared_run, 25 * 60)  # learned models exist from minute 5 on
     rt = scenario_runtime(run)
-    run.run(25 * 60)  # learned models exist from minute 5 on
     yield run, rt
 
 
@@ -106,10 +115,10 @@ def _until_cycle_is_next(run: ScenarioRun) -> None:
 
 
 # ------------------------------------------------------------------ the must-show test
-def test_preview_equals_next_cycle_and_changes_nothing() -> None:
-    run = ScenarioRun(load_scenario(SHOP), "grid")
-    rt = scenario_runtime(run)
-    run.run(9 * 60)  # on the rise, models learned: scale-outs, scale-ins held by cooldowns
+def test_preview_equals_next_cycle_and_changes_nothing(
+        shared_run: Callable[[Path], SharedRun]) -> None:
+    run = _shop_at(shared_run, 9 * 60)  # on the rise, models learned: scale-outs, scale-ins
+    rt = scenario_runtime(run)          # held by cooldowns
     with TestClient(create_app(settings(), rt)) as c:
         compared = with_actions = 0
         for i in range(64):

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,9 @@ from planner.domain.ports import StaticIntentSource
 from simulator.cluster import SimulatedCluster
 from simulator.runner import ScenarioRun
 from simulator.scenario import Scenario, load_scenario
+from tests.support.runs import SharedRun
+
+SharedRunOf = Callable[[Path], SharedRun]
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOP = ROOT / "examples/scenarios/diurnal-shop.yaml"
@@ -49,21 +53,24 @@ def test_shadow_mode_plans_but_never_acts() -> None:
     assert cond["Actuating"]["status"] == "False" and cond["Actuating"]["reason"] == "Shadow"
 
 
-def test_keeps_slo_on_embedded_default() -> None:
-    report = ScenarioRun(load_scenario(SHOP)).run().as_dict()
+def test_keeps_slo_on_embedded_default(shared_run: SharedRunOf) -> None:
+    """The whole scenario, with its own seed (the run ``shared_run`` shares with other tests)."""
+    shop = load_scenario(SHOP).spec
+    run = shared_run(SHOP).until(shop.duration)
+    assert run.seed == shop.seed and run.admin == shop.admin
+    report = run.report(0.0).as_dict()
+    assert report["duration_s"] == 2 * 3600 and report["cycles"] == 480
     checkout = report["intents"]["shop/checkout"]
     assert checkout["objectives"]["p95latency"]["attainment"] >= 0.95
     assert checkout["actions"] > 0
 
 
-def test_status_conditions_transition_only_on_flips() -> None:
-    run = ScenarioRun(load_scenario(SHOP))
-    seen: list[dict[str, Any]] = []
-    while run.elapsed < 1200:
-        if run.advance():
-            st = run.controller.status("shop/checkout")
-            assert st is not None
-            seen.append({c["type"]: c for c in st["conditions"]})
+def test_status_conditions_transition_only_on_flips(shared_run: SharedRunOf) -> None:
+    """The conditions after each cycle of the first 20 minutes of the embedded default."""
+    shop = shared_run(SHOP)
+    shop.until(1200)
+    seen = [conditions for t, conditions in shop.conditions["shop/checkout"] if t < 1200]
+    assert len(seen) == 80
     for before, after in itertools.pairwise(seen):
         for t, c in after.items():
             if t in before and before[t]["status"] == c["status"]:
@@ -169,16 +176,15 @@ def test_a_crashing_planner_fails_only_its_intent() -> None:
     assert outs["search/api"].plan is not None
 
 
-def test_memory_is_kept_in_the_knowledge_base_and_the_status_shows_last_changes() -> None:
-    kb = open_knowledge_base(None)
-    run = ScenarioRun(load_scenario(SHOP), knowledge=kb)
-    run.run(duration=900)
-    stored = kb.memory("shop/checkout")
+def test_memory_is_kept_in_the_knowledge_base_and_the_status_shows_last_changes(
+        shared_run: SharedRunOf) -> None:
+    """The knowledge base and the controller after 15 minutes of the embedded default."""
+    at = shared_run(SHOP).snapshot_at(900, "shop/checkout")
+    stored = at["stored_memory"]
     assert stored is not None and stored["planner"] == "grid"
     assert stored["planning"]["forecast"]["points"]          # the load history survives
-    live = run.controller.memory("shop/checkout")
-    assert stored == live.as_document()
-    status = run.controller.status("shop/checkout")
+    assert stored == at["live_memory"]
+    status = at["status"]
     assert status is not None and "replicas" in status["lastChangeTimes"]
     assert status["lastChangeTimes"]["replicas"].endswith("Z")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from simulator.characterize import characterize
 from simulator.runner import ScenarioRun
 from simulator.scenario import load_scenario
 from tests.support.memory import Remembering
+from tests.support.runs import SharedRun
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOP = ROOT / "examples/scenarios/diurnal-shop.yaml"
@@ -127,16 +129,19 @@ def test_no_scale_in_while_pods_are_replaced() -> None:
     assert "replicas" not in by or by["replicas"].params["replicas"] >= 12
 
 
-def test_learns_and_stores_models_with_metadata() -> None:
-    kb = open_knowledge_base(None)
-    run = ScenarioRun(load_scenario(SHOP), "grid", knowledge=kb)
-    run.run(duration=1800)
-    docs = kb.effects("shop/checkout")
+def test_learns_and_stores_models_with_metadata(
+        shared_run: Callable[[Path], SharedRun]) -> None:
+    """The knowledge base after 30 minutes of diurnal-shop, whose planner is grid (the run
+    ``shared_run`` shares with other tests)."""
+    shop = shared_run(SHOP)
+    assert shop.run.admin.planner == "grid"
+    at = shop.snapshot_at(1800, "shop/checkout")
+    docs = at["effects"]
     assert docs and all("blob" not in d for d in docs)
     meta = docs[0]["metadata"]
     assert {"training_window", "features", "samples", "validation", "versions"} <= set(meta)
     assert meta["samples"] >= 8 and "scikit-learn" in meta["versions"]
-    reasons = [e["plan"]["reason"] for e in kb.events("shop/checkout", limit=5)]
+    reasons = [e["plan"]["reason"] for e in at["last_events"]]
     assert any("learned" in r for r in reasons)
 
 

@@ -6,10 +6,16 @@ in memory) and builds a new one over the same simulated cluster and the same kno
 as a restarted process would. The plans of the next cycles must be the same in both runs:
 cooldowns, risk margins, forecasts, exploration trials, online estimates and which learned
 model was in use come back from the knowledge base.
+
+The way to ``RESTART_S`` is simulated once per scenario (the run ``shared_run`` shares with
+other tests); both runs continue from copies of that state (tests/support/runs.py: cluster,
+controller, random generators and knowledge base copied), which is what a second run with the
+same seed reaches (runs are deterministic for a seed, tests/test_simulator.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +26,7 @@ from planner.control import wiring
 from planner.domain.plan import Plan
 from simulator.runner import ScenarioRun
 from simulator.scenario import load_scenario
+from tests.support.runs import SharedRun
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = sorted((ROOT / "examples" / "scenarios").glob("*.yaml"))
@@ -57,13 +64,28 @@ def _restart(run: ScenarioRun) -> None:
     run.controller, run.trainer = built.controller, built.trainer
 
 
+AtRestart = Callable[[Path], tuple[ScenarioRun, ScenarioRun]]
+
+
+@pytest.fixture
+def at_restart(shared_run: Callable[[Path], SharedRun]) -> AtRestart:
+    """Two independent runs of a scenario (seed 1, in-memory knowledge base) at
+    ``RESTART_S``: copies of the shared run as it was then."""
+
+    def two_runs(path: Path) -> tuple[ScenarioRun, ScenarioRun]:
+        shared = shared_run(path)
+        assert shared.run.seed == 1
+        return shared.copy_at(RESTART_S), shared.copy_at(RESTART_S)
+
+    return two_runs
+
+
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
-def test_restarted_controller_makes_the_same_next_plans(path: Path) -> None:
+def test_restarted_controller_makes_the_same_next_plans(path: Path,
+                                                        at_restart: AtRestart) -> None:
     scenario = load_scenario(path)
-    through = ScenarioRun(scenario, seed=1, knowledge=open_knowledge_base(None))
-    restarted = ScenarioRun(scenario, seed=1, knowledge=open_knowledge_base(None))
-    through.run(RESTART_S)
-    restarted.run(RESTART_S)
+    through, restarted = at_restart(path)
+    assert through.elapsed == restarted.elapsed == RESTART_S
     remembered = restarted.controller.memory(next(iter(scenario.intents)).key)
     _restart(restarted)
     assert restarted.controller.cycles == 0       # a new controller, nothing carried over...
@@ -72,14 +94,12 @@ def test_restarted_controller_makes_the_same_next_plans(path: Path) -> None:
     assert _plans(restarted, COMPARED_CYCLES) == _plans(through, COMPARED_CYCLES)
 
 
-def test_without_the_memory_a_restart_plans_differently() -> None:
+def test_without_the_memory_a_restart_plans_differently(at_restart: AtRestart) -> None:
     """The check above can fail: with the memory deleted, the restarted planner has lost its
     cooldowns, margins, forecasts and model times, and its plans differ."""
-    scenario = load_scenario(ROOT / "examples" / "scenarios" / "flash-sale.yaml")
-    through = ScenarioRun(scenario, seed=1, knowledge=open_knowledge_base(None))
-    amnesic = ScenarioRun(scenario, seed=1, knowledge=open_knowledge_base(None))
-    through.run(RESTART_S)
-    amnesic.run(RESTART_S)
+    path = ROOT / "examples" / "scenarios" / "flash-sale.yaml"
+    scenario = load_scenario(path)
+    through, amnesic = at_restart(path)
     _restart(amnesic)
     for intent in scenario.intents:
         amnesic.knowledge.put_memory(intent.key, {"intent": intent.key})

@@ -65,7 +65,6 @@ def simulate(
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from planner.cli import report
-    from simulator.runner import ScenarioRun
     from simulator.scenario import load_scenario
 
     try:
@@ -73,6 +72,10 @@ def simulate(
         given = _parse_duration(duration)
         total = sc.spec.duration if given is None else given
         knowledge = _open_kb(kb)
+        # Imported once the input is known good: it loads the planners and their model
+        # libraries (seconds), which a command refusing its input does without.
+        from simulator.runner import ScenarioRun
+
         run = ScenarioRun(sc, planner, seed, knowledge)
     except SpecError as exc:
         raise _fail(exc) from None

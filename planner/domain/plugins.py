@@ -39,6 +39,7 @@ class Registry(Generic[T]):
         """What a plugin of this registry is called in messages (``planner``, ...)."""
         self._registered: dict[str, type[T]] = {}
         self._discovered: dict[str, type[T]] | None = None
+        self._names: list[str] | None = None
         self._lock = threading.Lock()
 
     def register(self, name: str) -> Callable[[type[T]], type[T]]:
@@ -63,10 +64,21 @@ class Registry(Generic[T]):
         """Look the entry points up again (after installing a package in this process)."""
         with self._lock:
             self._discovered = None
+            self._names = None
 
     def available(self) -> dict[str, type[T]]:
         """Every plugin by name: entry points first, then those registered in this process."""
         return {**self._entry_points(), **self._registered}
+
+    def names(self) -> list[str]:
+        """The names of every plugin (entry points and those registered in this process),
+        sorted, without importing any plugin module: for checks of names only. A plugin that
+        fails to load is listed here; :meth:`available` and :meth:`get` leave it out."""
+        with self._lock:
+            if self._names is None:
+                self._names = [ep.name for ep in entry_points(group=self.group)]
+            declared = self._names
+        return sorted({*declared, *self._registered})
 
     def get(self, name: str, field: str, source: str = "") -> type[T]:
         """The plugin ``name``; an unknown name is a :class:`SpecError` for ``field``."""
