@@ -15,14 +15,17 @@ the same ``maxStep``, cooldowns and start-up as every planner, on the same simul
 violation-minutes are the floor a planner can be held to: ``bench/slo.py`` prints the runs
 where a planner violates more than 20 % of the objective-minutes beyond it.
 
-It registers itself as the planner ``reference`` in this process (``bench/slo.py`` imports
-it); the scenario and seed come as its options. It only scales replicas: where a shape change
-would help, the reference's violation-minutes are an upper bound on the floor.
+:func:`run_reference` registers it as the planner ``reference`` for the run (``bench/slo.py``
+calls it per scenario and seed); the scenario and seed come as its options. It only scales
+replicas: where a shape change would help, the reference's violation-minutes are an upper
+bound on the floor.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from bench.oracle import Failures, Shape, fewest_replicas, requirements
@@ -44,6 +47,7 @@ class ReferenceOptions(PlannerOptions):
 class ReferencePlanner(Planner):
     """Perfect foresight over start-up plus a cycle; replicas only; see the module."""
 
+    name = NAME
     baseline = True      # the safety layer leaves it as it is: it knows the future load
     options = ReferenceOptions
 
@@ -86,8 +90,15 @@ class ReferencePlanner(Planner):
                            f"{ahead:.0f} s (peak {max(rates):.0f} req/s, known ahead)")
 
 
-if NAME not in REGISTRY.available():
+@contextmanager
+def registered() -> Iterator[None]:
+    """The reference registered as the planner ``reference`` for the duration (not at import:
+    a module that imports this one must not find an extra planner in the registry)."""
     register_planner(NAME)(ReferencePlanner)
+    try:
+        yield
+    finally:
+        REGISTRY.unregister(NAME)
 
 
 def run_reference(ref: str, seed: int, duration: float | None = None) -> dict[str, Any]:
@@ -105,8 +116,9 @@ def run_reference(ref: str, seed: int, duration: float | None = None) -> dict[st
                             NAME: {"scenario": ref, "seed": seed}}})
     sc = Scenario(sc.spec.model_copy(update={"admin": admin}), sc.intents, sc.profiles,
                   sc.base_dir)
-    report = ScenarioRun(sc, None, seed, open_knowledge_base(None),
-                         start_time=START).run(duration).as_dict()
+    with registered():
+        report = ScenarioRun(sc, None, seed, open_knowledge_base(None),
+                             start_time=START).run(duration).as_dict()
     active = {i.key for i in sc.intents if i.spec.active}
     intents = [v for k, v in report["intents"].items() if k in active]
     return {"scenario": sc.name, "seed": seed,

@@ -64,8 +64,12 @@ def schedulable_replicas(workload: WorkloadState, snapshot: ClusterSnapshot,
 
 def added_pods(workload: WorkloadState, plan: Plan) -> int:
     """Pods of the plan's target shape it needs beyond those scheduled now."""
-    have = sum(1 for p in workload.pods if p.node is not None and runs(p, plan.target))
-    return max(0, plan.target.replicas - have)
+    return _added(workload, plan.target)
+
+
+def _added(workload: WorkloadState, cfg: WorkloadConfig) -> int:
+    have = sum(1 for p in workload.pods if p.node is not None and runs(p, cfg))
+    return max(0, cfg.replicas - have)
 
 
 def reserve(snapshot: ClusterSnapshot, workload: WorkloadState, plan: Plan) -> ClusterSnapshot:
@@ -77,8 +81,7 @@ def reserve_config(snapshot: ClusterSnapshot, workload: WorkloadState,
                    t: WorkloadConfig) -> ClusterSnapshot:
     """``snapshot`` with the room of the pods the workload needs beyond those it has
     scheduled of ``t``'s shape counted as allocated."""
-    have = sum(1 for p in workload.pods if p.node is not None and runs(p, t))
-    count = max(0, t.replicas - have)
+    count = _added(workload, t)
     if count == 0:
         return snapshot
     gpus = 1 if t.device == "gpu" else 0

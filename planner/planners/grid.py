@@ -366,29 +366,11 @@ class GridPlanner(Planner):
         rate = fc.rate * (1.0 + ctx.admin.headroom) * max(corrected.values(), default=1.0)
         return rate, corrected, fc
 
-    def shape_options(self, ctx: PlanningContext) -> list[ShapeOption] | None:
-        """The fewest replicas per shape predicted to meet every objective (known shapes
-        only, within the cluster's GPUs and the budget), at the load :meth:`plan` would plan
-        for; computed on a copy of the memory, so planning afterwards is unaffected."""
-        key = ctx.intent.key
-        mem = Recall.of(key, ctx.memory)
-        mem.forecast.observe(key, ctx.now, ctx.workload.request_rate)
-        mem.forecast.observe_pods(key, ctx.now, ctx.workload.pods)
-        if plan_details.hold_if_unknown(ctx, self.name) is not None:
-            return None
-        alarm = 1.0 if _violated_any(ctx) else mem.alarm * ALARM_DECAY
-        preds = self.predictors(ctx, mem.predictors)
-        if not preds:
-            return None
-        rate, _, _ = self._planned_rate(ctx, mem, preds)
-        anywhere = replace(ctx, placement=None)
-        scored, _ = self._grid(anywhere, space_for(anywhere), rate, Inputs(preds, alarm))
-        ok = np.flatnonzero(scored.feasible & scored.supported)
-        found = [ShapeOption(scored.batch.config(int(i)), float(scored.cost[i])) for i in ok]
-        return sorted(found, key=lambda o: o.cost_per_hour)
-
-    def _plan(self, ctx: PlanningContext, mem: Recall) -> Plan:
-        cfg = ctx.config
+    def _take_in(self, ctx: PlanningContext, mem: Recall
+                 ) -> Plan | tuple[Inputs, bool, feedback.Shape | None]:
+        """Record this cycle's observation in ``mem`` and read the predictors: the scoring
+        inputs, whether an objective is observed violated and the shape on trial; or the plan
+        when there is nothing to plan with (an objective's value unknown, no model yet)."""
         key = ctx.intent.key
         mem.forecast.observe(key, ctx.now, ctx.workload.request_rate)
         mem.forecast.observe_pods(key, ctx.now, ctx.workload.pods)
@@ -399,10 +381,35 @@ class GridPlanner(Planner):
         mem.alarm = 1.0 if violated else mem.alarm * ALARM_DECAY
         trial = mem.explorer.observe(key, ctx.now, violated)
         preds = self.predictors(ctx, mem.predictors)
-        inp = Inputs(preds, mem.alarm)
         if not preds:
             return plan_details.no_action(ctx, self.name, "no-model",
                                           "no action: no model yet (load too low to estimate)")
+        return Inputs(preds, mem.alarm), violated, trial
+
+    def shape_options(self, ctx: PlanningContext) -> list[ShapeOption] | None:
+        """The fewest replicas per shape predicted to meet every objective (known shapes
+        only, within the cluster's GPUs and the budget), at the load :meth:`plan` would plan
+        for; computed on a copy of the memory, so planning afterwards is unaffected."""
+        mem = Recall.of(ctx.intent.key, ctx.memory)
+        taken = self._take_in(ctx, mem)
+        if isinstance(taken, Plan):
+            return None
+        inp = taken[0]
+        rate, _, _ = self._planned_rate(ctx, mem, inp.preds)
+        anywhere = replace(ctx, placement=None)
+        scored, _ = self._grid(anywhere, space_for(anywhere), rate, inp)
+        ok = np.flatnonzero(scored.feasible & scored.supported)
+        found = [ShapeOption(scored.batch.config(int(i)), float(scored.cost[i])) for i in ok]
+        return sorted(found, key=lambda o: o.cost_per_hour)
+
+    def _plan(self, ctx: PlanningContext, mem: Recall) -> Plan:
+        cfg = ctx.config
+        key = ctx.intent.key
+        taken = self._take_in(ctx, mem)
+        if isinstance(taken, Plan):
+            return taken
+        inp, violated, trial = taken
+        preds = inp.preds
         rate, corrected, fc = self._planned_rate(ctx, mem, preds)
         kinds = sorted({p.kind for p in preds.values()})
         blind = [o.name for o in ctx.intent.spec.objectives if o.name not in preds]

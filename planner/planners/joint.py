@@ -118,16 +118,15 @@ def assign(snapshot: ClusterSnapshot, contenders: Sequence[Contender],
 def _exact(snapshot: ClusterSnapshot, contenders: Sequence[Contender],
            menus: Sequence[tuple[ShapeOption | None, ...]],
            utility: UtilityWeights) -> Assignment | None:
-    ranked = sorted(itertools.product(*menus),
-                    key=lambda combo: (-round(_value(contenders, combo, utility)[0], 9),
-                                       _value(contenders, combo, utility)[1]))
-    for checks, combo in enumerate(ranked):
+    valued = [(_value(contenders, combo, utility), combo)
+              for combo in itertools.product(*menus)]
+    valued.sort(key=lambda v: (-round(v[0][0], 9), v[0][1]))
+    for checks, ((served, cost), combo) in enumerate(valued):
         if checks >= CHECK_LIMIT:
             return None
         if fits(snapshot, contenders, combo) == 0:
-            served, cost = _value(contenders, combo, utility)
             return Assignment(tuple(combo), served, cost,
-                              f"exact, {checks + 1} of {len(ranked)} combinations checked")
+                              f"exact, {checks + 1} of {len(valued)} combinations checked")
     return None
 
 
