@@ -4,6 +4,9 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 SCENARIO?= examples/scenarios/diurnal-shop.yaml
+KB      ?= .intent-planner/kb
+# `make run` keeps its knowledge base in $(KB) (events, models, planner memory): a second
+# `make run` starts from what the first learned. `make run KB=memory` keeps nothing.
 APT_PACKAGES := haproxy prometheus
 PYTEST_WORKERS ?= 2
 # pytest-xdist processes (CI has 2 cores; idle workers steal queued tests); PYTEST_WORKERS=0 runs
@@ -35,7 +38,7 @@ system-packages:
 	fi
 
 run: install
-	$(BIN)/intent-planner run --scenario $(SCENARIO)
+	$(BIN)/intent-planner run --scenario $(SCENARIO) --kb $(KB)
 
 lint: install
 	$(BIN)/ruff check planner actuators knowledge simulator tests bench

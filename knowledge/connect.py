@@ -2,6 +2,10 @@
 
 ``None``, ``""``, ``"memory"`` or ``"mongomock://[/database]"``
     an in-memory store (mongomock): nothing to install, gone when the process ends.
+A directory: ``./kb``, ``/var/lib/intent-planner``, ``~/kb`` (a value with a path separator,
+or starting with ``.`` or ``~``) or ``file:///abs/path``
+    a persistent embedded store (:mod:`knowledge.directory`): kept across restarts without a
+    server, as a mongodump-style snapshot ``mongorestore`` loads into MongoDB.
 ``mongodb://...`` or ``mongodb+srv://...``
     a real MongoDB through ``pymongo.MongoClient``, with short timeouts so that a down server
     makes calls fail after about ``server_selection_timeout_ms`` instead of hanging. Timeout
@@ -14,13 +18,14 @@ Anything else raises :class:`planner.domain.errors.SpecError` for the field ``--
 from __future__ import annotations
 
 import urllib.parse
+from pathlib import Path
 from typing import Any
 
 import mongomock
 import pymongo
 import pymongo.errors
 
-from knowledge import base, mongo
+from knowledge import base, directory, mongo
 from knowledge import resilient as resilient_kb
 from planner.domain.errors import SpecError
 
@@ -29,7 +34,7 @@ MONGODB_SCHEMES = frozenset({"mongodb", "mongodb+srv"})
 
 _FIX = (
     "pass --kb mongodb://HOST:27017/DATABASE (or mongodb+srv://...) for MongoDB, "
-    "or --kb memory for an in-memory store"
+    "--kb ./DIRECTORY to keep it in a directory, or --kb memory for an in-memory store"
 )
 
 
@@ -67,6 +72,9 @@ def open_knowledge_base(
     elif sep and scheme.lower() in MONGODB_SCHEMES:
         client = _pymongo_client(text, server_selection_timeout_ms, socket_timeout_ms)
         name = database or _uri_database(text) or mongo.DEFAULT_DATABASE
+    elif (folder := directory_of(text)) is not None:
+        client = _directory_client(folder)
+        name = database or mongo.DEFAULT_DATABASE
     else:
         shown = f"scheme {scheme!r}" if sep else f"value {text!r}"
         raise _spec_error(f"unsupported knowledge-base URI {shown}")
@@ -90,6 +98,41 @@ def open_knowledge_base(
     if create_indexes:
         wrapped.prepare()
     return wrapped
+
+
+def directory_of(value: str) -> Path | None:
+    """The directory a ``--kb`` value names, or ``None`` if it names none (see the module)."""
+    scheme, sep, _ = value.partition("://")
+    if sep:
+        if scheme.lower() != "file":
+            return None
+        parsed = urllib.parse.urlsplit(value)
+        if parsed.netloc not in ("", "localhost") or not parsed.path:
+            raise _spec_error(f"file URI {value!r} must name a local absolute path",
+                              "write file:///absolute/path or a relative ./path")
+        return Path(urllib.parse.unquote(parsed.path))
+    if "/" in value or value.startswith((".", "~")):
+        return Path(value).expanduser()
+    return None
+
+
+def _directory_client(folder: Path) -> directory.DirectoryClient:
+    if folder.exists() and not folder.is_dir():
+        raise _spec_error(f"{folder} exists and is not a directory",
+                          "name a new or existing directory")
+    try:
+        return directory.DirectoryClient(folder)
+    except directory.DirectoryInUse as exc:
+        raise _spec_error(f"{exc} (one process per directory)",
+                          "stop the other process, or share one knowledge base through "
+                          "MongoDB: --kb mongodb://... (docker compose up)") from None
+    except directory.DirectoryDamaged as exc:
+        raise _spec_error(f"cannot read the knowledge base: {exc}",
+                          "restore the directory from a backup, or move it away to start "
+                          "empty") from None
+    except OSError as exc:
+        raise _spec_error(f"cannot open {folder}: {exc.strerror or exc}",
+                          "name a directory this user can write") from None
 
 
 def _uri_database(uri: str) -> str | None:

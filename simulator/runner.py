@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from knowledge.base import KnowledgeBase
+from knowledge.base import KnowledgeBase, KnowledgeBaseUnavailable
 from planner.control import wiring
 from planner.control.outcome import IntentOutcome
 from planner.domain.ports import StaticIntentSource
@@ -53,6 +53,25 @@ class RunReport:
         }
 
 
+DEFAULT_START = 1_767_225_600.0
+"""Where a simulated clock starts unless told (2026-01-01T00:00Z): runs are reproducible."""
+RESUME_GAP_S = 60.0
+
+
+def resumed_start(knowledge: KnowledgeBase, start: float) -> float:
+    """Where the simulated clock starts on a knowledge base kept from an earlier run (a
+    directory or MongoDB): a minute after its newest event when that is later than ``start``.
+    Models and planner memory are looked up by time; a clock behind what was learned (a run at
+    60x real time ends hours ahead of the wall clock) would not use them yet."""
+    try:
+        newest = knowledge.events(limit=1)
+    except KnowledgeBaseUnavailable:
+        return start
+    if not newest or not isinstance(newest[0].get("time"), int | float):
+        return start
+    return max(start, float(newest[0]["time"]) + RESUME_GAP_S)
+
+
 class ScenarioRun:
     """One run of a scenario with one planner; step it yourself or call :meth:`run`."""
 
@@ -70,7 +89,7 @@ class ScenarioRun:
                 update={"planners_by_namespace": {}})
         self.admin = admin
         self.sim = SimulatedCluster(scenario, self.seed,
-                                    start_time=1_767_225_600.0 if start_time is None
+                                    start_time=DEFAULT_START if start_time is None
                                     else start_time)
         self.source = StaticIntentSource(scenario.intents, scenario.profiles)
         self.knowledge = knowledge if knowledge is not None else open_knowledge_base(None)

@@ -29,7 +29,8 @@ PlannerOpt = Annotated[str | None, typer.Option(
     "at 60 % CPU); default: the scenario's.")]
 SeedOpt = Annotated[int | None, typer.Option("--seed", min=0,
                                              help="Random seed (default: scenario's).")]
-KbOpt = Annotated[str, typer.Option("--kb", help="Knowledge base: 'memory' or a mongodb:// URI.")]
+KbOpt = Annotated[str, typer.Option("--kb", help="Knowledge base: 'memory', a directory "
+                                    "(./kb: kept across runs) or a mongodb:// URI.")]
 
 
 def _fail(exc: SpecError) -> typer.Exit:
@@ -108,12 +109,14 @@ def run(
     port: Annotated[int | None, typer.Option(help="API port (default: INTENT_PLANNER_PORT or "
                                              "8080).")] = None,
 ) -> None:
-    """Run the controller on the embedded default: a simulated cluster, in-memory knowledge."""
+    """Run the controller on the embedded default: a simulated cluster, in-memory knowledge
+    (or a directory kept across runs: --kb ./kb; the simulated clock then resumes after what
+    it holds)."""
     import time
 
     from planner.cli import live as live_view
     from planner.cli import report
-    from simulator.runner import ScenarioRun
+    from simulator.runner import ScenarioRun, resumed_start
     from simulator.scenario import load_scenario
 
     try:
@@ -121,7 +124,8 @@ def run(
         given = _parse_duration(duration)
         total = sc.spec.duration if given is None else given
         knowledge = _open_kb(kb, _parse_duration(retention, "--retention"))
-        runner = ScenarioRun(sc, planner, seed, knowledge, start_time=time.time(),
+        runner = ScenarioRun(sc, planner, seed, knowledge,
+                             start_time=resumed_start(knowledge, time.time()),
                              threaded_training=True)
     except SpecError as exc:
         raise _fail(exc) from None
@@ -190,7 +194,7 @@ def characterize(
                   f"samples, validation {m['validation']}")
     if kb == "memory":
         out.print("[yellow]note:[/] --kb memory keeps nothing after this command; pass "
-                  "--kb mongodb://... to keep the seeded effects")
+                  "--kb ./DIRECTORY or --kb mongodb://... to keep the seeded effects")
 
 
 @app.command()
@@ -278,7 +282,7 @@ def serve(
         "diurnal-shop).")] = None,
     planner: PlannerOpt = None,
     kb: Annotated[str | None, typer.Option(
-        "--kb", help="Knowledge base: 'memory' or a mongodb:// URI (default: "
+        "--kb", help="Knowledge base: 'memory', a directory or a mongodb:// URI (default: "
         "INTENT_PLANNER_KB or memory).")] = None,
     warmup: Annotated[str | None, typer.Option(
         help="Simulated time to run before serving; the cluster is then held still "

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from knowledge.connect import open_knowledge_base
 from planner.api.runtime import Runtime
 from planner.api.settings import Settings
-from simulator.runner import ScenarioRun
+from simulator.runner import DEFAULT_START, ScenarioRun, resumed_start
 from simulator.scenario import load_scenario
 
 
@@ -40,7 +40,8 @@ def serve_runtime(settings: Settings) -> Runtime:
     """For ``serve``: the settings' scenario and knowledge base, warmed up, then held still."""
     scenario = load_scenario(settings.scenario)
     kb = open_knowledge_base(settings.kb, resilient=True)
-    run = ScenarioRun(scenario, settings.planner, knowledge=kb)
+    run = ScenarioRun(scenario, settings.planner, knowledge=kb,
+                      start_time=resumed_start(kb, DEFAULT_START))
     if settings.warmup_s > 0:
         run.run(settings.warmup_s)
     rt = scenario_runtime(run, looping=False)
