@@ -87,7 +87,8 @@ def open_knowledge_base(
     eager = create_indexes and not resilient
     try:
         store = mongo.MongoKnowledgeBase(
-            client, database=name, retention_s=retention_s, create_indexes=eager
+            client, database=name, retention_s=retention_s, create_indexes=eager,
+            ttl_index=isinstance(client, pymongo.MongoClient),   # embedded: apply_retention
         )
     except (ValueError, base.KnowledgeBaseUnavailable):  # bad retention_s / server down
         client.close()

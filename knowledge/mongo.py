@@ -86,7 +86,10 @@ class MongoKnowledgeBase(base.KnowledgeBase):
     earlier configuration is dropped). With ``create_indexes`` the constructor calls
     :meth:`prepare` and so raises :class:`~knowledge.base.KnowledgeBaseUnavailable` when the
     server is down; pass ``False`` to defer that (``ResilientKnowledgeBase`` does).
-    :meth:`close` closes the client.
+    ``ttl_index=False`` leaves the TTL index out: for the embedded stores, where mongomock
+    checks every document for expiry on every operation (an insert cost 2.7 ms with 1,000
+    events stored, 10 ms with 4,000) and :meth:`apply_retention` is what deletes old events
+    anyway. :meth:`close` closes the client.
     """
 
     def __init__(
@@ -95,6 +98,7 @@ class MongoKnowledgeBase(base.KnowledgeBase):
         database: str = DEFAULT_DATABASE,
         retention_s: float | None = DEFAULT_RETENTION_S,
         create_indexes: bool = True,
+        ttl_index: bool = True,
     ) -> None:
         problem = database_name_problem(database)
         if problem is not None:
@@ -104,6 +108,7 @@ class MongoKnowledgeBase(base.KnowledgeBase):
         self._client = client
         self._database_name = database
         self.retention_s = retention_s
+        self.ttl_index = ttl_index
         db = client[database]
         self._events = db[EVENTS]
         self._effects = db[EFFECTS]
@@ -155,7 +160,8 @@ class MongoKnowledgeBase(base.KnowledgeBase):
                 [("intent", asc), ("time", desc), ("_id", desc)], name=INDEX_EVENTS_INTENT_TIME
             )
             self._events.create_index([("time", asc), ("_id", asc)], name=INDEX_EVENTS_TIME)
-            want = None if self.retention_s is None else math.ceil(self.retention_s)
+            want = (None if self.retention_s is None or not self.ttl_index
+                    else math.ceil(self.retention_s))
             ttl = self._events.index_information().get(INDEX_EVENTS_TTL)
             if ttl is not None and ttl.get("expireAfterSeconds") != want:
                 # The retention changed since the index was made: MongoDB refuses to create an
