@@ -4,7 +4,8 @@ controller's side, :mod:`planner.control.contention`)."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -153,11 +154,12 @@ def _menu_scenario() -> dict[str, object]:
 
 
 def _run_with_menus(offers: bool,
-                    given: Mapping[str, tuple[ShapeOption, ...]] | None = None
-                    ) -> dict[str, object]:
+                    given: Mapping[str, tuple[ShapeOption, ...]] | None = None,
+                    then: Callable[[Any], object] | None = None) -> dict[str, object]:
     """One cycle with a planner that knows each intent's options (6 pods in the cheap pool,
     or for ``ns/high`` also 6 in the dear one) and takes the cheapest, within the assigned
-    shape when there is one; ``offers``: whether it tells the controller its options."""
+    shape when there is one; ``offers``: whether it tells the controller its options.
+    ``then(run)`` runs after the cycle, its result under ``"then"``."""
     from planner.domain.plan import Plan
     from planner.planners import registry
     from planner.planners.base import Planner, PlanningContext, steps_towards
@@ -184,7 +186,7 @@ def _run_with_menus(offers: bool,
         outcomes = run.advance()
         assert outcomes is not None
         return {o.intent.key: o.plan for o in outcomes} | {"placements": dict(
-            run.controller.placements)}
+            run.controller.placements), "then": then(run) if then is not None else None}
     finally:
         registry.REGISTRY.unregister("test-menu")
 
@@ -206,6 +208,32 @@ def test_a_capped_plan_makes_the_controller_plan_the_competitors_together() -> N
     assert any(p.kind == "contention" and "dear" in p.text for p in high.reason_parts)
     assert together["placements"] == {"ns/high": high.target.with_(replicas=6),
                                       "ns/low": low.target.with_(replicas=6)}
+
+
+def test_the_preview_plans_in_the_shape_the_last_joint_plan_assigned() -> None:
+    """Without the assignment the menu planner would take the cheap pool for ``ns/high`` (as
+    the capped cycle's first plans did); the preview shows the cycle's joint choice and says
+    why."""
+    from planner.api import schemas
+    from planner.api.preview import preview
+    from planner.cli.embedded import scenario_runtime
+
+    def previews(run: Any) -> dict[str, schemas.PreviewOut]:
+        rt = scenario_runtime(run)
+        return {name: preview(rt, schemas.PreviewRequest(
+            ref=schemas.IntentRef(namespace="ns", name=name))) for name in ("high", "low")}
+
+    together = _run_with_menus(offers=True, then=previews)
+    shown = together["then"]
+    assert isinstance(shown, dict)
+    assert (shown["high"].target.pool, shown["high"].target.replicas) == ("dear", 6)
+    assert (shown["low"].target.pool, shown["low"].target.replicas) == ("cheap", 6)
+    assert any("joint plan assigned" in n for n in shown["high"].reasons)
+
+    alone = _run_with_menus(offers=False, then=previews)["then"]
+    assert isinstance(alone, dict)
+    assert alone["high"].target.pool == "cheap"
+    assert not any("joint plan assigned" in n for n in alone["high"].reasons)
 
 
 def test_the_grid_planner_offers_the_fewest_replicas_of_every_shape() -> None:
