@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import signal
@@ -114,6 +115,7 @@ def run(
     it holds)."""
     import time
 
+    from knowledge.base import KnowledgeBaseUnavailable
     from planner.cli import live as live_view
     from planner.cli import report
     from simulator.runner import ScenarioRun, resumed_start
@@ -124,8 +126,9 @@ def run(
         given = _parse_duration(duration)
         total = sc.spec.duration if given is None else given
         knowledge = _open_kb(kb, _parse_duration(retention, "--retention"))
-        runner = ScenarioRun(sc, planner, seed, knowledge,
-                             start_time=resumed_start(knowledge, time.time()),
+        now = time.time()
+        start = resumed_start(knowledge, now)
+        runner = ScenarioRun(sc, planner, seed, knowledge, start_time=start,
                              threaded_training=True)
     except SpecError as exc:
         raise _fail(exc) from None
@@ -141,6 +144,11 @@ def run(
     out.print(f"[bold]intent-planner[/] on the simulated cluster: scenario [cyan]{sc.name}[/], "
               f"planner [cyan]{runner.admin.planner}[/], {speed:g}x real time, "
               f"{total / 60:.0f} simulated minutes. Ctrl-C stops.")
+    if start > now:
+        with contextlib.suppress(KnowledgeBaseUnavailable):   # only a greeting
+            out.print(f"knowledge base {kb}: {knowledge.count_events()} events and "
+                      f"{len(knowledge.effects())} models kept from earlier runs; the "
+                      "simulated clock resumes after them.", markup=False, highlight=False)
     server = _start_api(runner, port) if api else None
     view = live_view.LiveView(out, runner, enabled=live and out.is_terminal)
     try:
@@ -150,6 +158,9 @@ def run(
     finally:
         if server is not None:
             server.stop()
+        if runner.trainer is not None:
+            runner.trainer.close()
+        knowledge.close()   # writes back what it buffered; a directory store folds its journal
     report.print_report(out, result.as_dict())
 
 
