@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
+
+from planner.domain.cluster_facts import ClusterFacts
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,20 @@ class ClusterSnapshot:
 
     def workload(self, key: str) -> WorkloadState | None:
         return self.workloads.get(key)
+
+    @cached_property
+    def facts(self) -> ClusterFacts:
+        """Prices, totals and pool names, computed on first use and kept with the snapshot
+        (every intent planned on it reads them)."""
+        return ClusterFacts.of(self.nodes)
+
+    def with_allocation(self, nodes: tuple[NodeState, ...]) -> ClusterSnapshot:
+        """This snapshot with ``nodes`` (the same nodes, other allocations: room taken by
+        plans); facts computed already carry over (none depends on allocation)."""
+        out = replace(self, nodes=nodes)
+        if "facts" in self.__dict__:
+            out.__dict__["facts"] = self.__dict__["facts"]
+        return out
 
     def pools(self) -> dict[str, list[NodeState]]:
         out: dict[str, list[NodeState]] = {}

@@ -98,4 +98,4 @@ def reserve_config(snapshot: ClusterSnapshot, workload: WorkloadState,
         n = nodes[best]
         nodes[best] = replace(n, cpu_allocated=n.cpu_allocated + t.cpu,
                               gpus_allocated=n.gpus_allocated + gpus)
-    return replace(snapshot, nodes=tuple(nodes))
+    return snapshot.with_allocation(tuple(nodes))

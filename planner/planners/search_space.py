@@ -41,13 +41,14 @@ def space_for(ctx: PlanningContext) -> SearchSpace:
     b = ctx.admin.replicas
     replicas = tuple(range(max(b.min, 1), b.max + 1)) if "replicas" in knobs else (cur.replicas,)
     cpus = tuple(sorted(set(ctx.admin.cpu.sizes))) if "cpu" in knobs else (cur.cpu,)
-    has_gpu = any(n.gpus > 0 for n in ctx.snapshot.nodes)
+    facts = ctx.snapshot.facts
+    has_gpu = facts.has_gpu
     devices: tuple[str, ...] = (cur.device,)
     if "device" in knobs:
         devices = tuple(d for d in ctx.admin.devices if d == "cpu" or has_gpu) or (cur.device,)
     pools: tuple[str | None, ...] = (cur.pool,)
     if "pool" in knobs:
-        names = ctx.admin.pools or tuple(sorted({n.pool for n in ctx.snapshot.nodes}))
+        names = ctx.admin.pools or facts.pool_names
         pools = (None, *names)
     if ctx.placement is not None:           # a shape assigned by joint planning
         p = ctx.placement
@@ -75,8 +76,7 @@ def prices(snapshot: ClusterSnapshot, batch: CandidateBatch) -> NDArray[np.float
 
 def gpu_capacity_ok(snapshot: ClusterSnapshot, batch: CandidateBatch) -> NDArray[np.bool_]:
     """Candidates that fit the cluster's GPUs and cores at all (ignoring other workloads)."""
-    gpus = sum(n.gpus for n in snapshot.nodes)
-    cores = sum(n.cpu_capacity for n in snapshot.nodes)
+    gpus, cores = snapshot.facts.total_gpus, snapshot.facts.total_cores
     out: NDArray[np.bool_] = ((batch.gpu < 0.5) | (batch.replicas <= gpus)) & (
         batch.replicas * batch.cpu <= cores)
     return out
