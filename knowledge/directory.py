@@ -93,9 +93,14 @@ class Journal:
         self._file: BinaryIO = path.open("ab")
         self.size = self._file.tell()
 
-    def append(self, collection: str, method: str, args: tuple[Any, ...],
-               kwargs: dict[str, Any]) -> None:
-        record = bson.encode({"c": collection, "m": method, "a": list(args), "k": kwargs})
+    @staticmethod
+    def record(collection: str, method: str, args: tuple[Any, ...],
+               kwargs: dict[str, Any]) -> bytes:
+        """One write as a journal record (raises ``bson.errors.InvalidDocument`` for what BSON
+        cannot hold, before anything is applied)."""
+        return bson.encode({"c": collection, "m": method, "a": list(args), "k": kwargs})
+
+    def append(self, record: bytes) -> None:
         try:
             self._file.write(record)
             self._file.flush()
@@ -128,8 +133,9 @@ class DirectoryCollection:
                 args = (_with_id(args[0]), *args[1:])
             elif name == "insert_many":
                 args = ([_with_id(d) for d in args[0]], *args[1:])
-            result = attr(*args, **kwargs)
-            self._database.client.journal.append(self._inner.full_name, name, args, kwargs)
+            record = Journal.record(self._inner.full_name, name, args, kwargs)
+            result = attr(*args, **kwargs)     # a refused write (duplicate key) is not journaled
+            self._database.client.journal.append(record)
             self._database.client.maybe_fold()
             return result
 
