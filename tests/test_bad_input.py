@@ -208,6 +208,9 @@ CASES = [
     Case("bursty mean_gap 0", scenario_edit(setting("workloads", 0, "trace", "mean_gap",
                                                     value=0)),
          "workloads[0].trace.bursty.mean_gap", ">= 10"),
+    Case("bursty mean_gap null (found by the fuzz test)", scenario_edit(setting(
+        "workloads", 0, "trace", "mean_gap", value=None)),
+         "workloads[0].trace.bursty.mean_gap", "duration such as"),
     Case("diurnal period 0", scenario_edit(setting("workloads", 0, "trace", value={
         "kind": "diurnal", "base": 10, "amplitude": 5, "period": 0})),
          "workloads[0].trace.diurnal.period", ">= 1"),
