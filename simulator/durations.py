@@ -16,6 +16,8 @@ def parse_duration(value: float | int | str) -> float:
         if value < 0:
             raise ValueError("durations cannot be negative")
         return float(value)
+    if not isinstance(value, str):
+        raise ValueError("expected a duration such as 30, '30s', '15m', '2h'")
     m = _RE.match(value)
     if not m:
         raise ValueError(f"{value!r} is not a duration; use e.g. 30, '30s', '15m', '2h', '1d'")

@@ -1,7 +1,10 @@
 """Scenario files: a cluster, its workloads and their load traces, the intents, admin bounds.
 
-A scenario is one YAML file (see ``examples/scenarios/``). Every field is validated; an error
-names the field and the fix (:class:`planner.domain.errors.SpecError`).
+A scenario is one YAML file (see ``examples/scenarios/``), read with the limits of
+:mod:`planner.domain.safeload`. Every field is validated with strict types and within bounds
+a simulation can run in (nodes, pods, duration, trace sizes; see ``MAX_*`` below and
+docs/input-limits.md); an error names the field and the fix
+(:class:`planner.domain.errors.SpecError`).
 """
 
 from __future__ import annotations
@@ -9,14 +12,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import pydantic
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from planner.domain.admin import AdminConfig
+from planner.domain.admin import MAX_REPLICAS, AdminConfig
 from planner.domain.errors import SpecError
-from planner.domain.intents import Intent, KPIProfile, check_references, parse_intent, parse_profile
-from planner.domain.validation import spec_error
+from planner.domain.intents import (
+    DNS_LABEL,
+    Intent,
+    KPIProfile,
+    check_references,
+    parse_intent,
+    parse_manifest_documents,
+    parse_profile,
+)
+from planner.domain.safeload import LoadError, load_file
+from planner.domain.validation import validate_strict
 from simulator.durations import parse_duration
 from simulator.traces import (
     BurstyTrace,
@@ -29,10 +39,27 @@ from simulator.traces import (
 )
 
 Seconds = Annotated[float, Field(ge=0)]
+DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
+
+MAX_NODES = 10_000
+"""Nodes in a scenario's cluster, all pools together."""
+MAX_PODS = 100_000
+"""Pods a scenario starts with, all workloads together (each at most
+:data:`planner.domain.admin.MAX_REPLICAS`)."""
+MAX_WORKLOADS = 200
+MAX_DURATION_S = 30 * 86400.0
+"""Longest simulated time (30 days)."""
+MIN_DURATION_S = 60.0
+"""Shortest: objectives are accounted per minute."""
+MAX_STEPS = 2_000_000
+"""Most simulation steps (``duration / step_s``)."""
+MAX_TRACE_BYTES = 16 << 20
+"""Largest CSV trace file (16 MiB, about a million rows)."""
 
 
 class _S(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True,
+                              allow_inf_nan=False)
 
 
 def _dur(v: Any) -> float:
@@ -45,9 +72,9 @@ def _dur(v: Any) -> float:
 class PoolSpec(_S):
     name: str = Field(min_length=1)
     region: str = "default"
-    nodes: int = Field(ge=1)
-    cpu: float = Field(gt=0, description="cores per node")
-    gpus: int = Field(default=0, ge=0, description="GPUs per node")
+    nodes: int = Field(ge=1, le=MAX_NODES)
+    cpu: float = Field(gt=0, le=1024, description="cores per node")
+    gpus: int = Field(default=0, ge=0, le=64, description="GPUs per node")
     cost_per_core_hour: float = Field(default=0.04, ge=0)
     cost_per_gpu_hour: float = Field(default=2.5, ge=0)
     network_latency_ms: float = Field(default=0.0, ge=0, description="extra latency to clients")
@@ -80,7 +107,7 @@ class ConstantTraceSpec(_S):
 
 
 class StepSpec(_S):
-    at: Seconds
+    at: Seconds = Field(le=MAX_DURATION_S)
     rate: float = Field(ge=0)
     _parse = field_validator("at", mode="before")(classmethod(lambda cls, v: _dur(v)))
 
@@ -88,7 +115,7 @@ class StepSpec(_S):
 class StepTraceSpec(_S):
     kind: Literal["step"]
     initial: float = Field(ge=0)
-    steps: list[StepSpec] = Field(min_length=1)
+    steps: list[StepSpec] = Field(min_length=1, max_length=10_000)
     noise: float = Field(default=0.0, ge=0, le=1)
 
 
@@ -96,7 +123,7 @@ class DiurnalTraceSpec(_S):
     kind: Literal["diurnal"]
     base: float = Field(ge=0)
     amplitude: float = Field(ge=0)
-    period: Seconds = 86400.0
+    period: float = Field(default=86400.0, ge=1)
     phase: float = 0.0
     noise: float = Field(default=0.0, ge=0, le=1)
     _parse = field_validator("period", mode="before")(classmethod(lambda cls, v: _dur(v)))
@@ -112,7 +139,7 @@ class BurstyTraceSpec(_S):
     kind: Literal["bursty"]
     base: float = Field(ge=0)
     burst_rate: float = Field(ge=0)
-    mean_gap: Seconds = 600.0
+    mean_gap: float = Field(default=600.0, ge=10, description="mean time between bursts")
     burst_duration: Seconds = 120.0
     noise: float = Field(default=0.0, ge=0, le=1)
     _parse = field_validator("mean_gap", "burst_duration", mode="before")(
@@ -139,7 +166,7 @@ class RandomWalkTraceSpec(_S):
     high: float = Field(gt=0, description="... and at this one")
     volatility: float = Field(default=0.5, ge=0, le=5, description="standard deviation of "
                               "the log rate's change over one hour")
-    interval: Seconds = 60.0
+    interval: float = Field(default=60.0, ge=1)
     noise: float = Field(default=0.0, ge=0, le=1)
     _parse = field_validator("interval", mode="before")(classmethod(lambda cls, v: _dur(v)))
 
@@ -147,8 +174,6 @@ class RandomWalkTraceSpec(_S):
     def _ordered(self) -> RandomWalkTraceSpec:
         if not self.low <= self.initial <= self.high:
             raise ValueError("need low <= initial <= high")
-        if self.interval <= 0:
-            raise ValueError("interval must be longer than 0")
         return self
 
 
@@ -160,9 +185,9 @@ TraceSpec = Annotated[
 
 
 class WorkloadSpec(_S):
-    name: str = Field(min_length=1)
-    namespace: str = "default"
-    replicas: int = Field(default=1, ge=0)
+    name: str = Field(min_length=1, max_length=253, pattern=DNS_SUBDOMAIN)
+    namespace: str = Field(default="default", min_length=1, max_length=63, pattern=DNS_LABEL)
+    replicas: int = Field(default=1, ge=0, le=MAX_REPLICAS)
     cpu: float = Field(default=1.0, gt=0)
     device: Literal["cpu", "gpu"] = "cpu"
     pool: str | None = None
@@ -175,20 +200,28 @@ class WorkloadSpec(_S):
 
 
 class ClusterSpec(_S):
-    pools: list[PoolSpec] = Field(min_length=1)
+    pools: list[PoolSpec] = Field(min_length=1, max_length=100)
+
+    @model_validator(mode="after")
+    def _bounded(self) -> ClusterSpec:
+        total = sum(p.nodes for p in self.pools)
+        if total > MAX_NODES:
+            raise ValueError(f"{total} nodes in all pools, more than the {MAX_NODES} a "
+                             "simulation runs with")
+        return self
 
 
 class ScenarioSpec(_S):
     name: str = Field(min_length=1)
     description: str = ""
     seed: int = Field(default=0, ge=0)
-    duration: Seconds = 3600.0
-    step_s: float = Field(default=5.0, gt=0, le=60)
-    kpi_window_s: float = Field(default=60.0, gt=0)
+    duration: float = Field(default=3600.0, ge=MIN_DURATION_S, le=MAX_DURATION_S)
+    step_s: float = Field(default=5.0, ge=0.1, le=60)
+    kpi_window_s: float = Field(default=60.0, gt=0, le=86400)
     cluster: ClusterSpec
-    workloads: list[WorkloadSpec] = Field(min_length=1)
+    workloads: list[WorkloadSpec] = Field(min_length=1, max_length=MAX_WORKLOADS)
     admin: AdminConfig = AdminConfig()
-    manifests: list[dict[str, Any]] = Field(min_length=1)
+    manifests: list[dict[str, Any]] = Field(min_length=1, max_length=1000)
 
     _parse = field_validator("duration", mode="before")(classmethod(lambda cls, v: _dur(v)))
 
@@ -201,6 +234,13 @@ class ScenarioSpec(_S):
         for w in self.workloads:
             if w.pool is not None and w.pool not in pools:
                 raise ValueError(f"workload {w.key}: pool {w.pool!r} is not in cluster.pools")
+        pods = sum(w.replicas for w in self.workloads)
+        if pods > MAX_PODS:
+            raise ValueError(f"{pods} replicas in all workloads, more than the {MAX_PODS} a "
+                             "simulation starts with")
+        if self.duration / self.step_s > MAX_STEPS:
+            raise ValueError(f"duration / step_s is {self.duration / self.step_s:.0f} steps, "
+                             f"more than {MAX_STEPS}: shorten the duration or raise step_s")
         return self
 
 
@@ -236,17 +276,15 @@ class Scenario:
         path = Path(t.file)
         if not path.is_absolute():
             path = self.base_dir / path
-        return CsvTrace(path, t.time_column, t.rate_column, t.loop, t.scale, t.noise, s)
+        return CsvTrace(path, t.time_column, t.rate_column, t.loop, t.scale, t.noise, s,
+                        max_bytes=MAX_TRACE_BYTES)
 
 
 def parse_scenario(doc: Any, source: str = "", base_dir: Path | None = None) -> Scenario:
     if not isinstance(doc, dict):
         raise SpecError(source, "(document)", "a scenario must be a YAML mapping",
                         "start from a file in examples/scenarios/")
-    try:
-        spec = ScenarioSpec.model_validate(doc)
-    except pydantic.ValidationError as exc:
-        raise spec_error(exc, source) from None
+    spec = validate_strict(ScenarioSpec, doc, source)
     intents: list[Intent] = []
     profiles: list[KPIProfile] = []
     for i, m in enumerate(spec.manifests):
@@ -276,6 +314,9 @@ def parse_scenario(doc: Any, source: str = "", base_dir: Path | None = None) -> 
         except (OSError, ValueError) as exc:
             raise SpecError(source, f"workloads[{w.key}].trace.file", str(exc),
                             "give a readable CSV with timestamp and rate columns") from None
+        except LoadError as exc:
+            raise SpecError(source, f"workloads[{w.key}].trace.file",
+                            f"{exc.source}: {exc.problem}", exc.fix) from None
     return scenario
 
 
@@ -308,12 +349,49 @@ def check_admin_names(admin: AdminConfig, source: str) -> None:
 
 
 def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario file (one YAML document, or ``.json``)."""
     p = Path(path)
     try:
-        doc = yaml.safe_load(p.read_text())
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(str(p), "(file)", f"cannot read: {exc}", "give a readable scenario "
-                        "YAML file, e.g. examples/scenarios/diurnal-shop.yaml") from None
-    except yaml.YAMLError as exc:
-        raise SpecError(str(p), "(document)", f"not valid YAML: {exc}", "fix the syntax") from None
-    return parse_scenario(doc, str(p), p.parent)
+        docs = load_file(p)
+    except LoadError as exc:
+        if exc.field == "(file)":
+            raise LoadError(exc.source, exc.field, exc.problem, f"{exc.fix}: a scenario YAML "
+                            "file, e.g. examples/scenarios/diurnal-shop.yaml") from None
+        raise
+    return parse_scenario_documents(docs, p)
+
+
+def parse_scenario_documents(docs: list[Any], path: Path) -> Scenario:
+    """The scenario of a file's documents (exactly one)."""
+    if len(docs) != 1:
+        raise LoadError(str(path), "(document)", f"{len(docs)} YAML documents",
+                        "a scenario is one YAML document, e.g. examples/scenarios/"
+                        "diurnal-shop.yaml")
+    return parse_scenario(docs[0], str(path), path.parent)
+
+
+def check_duration(seconds: float, step_s: float, field: str = "duration",
+                   source: str = "") -> None:
+    """A simulated duration within the scenario bounds (for ``--duration``)."""
+    if not MIN_DURATION_S <= seconds <= MAX_DURATION_S:
+        raise SpecError(source, field, f"{seconds:g} s is outside [{MIN_DURATION_S:g} s, "
+                        f"{MAX_DURATION_S / 86400:g} d]", "use e.g. 30m, 2h or 7d "
+                        "(objectives are accounted per minute)")
+    if seconds / step_s > MAX_STEPS:
+        raise SpecError(source, field, f"{seconds / step_s:.0f} steps of {step_s:g} s, more "
+                        f"than {MAX_STEPS}", "shorten the duration or raise step_s")
+
+
+def validate_file(path: str | Path) -> Scenario | tuple[list[Intent], list[KPIProfile]]:
+    """A scenario file or a file of Intents and KPIProfiles, validated (what ``validate``
+    does); :class:`SpecError` on anything wrong."""
+    p = Path(path)
+    docs = load_file(p)
+    if docs and is_scenario(docs[0]):
+        return parse_scenario_documents(docs, p)
+    return parse_manifest_documents(docs, str(p))
+
+
+def is_scenario(doc: Any) -> bool:
+    """Whether a loaded document is a scenario (rather than an Intent or a KPIProfile)."""
+    return isinstance(doc, dict) and "workloads" in doc and "kind" not in doc

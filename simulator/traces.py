@@ -6,12 +6,15 @@ Every trace is a pure function of time (and its seed), so a run is reproducible.
 from __future__ import annotations
 
 import csv
+import io
 import math
 from abc import ABC, abstractmethod
 from bisect import bisect_right
 from pathlib import Path
 
 import numpy as np
+
+from planner.domain.safeload import read_bytes
 
 
 class Trace(ABC):
@@ -104,29 +107,38 @@ class CsvTrace(Trace):
     """Rates from a CSV file of ``timestamp,rate`` rows, linearly interpolated.
 
     Timestamps are seconds (relative or absolute; the first row is time 0). With ``loop`` the
-    trace repeats after its last row.
+    trace repeats after its last row. The file is a regular file of at most ``max_bytes``
+    (:class:`~planner.domain.safeload.LoadError` otherwise); a row without a number in either
+    column, or with a number that is not finite, is a ValueError naming the row.
     """
 
     def __init__(
         self, path: str | Path, time_column: str = "timestamp", rate_column: str = "rate",
         loop: bool = True, scale: float = 1.0, noise: float = 0.0, seed: int = 0,
+        max_bytes: int = 16 << 20,
     ) -> None:
         super().__init__(noise, seed)
         times: list[float] = []
         rates: list[float] = []
-        with Path(path).open(newline="") as fh:
-            reader = csv.DictReader(fh)
-            missing = {time_column, rate_column} - set(reader.fieldnames or [])
-            if missing:
-                raise ValueError(f"{path}: missing column(s) {sorted(missing)}")
-            for row in reader:
-                times.append(float(row[time_column]))
-                rates.append(float(row[rate_column]) * scale)
+        try:
+            text = read_bytes(path, max_bytes, "CSV file").decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        missing = {time_column, rate_column} - set(reader.fieldnames or [])
+        if missing:
+            raise ValueError(f"{path}: missing column(s) {sorted(missing)}")
+        for row in reader:
+            line = reader.line_num
+            times.append(_number(row.get(time_column), path, line, time_column))
+            rates.append(_number(row.get(rate_column), path, line, rate_column) * scale)
         if len(times) < 2:
             raise ValueError(f"{path}: needs at least two rows")
         t0 = times[0]
         self._t = np.asarray([x - t0 for x in times])
         self._r = np.asarray(rates)
+        if not np.all(np.isfinite(self._t)) or not np.all(np.isfinite(self._r)):
+            raise ValueError(f"{path}: timestamps and rates (times scale) must be finite")
         if np.any(np.diff(self._t) <= 0) or np.any(self._r < 0):
             raise ValueError(f"{path}: timestamps must increase and rates must be >= 0")
         self.loop = loop
@@ -136,6 +148,20 @@ class CsvTrace(Trace):
         if self.loop and span > 0:
             t = t % span
         return float(np.interp(t, self._t, self._r))
+
+
+def _number(cell: str | None, path: str | Path, line: int, column: str) -> float:
+    """A CSV cell as a finite number; ValueError naming the line and column otherwise."""
+    if cell is None or not cell.strip():
+        raise ValueError(f"{path}: line {line} has no {column}")
+    try:
+        value = float(cell)
+    except ValueError:
+        raise ValueError(f"{path}: line {line}: {column} {cell[:40]!r} is not a number") \
+            from None
+    if not math.isfinite(value):
+        raise ValueError(f"{path}: line {line}: {column} {cell[:40]!r} is not a finite number")
+    return value
 
 
 class RandomWalkTrace(Trace):

@@ -44,9 +44,9 @@ def test_defaults_and_keys() -> None:
     ("spec", "field", "fix"),
     [
         ({"objectives": [{"name": "p95", "value": -5, "measuredBy": "x"}]},
-         "spec.objectives[0].value", ">= 0"),
+         "spec.objectives[0].value", "> 0"),
         ({"objectives": [{"name": "p95", "value": "fast", "measuredBy": "x"}]},
-         "spec.objectives[0].value", "float"),
+         "spec.objectives[0].value", "number without quotes"),
         ({"objectives": [{"name": "p95", "value": 5, "measuredBy": "x", "tolerence": 0.1}]},
          "spec.objectives[0].tolerence", "tolerance"),
         ({"priority": 2}, "spec.priority", "<= 1"),

@@ -12,6 +12,8 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
 
 from planner.domain.errors import SpecError
 from planner.k8s import command as k8s_command
@@ -35,7 +37,9 @@ KbOpt = Annotated[str, typer.Option("--kb", help="Knowledge base: 'memory', a di
 
 
 def _fail(exc: SpecError) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {exc.line()}", highlight=False, soft_wrap=True)
+    # The line quotes the user's input: plain text, never markup ("[/red]" is a value).
+    err.print(Text.assemble(("error:", "bold red"), " ", exc.line()), highlight=False,
+              soft_wrap=True)
     return typer.Exit(code=2)
 
 
@@ -54,6 +58,17 @@ def _parse_duration(value: str | None, field: str = "--duration",
     return seconds
 
 
+def _run_duration(value: str | None, sc: Any) -> float:
+    """``--duration`` (default: the scenario's), within the scenario bounds."""
+    from simulator.scenario import check_duration
+
+    given = _parse_duration(value)
+    if given is None:
+        return float(sc.spec.duration)
+    check_duration(given, sc.spec.step_s, "--duration")
+    return given
+
+
 @app.command()
 def simulate(
     scenario: Scenario,
@@ -63,16 +78,17 @@ def simulate(
     duration: Annotated[str | None, typer.Option(help="Override the scenario duration.")] = None,
     kb: KbOpt = "memory",
 ) -> None:
-    """Run a scenario as fast as the CPU allows and report SLO attainment and cost."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    """Run a scenario as fast as the CPU allows and report SLO attainment and cost.
 
+    Progress goes to stderr; Ctrl-C stops the run and reports the time simulated so far
+    (exit code 130)."""
     from planner.cli import report
+    from planner.cli.progress import SimulationProgress, StopOnInterrupt
     from simulator.scenario import load_scenario
 
     try:
         sc = load_scenario(scenario)
-        given = _parse_duration(duration)
-        total = sc.spec.duration if given is None else given
+        total = _run_duration(duration, sc)
         knowledge = _open_kb(kb)
         # Imported once the input is known good: it loads the planners and their model
         # libraries (seconds), which a command refusing its input does without.
@@ -81,16 +97,21 @@ def simulate(
         run = ScenarioRun(sc, planner, seed, knowledge)
     except SpecError as exc:
         raise _fail(exc) from None
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn(
-            "{task.percentage:>3.0f}%"), TimeElapsedColumn(), console=err,
-            disable=not err.is_terminal, transient=True) as progress:
-        task = progress.add_task(f"{sc.name} / {run.admin.planner}", total=total)
-        result = run.run(total, on_progress=lambda t: progress.update(task, completed=t))
+    with SimulationProgress(err, f"{sc.name} / {run.admin.planner}", total) as progress, \
+            StopOnInterrupt() as interrupt:
+        result = run.run(total, on_progress=progress.update,
+                         should_stop=lambda: interrupt.stopped)
     data = result.as_dict()
+    if interrupt.stopped:
+        data["interrupted"] = True
+        err.print(f"interrupted: partial report of {result.duration_s / 60:.1f} of "
+                  f"{total / 60:.1f} simulated min", markup=False, highlight=False)
     if as_json:
         sys.stdout.write(json.dumps(data, sort_keys=True) + "\n")
     else:
         report.print_report(out, data)
+    if interrupt.stopped:
+        raise typer.Exit(code=130)
 
 
 @app.command()
@@ -123,8 +144,7 @@ def run(
 
     try:
         sc = load_scenario(scenario)
-        given = _parse_duration(duration)
-        total = sc.spec.duration if given is None else given
+        total = _run_duration(duration, sc)
         knowledge = _open_kb(kb, _parse_duration(retention, "--retention"))
         now = time.time()
         start = resumed_start(knowledge, now)
@@ -141,8 +161,9 @@ def run(
 
     signal.signal(signal.SIGINT, _interrupt)
     signal.signal(signal.SIGTERM, _interrupt)
-    out.print(f"[bold]intent-planner[/] on the simulated cluster: scenario [cyan]{sc.name}[/], "
-              f"planner [cyan]{runner.admin.planner}[/], {speed:g}x real time, "
+    out.print(f"[bold]intent-planner[/] on the simulated cluster: scenario "
+              f"[cyan]{escape(sc.name)}[/], planner [cyan]{escape(runner.admin.planner)}[/], "
+              f"{speed:g}x real time, "
               f"{total / 60:.0f} simulated minutes. Ctrl-C stops.")
     if start > now:
         with contextlib.suppress(KnowledgeBaseUnavailable):   # only a greeting
@@ -213,27 +234,14 @@ def validate(
     files: Annotated[list[Path], typer.Argument(help="Scenario or Intent/KPIProfile YAML files.")],
 ) -> None:
     """Validate scenario and manifest files; exit 2 with the field and the fix on error."""
-    import yaml
-
-    from planner.domain.intents import load_manifests
-    from simulator.scenario import load_scenario
+    from simulator.scenario import validate_file
 
     for f in files:
         try:
-            first = next(iter(yaml.safe_load_all(f.read_text())), None) if f.exists() else None
-            if isinstance(first, dict) and "workloads" in first:
-                load_scenario(f)
-            else:
-                load_manifests(f)
+            validate_file(f)
         except SpecError as exc:
             raise _fail(exc) from None
-        except yaml.YAMLError as exc:
-            raise _fail(SpecError(str(f), "(document)", f"not valid YAML: {exc}",
-                                  "fix the syntax")) from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise _fail(SpecError(str(f), "(file)", f"cannot read: {exc}",
-                                  "give a readable YAML file")) from None
-        out.print(f"{f}: ok")
+        out.print(f"{f}: ok", markup=False, highlight=False)
 
 
 @app.command()

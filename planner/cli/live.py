@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 
 if TYPE_CHECKING:
@@ -52,9 +53,9 @@ class LiveView:
                     "last action"):
             table.add_column(col)
         for o in outcomes:
-            table.add_row(o.intent.key, "active" if o.intent.spec.active else "shadow",
+            table.add_row(escape(o.intent.key), "active" if o.intent.spec.active else "shadow",
                           self._objectives(o), self._replicas(sim, o), self._load(sim, o),
-                          self._last_action.get(o.intent.key, "-"))
+                          escape(self._last_action.get(o.intent.key, "-")))
         self._live.update(table)
 
     def _objectives(self, o: IntentOutcome) -> str:
@@ -62,7 +63,8 @@ class LiveView:
         for obj in o.intent.spec.objectives:
             met = o.met.get(obj.name)
             mark = {True: "[green]ok[/]", False: "[red]VIOLATED[/]", None: "[yellow]?[/]"}[met]
-            parts.append(f"{obj.name} {_fmt(o.current.get(obj.name))} / {obj.value:g} {mark}")
+            parts.append(f"{escape(obj.name)} {_fmt(o.current.get(obj.name))} / "
+                         f"{obj.value:g} {mark}")
         return "\n".join(parts)
 
     @staticmethod
@@ -82,4 +84,4 @@ class LiveView:
         objs = ", ".join(f"{obj.name}={_fmt(o.current.get(obj.name))}/{obj.value:g}"
                          for obj in o.intent.spec.objectives)
         act = f" action: {o.applied[-1]}" if o.applied else ""
-        return f"[{minute:6.1f}m] {o.intent.key}: {objs}{act}"
+        return f"[{minute:6.1f}m] {escape(o.intent.key)}: {escape(objs)}{escape(act)}"

@@ -25,7 +25,13 @@ from planner.control.outcome import IntentOutcome, Staged
 from planner.domain.admin import AdminConfig
 from planner.domain.errors import IntentPlannerError, PermanentError, TemporaryError
 from planner.domain.events import build_event
-from planner.domain.intents import Intent, KPIProfile, objective_met, objective_profiles
+from planner.domain.intents import (
+    Intent,
+    KPIProfile,
+    implausible_target,
+    objective_met,
+    objective_profiles,
+)
 from planner.domain.memory import IntentMemory
 from planner.domain.plan import Plan
 from planner.domain.ports import ClusterBackend, IntentSource, KPISource
@@ -229,6 +235,10 @@ class IntentController:
         if missing:
             i, ref = missing[0]
             out.invalid = f"spec.objectives[{i}].measuredBy: no KPIProfile {ref!r}"
+        for i, obj in enumerate(intent.spec.objectives):
+            bad = None if out.invalid else implausible_target(obj, by_objective[obj.name])
+            if bad is not None:  # 99.5 for 0.995: reported, not chased with the cluster
+                out.invalid = f"spec.objectives[{i}].value: {bad[0]}; fix: {bad[1]}"
         if out.invalid is None and workload is None:
             out.invalid = (f"spec.targetRef: {intent.spec.target_ref.kind} "
                            f"{intent.workload_key!r} not found")

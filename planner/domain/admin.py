@@ -4,20 +4,24 @@ from __future__ import annotations
 
 from typing import Any
 
-import pydantic
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from planner.domain.validation import spec_error
+from planner.domain.validation import validate_strict
+
+MAX_REPLICAS = 10_000
+"""Most replicas of one workload a planner may choose (it searches every count up to
+``replicas.max``)."""
 
 
 class _Cfg(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True,
+                              allow_inf_nan=False)
 
 
 class ReplicaBounds(_Cfg):
-    min: int = Field(default=1, ge=0)
-    max: int = Field(default=100, ge=1)
-    max_step: int = Field(default=10, ge=1, alias="maxStep")
+    min: int = Field(default=1, ge=0, le=MAX_REPLICAS)
+    max: int = Field(default=100, ge=1, le=MAX_REPLICAS)
+    max_step: int = Field(default=10, ge=1, le=MAX_REPLICAS, alias="maxStep")
     """Most replicas added or removed in one cycle."""
     cooldown_s: float = Field(default=60.0, ge=0, alias="cooldownSeconds")
     """After a change, no change in the opposite direction for this long (anti-flapping)."""
@@ -30,14 +34,14 @@ class ReplicaBounds(_Cfg):
 
 
 class CpuBounds(_Cfg):
-    sizes: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0)
+    sizes: tuple[float, ...] = Field(default=(0.25, 0.5, 1.0, 2.0, 4.0), max_length=64)
     """CPU sizes (cores per pod) the planner may choose."""
     cooldown_s: float = Field(default=300.0, ge=0, alias="cooldownSeconds")
 
     @model_validator(mode="after")
     def _positive(self) -> CpuBounds:
-        if not self.sizes or any(s <= 0 for s in self.sizes):
-            raise ValueError("cpu.sizes must be a non-empty list of positive core counts")
+        if not self.sizes or any(not 0 < s <= 1024 for s in self.sizes):
+            raise ValueError("cpu.sizes must be a non-empty list of core counts in (0, 1024]")
         return self
 
 
@@ -214,9 +218,7 @@ class AdminConfig(_Cfg):
 
 
 def parse_admin(doc: dict[str, Any] | None, source: str = "", prefix: str = "admin") -> AdminConfig:
+    """The admin config of a document (strict types; ``None`` or empty: the defaults)."""
     if not doc:
         return AdminConfig()
-    try:
-        return AdminConfig.model_validate(doc)
-    except pydantic.ValidationError as exc:
-        raise spec_error(exc, source, prefix) from None
+    return validate_strict(AdminConfig, doc, source, prefix)

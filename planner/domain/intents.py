@@ -11,15 +11,19 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-import pydantic
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from planner.domain.errors import SpecError
-from planner.domain.validation import spec_error
+from planner.domain.safeload import LoadError, load_file
+from planner.domain.validation import validate_strict
 
 API_GROUP = "intent-planner.io"
 API_VERSION = f"{API_GROUP}/v1alpha1"
+DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+"""A Kubernetes namespace (RFC 1123 label): no ``/``, ``.`` or ``..``."""
+MIN_LATENCY_MS = 1.0
+"""Smallest plausible latency target (ms): below what a request through a Kubernetes
+Service takes; a smaller one is a unit mistake (seconds written for milliseconds) or 0."""
 
 
 class KPIType(StrEnum):
@@ -35,12 +39,13 @@ class KPIType(StrEnum):
 
 
 class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True,
+                              allow_inf_nan=False)
 
 
 class Metadata(_Spec):
     name: str = Field(min_length=1, max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
-    namespace: str = Field(default="default", min_length=1, max_length=63)
+    namespace: str = Field(default="default", min_length=1, max_length=63, pattern=DNS_LABEL)
     generation: int = Field(default=1, ge=0)
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
@@ -101,7 +106,8 @@ class TargetRef(_Spec):
 
 class Objective(_Spec):
     name: str = Field(min_length=1, max_length=63)
-    value: float = Field(ge=0)
+    value: float = Field(gt=0)
+    """Checked against its KPIProfile's type by :func:`implausible_target`."""
     measured_by: str = Field(alias="measuredBy", min_length=1)
     tolerance: float = Field(default=0.0, ge=0, le=1)
 
@@ -167,20 +173,15 @@ def _allowed(model: type[BaseModel]) -> dict[str, list[str]]:
 
 
 def parse_intent(doc: Mapping[str, Any], source: str = "", prefix: str = "") -> Intent:
-    """Validate one Intent document; raise :class:`SpecError` naming the field and the fix."""
-    try:
-        intent = Intent.model_validate(dict(doc))
-    except pydantic.ValidationError as exc:
-        raise spec_error(exc, source, prefix, _allowed(Intent)) from None
-    return intent
+    """Validate one Intent document (strict types, as the CRD's schema); raise
+    :class:`SpecError` naming the field and the fix."""
+    return validate_strict(Intent, dict(doc), source, prefix, _allowed(Intent))
 
 
 def parse_profile(doc: Mapping[str, Any], source: str = "", prefix: str = "") -> KPIProfile:
-    """Validate one KPIProfile document; raise :class:`SpecError` naming the field and the fix."""
-    try:
-        return KPIProfile.model_validate(dict(doc))
-    except pydantic.ValidationError as exc:
-        raise spec_error(exc, source, prefix, _allowed(KPIProfile)) from None
+    """Validate one KPIProfile document (strict types, as the CRD's schema); raise
+    :class:`SpecError` naming the field and the fix."""
+    return validate_strict(KPIProfile, dict(doc), source, prefix, _allowed(KPIProfile))
 
 
 def parse_documents(
@@ -223,35 +224,59 @@ def objective_profiles(intent: Intent, profiles: Mapping[str, KPIProfile]
     return found, missing
 
 
+def implausible_target(objective: Objective, profile: KPIProfile) -> tuple[str, str] | None:
+    """(problem, fix) when ``objective``'s value cannot be what was meant for its profile's
+    type: an availability outside (0, 1] (99.5 for 0.995), a latency target below
+    :data:`MIN_LATENCY_MS`; ``None`` when it is plausible."""
+    v = objective.value
+    kind = profile.spec.type
+    if kind is KPIType.AVAILABILITY and not 0 < v <= 1:
+        fix = (f"write it as a fraction: {v / 100:g} for {v:g} %" if 1 < v <= 100
+               else "give a fraction in (0, 1], e.g. 0.999")
+        return f"availability target {v:g} is not a fraction in (0, 1]", fix
+    if kind is KPIType.LATENCY and v < MIN_LATENCY_MS:
+        return (f"latency target {v:g} ms is below {MIN_LATENCY_MS:g} ms",
+                f"give the target in milliseconds, at least {MIN_LATENCY_MS:g} (e.g. 50)")
+    return None
+
+
 def check_references(
     intents: Iterable[Intent], profiles: Iterable[KPIProfile], source: str = ""
 ) -> None:
-    """Every objective must name a known KPIProfile."""
-    known = {p.key for p in profiles}
+    """Every objective must name a known KPIProfile, with a target plausible for its type
+    (:func:`implausible_target`)."""
+    by_key = {p.key: p for p in profiles}
     for intent in intents:
         for i, obj in enumerate(intent.spec.objectives):
             ref = obj.profile_key(intent.metadata.namespace)
-            if ref not in known:
-                have = ", ".join(sorted(known)) or "none"
+            if ref not in by_key:
+                have = ", ".join(sorted(by_key)) or "none"
                 raise SpecError(
                     source or intent.key,
                     f"{intent.key}: spec.objectives[{i}].measuredBy",
                     f"unknown KPIProfile {ref!r}",
                     f"define a KPIProfile named {ref!r} or reference one of: {have}",
                 )
+            bad = implausible_target(obj, by_key[ref])
+            if bad is not None:
+                raise SpecError(source or intent.key, f"{intent.key}: spec.objectives[{i}].value",
+                                *bad)
 
 
 def load_manifests(path: str | Path) -> tuple[list[Intent], list[KPIProfile]]:
-    """Load a multi-document YAML file of Intents and KPIProfiles."""
+    """Load a multi-document YAML (or ``.json``) file of Intents and KPIProfiles, with the
+    limits of :mod:`planner.domain.safeload`."""
     p = Path(path)
-    try:
-        docs = [d for d in yaml.safe_load_all(p.read_text()) if d is not None]
-    except yaml.YAMLError as exc:
-        raise SpecError(str(p), "(document)", f"not valid YAML: {exc}", "fix the syntax") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(str(p), "(file)", f"cannot read: {exc}",
-                        "give an existing, readable YAML file") from None
-    return parse_documents(docs, str(p))
+    return parse_manifest_documents(load_file(p), str(p))
+
+
+def parse_manifest_documents(docs: list[Any], source: str
+                             ) -> tuple[list[Intent], list[KPIProfile]]:
+    """:func:`parse_documents` of a file's documents, which must not be empty."""
+    if not docs:
+        raise LoadError(source, "(document)", "no documents",
+                        "give at least one Intent or KPIProfile")
+    return parse_documents(docs, source)
 
 
 def objective_met(value: float | None, objective: Objective, profile: KPIProfile) -> bool | None:

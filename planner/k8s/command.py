@@ -36,10 +36,9 @@ def operator(
     import logging
     import sys
 
-    import yaml
-
     from planner.domain.admin import parse_admin
     from planner.domain.errors import SpecError
+    from planner.domain.safeload import LoadError, load_file
     from planner.k8s.operator import OperatorConfig, run
     from planner.planners import registry as planner_registry
 
@@ -49,15 +48,15 @@ def operator(
     try:
         doc = None
         if admin:
-            with open(admin) as f:
-                doc = yaml.safe_load(f)
+            docs = load_file(admin)
+            if len(docs) > 1:
+                raise LoadError(admin, "(document)", f"{len(docs)} YAML documents",
+                                "give the admin config as one document")
+            doc = docs[0] if docs else None
         cfg = parse_admin(doc, admin or "")
         if planner:
             cfg = planner_registry.with_spec(cfg, planner, "--planner")
         planner_registry.check_admin(cfg)
-    except (OSError, yaml.YAMLError) as exc:
-        typer.echo(f"error: --admin {admin}: {exc}", err=True)
-        raise typer.Exit(code=2) from None
     except SpecError as exc:
         typer.echo(f"error: {exc.line()}", err=True)
         raise typer.Exit(code=2) from None
