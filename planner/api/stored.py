@@ -62,9 +62,10 @@ def _name(doc: dict[str, Any], key: str, what: str) -> str:
     return value
 
 
-def effect(doc: dict[str, Any], newest: bool, not_after: float) -> schemas.EffectOut:
-    """An effect document as served; :class:`Unreadable` if it cannot be (its timestamp must
-    be a finite number between 1970 and ``not_after``, the store's clock)."""
+def effect(doc: dict[str, Any], not_after: float) -> schemas.EffectOut:
+    """An effect document as served (``newest`` false: the caller knows the order);
+    :class:`Unreadable` if it cannot be (its timestamp must be a finite number between 1970
+    and ``not_after``, the store's clock)."""
     intent = _name(doc, "intent", "an effect")
     objective = _name(doc, "objective", f"effect {intent}")
     raw = doc.get("timestamp")
@@ -79,7 +80,7 @@ def effect(doc: dict[str, Any], newest: bool, not_after: float) -> schemas.Effec
         return schemas.EffectOut(
             intent=intent, objective=objective, timestamp=ts, trained_at=rfc3339(ts),
             static=doc.get("static") is True, kind=str(doc.get("kind")),
-            format=str(fmt) if fmt is not None else None, newest=newest,
+            format=str(fmt) if fmt is not None else None, newest=False,
             metadata=json_safe(meta) if isinstance(meta, dict) else {})
     except (pydantic.ValidationError, ValueError, OverflowError, OSError) as exc:
         raise Unreadable(f"effect {intent} {objective}: {type(exc).__name__}") from None

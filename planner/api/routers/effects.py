@@ -36,18 +36,20 @@ def list_effects(
         raise HTTPException(503, f"the knowledge base cannot be read: {exc}") from None
     not_after = rt.knowledge.effect_horizon()
     skipped = stored.Skipped("effects")
-    seen: set[tuple[object, object]] = set()
+    seen: set[tuple[str, str]] = set()
     items: list[schemas.EffectOut] = []
     for doc in docs:
         doc.pop("blob", None)  # never serve model bytes, whatever the store returned
         if objective is not None and doc.get("objective") != objective:
             continue
-        pair = (doc.get("intent"), doc.get("objective"))
         try:
-            items.append(stored.effect(doc, pair not in seen, not_after))
+            item = stored.effect(doc, not_after)
         except stored.Unreadable as exc:  # never "the newest": the next readable one is
             skipped.add(str(exc))
             continue
+        pair = (item.intent, item.objective)
+        item.newest = pair not in seen
+        items.append(item)
         seen.add(pair)
     items = items[:limit]
     return schemas.EffectList(items=items, count=len(items), skipped=skipped.count,
