@@ -396,9 +396,13 @@ def _close_kb(runner: Any, uri: str) -> None:
     kb.close()
     lost = kb.lost() if callable(getattr(kb, "lost", None)) else {}
     if any(lost.values()):
-        parts = [f"{n} {what}" for what, n in lost.items() if n]
+        names = {"events": ("event", "events"), "statuses": ("status", "statuses"),
+                 "memories": ("planner memory", "planner memories")}
+        parts = [f"{n} {names.get(what, (what, what))[n != 1]}" for what, n in lost.items()
+                 if n]
         err.print(f"warning: the knowledge base (--kb {uri}) could not be reached: "
-                  f"{', '.join(parts)} of this run were not stored", markup=False,
+                  f"{' and '.join([', '.join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)}"
+                  " of this run were not stored", markup=False,
                   highlight=False, soft_wrap=True)
 
 
