@@ -23,10 +23,12 @@ Documents are plain JSON-safe dicts so that any store can hold them. Shapes:
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from knowledge import documents
 from planner.domain.errors import TemporaryError
 
 Document = dict[str, Any]
@@ -62,7 +64,33 @@ class KnowledgeBase(ABC):
       numpy values become Python ones, ``bytes`` come back as ``bytes``; what cannot be
       stored (or an event without ``time``/``intent``) raises ``documents.InvalidDocument``.
     * A store that cannot be reached raises :class:`KnowledgeBaseUnavailable`, nothing else.
+    * An effect's ``timestamp`` after :meth:`effect_horizon` is refused by ``put_effect``
+      (``documents.InvalidDocument``), and a static version stored with one (by an older
+      version or by hand) is never returned by ``effect``: "the newest" must not be a model
+      from the future, which would stay the newest for good.
     """
+
+    _followed_clock: Callable[[], float] | None = None
+
+    def follow_clock(self, clock: Callable[[], float]) -> None:
+        """Also count ``clock`` (a writer's, e.g. a simulated cluster running ahead of the wall
+        clock) as "now" for :meth:`effect_horizon`."""
+        self._followed_clock = clock
+
+    def now(self) -> float:
+        """The later of the wall clock and the followed clock."""
+        wall = time.time()
+        clock = self._followed_clock
+        if clock is None:
+            return wall
+        try:
+            return max(wall, float(clock()))
+        except Exception:  # a clock that fails is ignored, the wall clock remains
+            return wall
+
+    def effect_horizon(self) -> float:
+        """The latest acceptable effect ``timestamp``: :meth:`now` plus the clock tolerance."""
+        return self.now() + documents.FUTURE_TOLERANCE_S
 
     @abstractmethod
     def record_event(self, event: Mapping[str, Any]) -> str: ...

@@ -20,6 +20,7 @@ Choices, applied by every store that uses this module:
 
 from __future__ import annotations
 
+import datetime as dt
 import enum
 import math
 from collections.abc import Mapping, Sequence
@@ -173,12 +174,35 @@ def event_document(event: Mapping[str, Any]) -> Document:
     return doc
 
 
-def effect_document(effect: Mapping[str, Any]) -> Document:
-    """A sanitized copy of an ``effects`` document; ``static`` defaults to False."""
+FUTURE_TOLERANCE_S = 300.0
+"""How far past a store's clock an effect's ``timestamp`` may lie (clocks of writers differ)."""
+
+
+def timestamp_problem(value: Any, not_after: float | None = None) -> str | None:
+    """Why ``value`` cannot be an effect's ``timestamp`` (seconds since the epoch), or ``None``:
+    it must be a finite number, not before 1970 and not after ``not_after`` (the future)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        shown = repr(value)
+        return f"expected a finite number, got {shown if len(shown) <= 40 else shown[:37] + '...'}"
+    if value < 0:
+        return f"{value:g} is before 1970"
+    if not_after is not None and value > not_after:
+        when = dt.datetime.fromtimestamp(not_after, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return f"{value:g} is in the future (after {when})"
+    return None
+
+
+def effect_document(effect: Mapping[str, Any], not_after: float | None = None) -> Document:
+    """A sanitized copy of an ``effects`` document; ``static`` defaults to False. A
+    ``timestamp`` after ``not_after`` (the store's clock plus :data:`FUTURE_TOLERANCE_S`) is
+    refused: a version from the future would be the newest for good."""
     doc = sanitize(effect, "effect")
     require_str(doc, "intent", "effect")
     require_str(doc, "objective", "effect")
-    require_number(doc, "timestamp", "effect")
+    problem = timestamp_problem(doc.get("timestamp"), not_after)
+    if problem is not None:
+        raise InvalidDocument(f"effect.timestamp: {problem}; fix: give the time the model was "
+                              "trained, in seconds since the epoch")
     static = doc.setdefault("static", False)
     if not isinstance(static, bool):
         raise InvalidDocument(f"effect.static: expected a bool, got {static!r}")

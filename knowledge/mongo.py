@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import logging
 import math
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -42,6 +43,8 @@ import pymongo
 import pymongo.errors
 
 from knowledge import base, documents
+
+log = logging.getLogger(__name__)
 
 DEFAULT_DATABASE = "intent_planner"
 DEFAULT_RETENTION_S = 7 * 24 * 3600.0
@@ -229,7 +232,7 @@ class MongoKnowledgeBase(base.KnowledgeBase):
     # -- effects ----------------------------------------------------------------------------
 
     def put_effect(self, effect: Mapping[str, Any]) -> str:
-        doc = _strip(documents.effect_document(effect))
+        doc = _strip(documents.effect_document(effect, not_after=self.effect_horizon()))
         with self._translate("storing an effect"):
             result = self._effects.insert_one(doc)
         return str(result.inserted_id)
@@ -240,7 +243,8 @@ class MongoKnowledgeBase(base.KnowledgeBase):
         query = {
             "intent": intent,
             "objective": objective,
-            "$or": [{"static": True}, {"timestamp": {"$gte": now - lookback_s, "$lte": now}}],
+            "$or": [{"static": True, "timestamp": {"$gte": 0, "$lte": self.effect_horizon()}},
+                    {"timestamp": {"$gte": now - lookback_s, "$lte": now}}],
         }
         with self._translate("reading an effect"):
             doc = self._effects.find_one(query, sort=_NEWEST_EFFECT)
@@ -280,7 +284,15 @@ class MongoKnowledgeBase(base.KnowledgeBase):
     def statuses(self) -> dict[str, base.Document]:
         with self._translate("reading statuses"):
             found = [_restore(doc) for doc in self._status.find({}).sort("intent")]
-        return {doc["intent"]: doc for doc in found}
+        out: dict[str, base.Document] = {}
+        for doc in found:
+            intent = doc.get("intent")
+            if isinstance(intent, str):
+                out[intent] = doc
+            else:  # not written by this store (it refuses that): by hand or another tool
+                log.warning("status document without a string 'intent' skipped (intent %.60r)",
+                            intent)
+        return out
 
     # -- lifecycle --------------------------------------------------------------------------
 

@@ -85,6 +85,11 @@ class ResilientKnowledgeBase(base.KnowledgeBase):
         self._flushed = 0
         self._failures = 0
         self._skipped_reads = 0
+        self._lost_at_close = (0, 0, 0)
+
+    def follow_clock(self, clock: Callable[[], float]) -> None:
+        super().follow_clock(clock)
+        self.inner.follow_clock(clock)  # the wrapped store checks the effects it is given
 
     # -- state ------------------------------------------------------------------------------
 
@@ -390,15 +395,29 @@ class ResilientKnowledgeBase(base.KnowledgeBase):
 
     # -- lifecycle --------------------------------------------------------------------------
 
+    def lost(self) -> dict[str, int]:
+        """What never reached the store: ``events`` (dropped from the full buffer, refused
+        when written back, or still buffered when :meth:`close` could not write them),
+        ``statuses`` and ``memories`` (still pending at :meth:`close`)."""
+        return {"events": self._dropped + self._lost_at_close[0],
+                "statuses": self._lost_at_close[1], "memories": self._lost_at_close[2]}
+
     def close(self) -> None:
-        """Try a last write-back (even during the back-off), then close the wrapped store."""
+        """Try a last write-back (even during the back-off), then close the wrapped store.
+        What could not be written is lost: logged at WARNING and counted in :meth:`lost`."""
         with self._lock:
             if self._unwritten() and not self.flush(force=True):
+                self._lost_at_close = (len(self._buffer), len(self._pending_status),
+                                       len(self._pending_memory))
                 log.warning(
-                    "closing the knowledge base with %d events and %d statuses not written",
-                    len(self._buffer),
-                    len(self._pending_status),
+                    "closing the knowledge base: %d buffered events, %d statuses and %d "
+                    "planner memories could not be written and are lost (%d events dropped "
+                    "before); last error: %s",
+                    *self._lost_at_close, self._dropped, self._last_error,
                 )
+                self._buffer.clear()
+                self._pending_status.clear()
+                self._pending_memory.clear()
         try:
             self.inner.close()
         except base.KnowledgeBaseUnavailable as exc:

@@ -439,7 +439,7 @@ def test_lifespan_builds_and_closes_the_runtime() -> None:
                      runtime_factory=serve_runtime)
     with TestClient(app) as c:
         assert c.get("/readyz").json()["checks"]["controller"]["detail"] == \
-            "4 cycle(s) completed"
+            "held still after 4 cycle(s) (serve)"
         assert c.post("/v1/plans:preview", json=REF, headers=AUTH).status_code == 200
     assert app.state.runtime is None
 

@@ -44,6 +44,21 @@ def test_run_live_log_mode_ends_at_duration() -> None:
     assert "shop/checkout" in res.stdout and "p95latency" in res.stdout
 
 
+def test_run_says_what_an_unreachable_knowledge_base_did_not_store() -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    res = cli("run", "--speed", "3000", "--duration", "2m", "--no-live",
+              "--kb", f"mongodb://127.0.0.1:{port}/x")
+    assert res.returncode == 0, res.stderr  # it kept working
+    last = [line for line in res.stderr.splitlines() if "were not stored" in line]
+    assert last, res.stderr
+    assert f"--kb mongodb://127.0.0.1:{port}/x" in last[0]
+    assert "8 events and 1 status of this run were not stored" in last[0]  # 8 cycles
+
+
 def mutate(path: Path, tmp: Path, edit: Any) -> Path:
     doc = yaml.safe_load(path.read_text())
     edit(doc)

@@ -458,3 +458,7 @@ def test_operator_command_rejects_bad_options() -> None:
     assert result.exit_code == 2 and "exclude each other" in result.output
     result = runner.invoke(app, ["--planner", "nope"])
     assert result.exit_code == 2 and "unknown planner 'nope'" in result.output
+    result = runner.invoke(app, ["--allow-kpi-endpoint", "http://user:pw@prom:9090"])
+    assert result.exit_code == 2 and "user information" in result.output
+    result = runner.invoke(app, ["--kpi-deadline", "0"])
+    assert result.exit_code == 2 and "--kpi-deadline" in result.output

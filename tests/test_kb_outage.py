@@ -205,5 +205,8 @@ def test_api_answers_503_for_knowledge_base_reads_during_an_outage(
             resp = c.get(path, headers=AUTH)
             assert resp.status_code == 503, (path, resp.status_code, resp.text)
             assert "knowledge base cannot be read" in resp.json()["detail"]
-        assert c.get("/v1/intents", headers=AUTH).status_code == 200  # degraded, still answers
+        # degraded, still answers with this process's statuses, and says what is missing
+        resp = c.get("/v1/intents", headers=AUTH)
+        assert resp.status_code == 200 and resp.json()["items"][0]["status_from"] == "controller"
+        assert "knowledge base cannot be read" in resp.json()["warnings"][0]
 

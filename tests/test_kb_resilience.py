@@ -243,6 +243,7 @@ def test_resilient_open_against_a_down_server_degrades(
     assert kb.last_error is not None and "ServerSelectionTimeoutError" in kb.last_error
     kb.close()  # one last try, then gives up without raising
     assert time.monotonic() - started < 5.0
+    assert kb.lost() == {"events": 100, "statuses": 1, "memories": 0}  # and says so
 
 
 # -- buffering and recovery ---------------------------------------------------------------------

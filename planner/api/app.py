@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse
 
 import planner
 from planner.api import checks, preview
+from planner.api.finite import FiniteNumbers
 from planner.api.limits import BodySizeLimit
 from planner.api.metrics import ApiMetrics
 from planner.api.routers import effects, health, intents, plans
@@ -94,7 +95,9 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None,
         log.warning("API auth is on but no token is configured: protected endpoints answer "
                     "401 (set INTENT_PLANNER_API_TOKENS)")
     metrics.watch(lambda: app.state.runtime, lambda: checks.knowledge_base(app.state.runtime))
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(FiniteNumbers)  # inside BodySizeLimit: sees bounded bodies only
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes,
+                       timeout_s=settings.client_timeout_s)
 
     @app.exception_handler(preview.PreviewInvalid)
     async def _invalid(request: Request, exc: preview.PreviewInvalid) -> JSONResponse:

@@ -34,6 +34,18 @@ class Problem(BaseModel):
     detail: str = Field(examples=["unknown intent 'shop/cart'"])
 
 
+class BadRequest(BaseModel):
+    """A body that cannot be read: not UTF-8 (``detail`` a sentence), or a non-finite number
+    (``detail`` a list naming the field, as a 422 does: ``loc``, ``msg``, ``type``, ``field``,
+    ``fix``)."""
+
+    detail: str | list[dict[str, Any]] = Field(examples=[[{
+        "loc": ["body", "overrides", "load"],
+        "msg": "NaN is not a finite number; fix: send a finite number, or leave the field out",
+        "type": "non_finite_number", "field": "overrides.load",
+        "fix": "send a finite number, or leave the field out"}]])
+
+
 # ------------------------------------------------------------------------ shared
 class ConfigOut(BaseModel):
     """A workload configuration: the knobs a plan turns."""
@@ -265,6 +277,9 @@ class IntentSummary(BaseModel):
 class IntentList(BaseModel):
     items: list[IntentSummary]
     count: int
+    warnings: list[str] = Field(
+        default_factory=list, description="why the answer may be incomplete (e.g. the "
+        "knowledge base cannot be read: statuses written by other processes are missing)")
 
 
 class IntentDetail(BaseModel):
@@ -277,6 +292,8 @@ class IntentDetail(BaseModel):
                                                     "stored status is known)")
     status: StatusOut | None
     status_from: Literal["controller", "knowledge-base", "none"]
+    warnings: list[str] = Field(default_factory=list,
+                                description="why the answer may be incomplete")
 
 
 class EventOut(_Open):
@@ -300,6 +317,10 @@ class EventPage(BaseModel):
     limit: int
     next_cursor: str | None = Field(description="pass as ?cursor= for the next (older) page")
     next: str | None = Field(description="the next page's URL (path and query)")
+    skipped: int = Field(default=0, description="stored events on this page left out because "
+                                                "they cannot be read (see problems)")
+    problems: list[str] = Field(default_factory=list,
+                                description="why (at most 10), naming the field")
 
 
 # ------------------------------------------------------------------------ effects
@@ -320,6 +341,10 @@ class EffectOut(BaseModel):
 class EffectList(BaseModel):
     items: list[EffectOut]
     count: int
+    skipped: int = Field(default=0, description="stored versions left out because they cannot "
+                                                "be read, e.g. a timestamp in the future")
+    problems: list[str] = Field(default_factory=list,
+                                description="why (at most 10), naming the field")
 
 
 # ------------------------------------------------------------------------ health

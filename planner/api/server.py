@@ -10,6 +10,7 @@ import time
 import uvicorn
 from fastapi import FastAPI
 
+from planner.api import slowclients
 from planner.api.settings import Settings
 
 
@@ -23,8 +24,9 @@ def with_token(settings: Settings) -> tuple[Settings, str | None]:
 
 
 def _config(app: FastAPI, host: str, port: int) -> uvicorn.Config:
+    settings: Settings = getattr(app.state, "settings", None) or Settings()
     return uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
-                          lifespan="on")
+                          lifespan="on", http=slowclients.protocol(settings.client_timeout_s))
 
 
 def serve(app: FastAPI, host: str, port: int) -> None:

@@ -8,6 +8,8 @@
 ``INTENT_PLANNER_MAX_BODY_BYTES``         largest request body accepted (default 64 KiB) -> 413
 ``INTENT_PLANNER_PREVIEW_TIMEOUT_S``      time limit of one plan preview (default 10 s) -> 504
 ``INTENT_PLANNER_PREVIEW_WORKERS``        previews computed at the same time (default 2)
+``INTENT_PLANNER_CLIENT_TIMEOUT_S``       time a client has to send a request head, and again its
+                                          body (default 10 s): the connection is closed, -> 408
 ``INTENT_PLANNER_KB``                     knowledge base URI (``memory`` or ``mongodb://...``)
 ``INTENT_PLANNER_SCENARIO``               scenario of the embedded simulator (``serve``)
 ``INTENT_PLANNER_PLANNER``                planner override for the embedded simulator (``serve``)
@@ -45,6 +47,7 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=64 * 1024, ge=1024, le=64 * 1024 * 1024)
     preview_timeout_s: float = Field(default=10.0, gt=0, le=600)
     preview_workers: int = Field(default=2, ge=1, le=32)
+    client_timeout_s: float = Field(default=10.0, gt=0, le=600)
     kb: str = "memory"
     scenario: Path = DEFAULT_SCENARIO
     planner: str | None = None

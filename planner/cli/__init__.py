@@ -179,9 +179,7 @@ def run(
     finally:
         if server is not None:
             server.stop()
-        if runner.trainer is not None:
-            runner.trainer.close()
-        knowledge.close()   # writes back what it buffered; a directory store folds its journal
+        _close_kb(runner, kb)   # a directory store folds its journal on close
     report.print_report(out, result.as_dict())
 
 
@@ -407,6 +405,25 @@ def _open_kb(uri: str, retention_s: float | None = None) -> Any:
 
     return open_knowledge_base(uri, resilient=True,
                                retention_s=retention_s or DEFAULT_RETENTION_S)
+
+
+def _close_kb(runner: Any, uri: str) -> None:
+    """Stop training, write back what the knowledge base buffered and close it; say on stderr
+    what could not be stored (a store that was unreachable at the end)."""
+    if runner.trainer is not None:
+        runner.trainer.close()
+    kb = runner.knowledge
+    kb.close()
+    lost = kb.lost() if callable(getattr(kb, "lost", None)) else {}
+    if any(lost.values()):
+        names = {"events": ("event", "events"), "statuses": ("status", "statuses"),
+                 "memories": ("planner memory", "planner memories")}
+        parts = [f"{n} {names.get(what, (what, what))[n != 1]}" for what, n in lost.items()
+                 if n]
+        err.print(f"warning: the knowledge base (--kb {uri}) could not be reached: "
+                  f"{' and '.join([', '.join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)}"
+                  " of this run were not stored", markup=False,
+                  highlight=False, soft_wrap=True)
 
 
 def main() -> None:

@@ -46,6 +46,8 @@ RETENTION_EVERY_S = 3600.0
 
 
 CycleHook = Callable[[ClusterSnapshot, list[IntentOutcome]], None]
+Measured = dict[tuple[str, str], "float | None"]
+"""One cycle's KPI values by (intent key, objective name)."""
 
 
 class IntentController:
@@ -155,7 +157,8 @@ class IntentController:
         profiles = self.source.profiles()
         intents = sorted(self.source.intents(), key=lambda i: -i.spec.priority)
         self.intents_seen = len(intents)
-        staged = [self._observe_isolated(i, snapshot, profiles) for i in intents]
+        measured = self._measure_all(intents, snapshot, profiles)
+        staged = [self._observe_isolated(i, snapshot, profiles, measured) for i in intents]
         pending = [s for s in staged if isinstance(s, Staged)]
         self.placements = {}
         self.reserved = self._plan_in_order(pending, snapshot)
@@ -176,11 +179,43 @@ class IntentController:
                 log.exception("cycle hook failed")
         return outcomes
 
+    def _measure_all(self, intents: list[Intent], snapshot: ClusterSnapshot,
+                     profiles: Mapping[str, KPIProfile]) -> Measured:
+        """The objectives of every intent that will be planned, measured in one call
+        (:meth:`KPISource.measure_all`: a network source runs them concurrently within a
+        deadline), in the order the intents would measure them one by one. Empty when the
+        source fails: each intent then measures its own."""
+        requests: list[tuple[Intent, KPIProfile]] = []
+        keys: list[tuple[str, str]] = []
+        for intent in intents:
+            try:
+                by_objective, missing = objective_profiles(intent, profiles)
+            except Exception:  # reported by _observe_isolated
+                continue
+            if missing or snapshot.workload(intent.workload_key) is None:
+                continue
+            for obj in intent.spec.objectives:
+                requests.append((intent, by_objective[obj.name]))
+                keys.append((intent.key, obj.name))
+        if not requests:
+            return {}
+        try:
+            values = self.kpis.measure_all(requests)
+        except Exception:  # a KPI source must not raise; if it does, measure one by one
+            log.exception("measuring the cycle's KPIs failed; measuring intent by intent")
+            return {}
+        if len(values) != len(requests):
+            log.error("the KPI source answered %d of %d measurements; measuring intent by "
+                      "intent", len(values), len(requests))
+            return {}
+        return dict(zip(keys, values, strict=True))
+
     def _observe_isolated(self, intent: Intent, snapshot: ClusterSnapshot,
-                          profiles: Mapping[str, KPIProfile]) -> Staged | IntentOutcome:
+                          profiles: Mapping[str, KPIProfile],
+                          measured: Measured | None = None) -> Staged | IntentOutcome:
         """One intent's failure (a plugin's bug, a bad document) never stops the others."""
         try:
-            return self._observe_intent(intent, snapshot, profiles)
+            return self._observe_intent(intent, snapshot, profiles, measured or {})
         except Exception as exc:
             return self._failed(intent, snapshot.time, exc)
 
@@ -225,7 +260,8 @@ class IntentController:
             log.info("retention: %d old event(s) deleted", deleted)
 
     def _observe_intent(self, intent: Intent, snapshot: ClusterSnapshot,
-                        profiles: Mapping[str, KPIProfile]) -> Staged | IntentOutcome:
+                        profiles: Mapping[str, KPIProfile],
+                        measured: Measured) -> Staged | IntentOutcome:
         """Check the intent, measure its objectives and let the actuators observe its
         workload; an invalid intent is reported and finished here."""
         out = IntentOutcome(intent)
@@ -248,7 +284,8 @@ class IntentController:
         unknown_reasons: dict[str, str] = {}
         for obj in intent.spec.objectives:
             prof = by_objective[obj.name]
-            value = self.kpis.measure(intent, prof)
+            key = (intent.key, obj.name)
+            value = measured[key] if key in measured else self.kpis.measure(intent, prof)
             out.current[obj.name] = value
             out.met[obj.name] = objective_met(value, obj, prof)
             if value is None:

@@ -46,6 +46,7 @@ def build_controller(backend: ClusterBackend, kpis: KPISource, source: IntentSou
     when a configured planner learns (``threaded_training``: fits off the cycle's thread, for
     live runs; simulations train inline so they stay deterministic)."""
     planner_registry.check_admin(admin)
+    knowledge.follow_clock(backend.now)  # effects stamped by this clock are not "the future"
     actuators = actuator_registry.create(admin.actuators, admin)
     controller = IntentController(backend, kpis, source, knowledge, admin, actuators=actuators)
     trainer = None

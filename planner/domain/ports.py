@@ -7,6 +7,7 @@ backend. The controller never knows which one it drives.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 
 from planner.domain.errors import PermanentError
 from planner.domain.intents import Intent, KPIProfile
@@ -75,6 +76,14 @@ class KPISource(ABC):
     @abstractmethod
     def measure(self, intent: Intent, profile: KPIProfile) -> float | None:
         """The KPI's current value in the profile's unit (latency in ms)."""
+
+    def measure_all(self, requests: Sequence[tuple[Intent, KPIProfile]]) -> list[float | None]:
+        """One cycle's measurements, in the order asked (the controller asks once per cycle).
+
+        The default measures one after another with :meth:`measure`. A source that waits on
+        the network runs them concurrently under a deadline, so that one slow server does not
+        hold up every intent of the cycle."""
+        return [self.measure(intent, profile) for intent, profile in requests]
 
 
 class IntentSource(ABC):

@@ -19,6 +19,12 @@ def operator(
     prometheus_url: Annotated[str, typer.Option(
         "--prometheus-url", help="Prometheus base URL for KPIs and load metrics.")]
         = "http://prometheus:9090",
+    allow_kpi_endpoint: Annotated[list[str] | None, typer.Option(
+        "--allow-kpi-endpoint", help="Another Prometheus base URL a KPIProfile's spec.endpoint "
+        "may name (repeatable); any other spec.endpoint is refused, never fetched.")] = None,
+    kpi_deadline: Annotated[float, typer.Option(
+        "--kpi-deadline", help="Seconds one cycle's KPI queries may take together (they run "
+        "concurrently); later answers count as unknown.")] = 10.0,
     peering: Annotated[str | None, typer.Option(
         "--peering", help="kopf peering name: only the highest-priority replica plans.")]
         = None,
@@ -45,6 +51,14 @@ def operator(
     if peering and standalone:
         typer.echo("error: --peering and --standalone exclude each other", err=True)
         raise typer.Exit(code=2)
+    from planner.kpi.endpoints import EndpointPolicy
+
+    try:
+        EndpointPolicy.of(prometheus_url, allow_kpi_endpoint or ())
+    except ValueError as exc:
+        typer.echo(f"error: --prometheus-url/--allow-kpi-endpoint: {exc}; fix: give "
+                   "http(s)://HOST[:PORT][/PATH] without user, query or fragment", err=True)
+        raise typer.Exit(code=2) from None
     try:
         doc = None
         if admin:
@@ -57,11 +71,16 @@ def operator(
         if planner:
             cfg = planner_registry.with_spec(cfg, planner, "--planner")
         planner_registry.check_admin(cfg)
+        if not 0 < kpi_deadline <= cfg.cycle_s:
+            raise SpecError("", "--kpi-deadline", f"{kpi_deadline:g} s is not within the "
+                            f"cycle (0, {cfg.cycle_s:g} s]",
+                            "give a positive number of seconds at most cycleSeconds")
     except SpecError as exc:
         typer.echo(f"error: {exc.line()}", err=True)
         raise typer.Exit(code=2) from None
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     run(OperatorConfig(namespaces=tuple(namespace or ()), kb=kb, prometheus_url=prometheus_url,
+                       kpi_endpoints=tuple(allow_kpi_endpoint or ()), kpi_deadline_s=kpi_deadline,
                        peering=peering, standalone=standalone, health_port=health_port,
                        admin=cfg))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from planner.domain.errors import TemporaryError
 from planner.domain.intents import Intent, KPIProfile, KPIType
@@ -71,6 +71,19 @@ class KubernetesKPISource(KPISource):
         with self._lock:
             self._errors.pop(key, None)
         return value
+
+    def measure_all(self, requests: Sequence[tuple[Intent, KPIProfile]]) -> list[float | None]:
+        """Restart-based availability here, every query in one concurrent batch of the
+        Prometheus source (bounded by its deadline)."""
+        queries = [i for i, (_, profile) in enumerate(requests) if not uses_restarts(profile)]
+        values = self.prometheus.measure_all([requests[i] for i in queries])
+        out: list[float | None] = [None] * len(requests)
+        for i, value in zip(queries, values, strict=True):
+            out[i] = value
+        for i, (intent, profile) in enumerate(requests):
+            if uses_restarts(profile):
+                out[i] = self.measure(intent, profile)
+        return out
 
     def _unknown(self, key: tuple[str, str], reason: str) -> None:
         with self._lock:

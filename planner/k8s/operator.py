@@ -62,7 +62,7 @@ from planner.k8s.projections import project_custom
 from planner.k8s.runner import CycleRunner
 from planner.k8s.source import KubernetesIntentSource
 from planner.k8s.watchcache import WatchCache
-from planner.kpi.prometheus import PrometheusKPISource
+from planner.kpi.prometheus import DEFAULT_DEADLINE_S, PrometheusKPISource
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +81,10 @@ class OperatorConfig:
     namespaces: tuple[str, ...] = ()
     kb: str = "memory"
     prometheus_url: str = "http://prometheus:9090"
+    kpi_endpoints: tuple[str, ...] = ()
+    """Other Prometheus servers a KPIProfile's ``spec.endpoint`` may name (admin allow-list)."""
+    kpi_deadline_s: float = DEFAULT_DEADLINE_S
+    """Time one cycle's KPI queries may take together; later answers count as unknown."""
     peering: str | None = None
     standalone: bool = False
     health_port: int = 8080
@@ -124,7 +128,9 @@ class OperatorRuntime:
         self.profiles = IndexStore()
         self.source = KubernetesIntentSource(api_client, self.intents, self.profiles)
         if kpis is None:
-            self._prometheus = PrometheusKPISource(config.prometheus_url)
+            self._prometheus = PrometheusKPISource(config.prometheus_url,
+                                                   allowed_endpoints=config.kpi_endpoints,
+                                                   deadline=config.kpi_deadline_s)
             kpis = KubernetesKPISource(self._prometheus, self.backend.workload)
         built = wiring.build_controller(self.backend, kpis, self.source, knowledge, config.admin,
                                         threaded_training=True)

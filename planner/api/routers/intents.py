@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import pydantic
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
 
-from planner.api import schemas
+from planner.api import schemas, stored
 from planner.api.dependencies import RuntimeDep, require_read_token
 from planner.api.preview import json_safe
 from planner.api.runtime import Runtime
@@ -42,22 +42,34 @@ KB_UNAVAILABLE: dict[int | str, dict[str, Any]] = {
     503: {"model": schemas.Problem, "description": "the knowledge base cannot be read now"}}
 
 
-def _kb_statuses(rt: Runtime) -> dict[str, dict[str, Any]]:
+def _kb_statuses(rt: Runtime) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The statuses stored in the knowledge base and, when it cannot be read, a warning."""
     try:
-        return rt.knowledge.statuses()
+        return rt.knowledge.statuses(), []
     except IntentPlannerError as exc:
         log.warning("statuses unavailable from the knowledge base: %s", exc)
-        return {}
+        return {}, [f"the knowledge base cannot be read ({exc}): statuses written by other "
+                    "processes are missing"]
 
 
-def _status(rt: Runtime, key: str, stored: dict[str, dict[str, Any]]
+def _unknowable(keys: list[str], rt: Runtime, warnings: list[str]) -> None:
+    """503 when the knowledge base cannot be read and this process's controller has no
+    status of any of ``keys`` either (``serve`` over a shared store): an answer without
+    statuses would read as "nothing planned yet"."""
+    if warnings and not any(rt.controller.status(k) is not None for k in keys):
+        raise HTTPException(503, warnings[0].replace(
+            "statuses written by other processes are missing", "the statuses are unknown; "
+            "try again when it answers (GET /readyz)"))
+
+
+def _status(rt: Runtime, key: str, kb_statuses: dict[str, dict[str, Any]]
             ) -> tuple[dict[str, Any] | None, str]:
     live = rt.controller.status(key)
     if live is not None:
         return json_safe(live), "controller"
-    doc = stored.get(key)
-    if doc is not None and isinstance(doc.get("status"), dict):
-        return json_safe(doc["status"]), "knowledge-base"
+    status = stored.status(kb_statuses.get(key))
+    if status is not None:
+        return status, "knowledge-base"
     return None, "none"
 
 
@@ -66,8 +78,9 @@ def _summary(rt: Runtime, key: str, intent: Intent | None,
     namespace, _, name = key.partition("/")
     status, source = _status(rt, key, stored)
     st = status or {}
-    conditions = {str(c.get("type")): str(c.get("status")) for c in st.get("conditions", [])
-                  if isinstance(c, dict)}
+    listed = st.get("conditions")
+    conditions = {str(c.get("type")): str(c.get("status"))
+                  for c in (listed if isinstance(listed, list) else []) if isinstance(c, dict)}
     last_plan = st.get("lastPlan") if isinstance(st.get("lastPlan"), dict) else None
     return schemas.IntentSummary(
         key=key, namespace=namespace, name=name,
@@ -84,31 +97,40 @@ def _summary(rt: Runtime, key: str, intent: Intent | None,
         status_from=source)  # type: ignore[arg-type]
 
 
-def _known(rt: Runtime) -> tuple[dict[str, Intent], dict[str, dict[str, Any]]]:
+def _known(rt: Runtime
+           ) -> tuple[dict[str, Intent], dict[str, dict[str, Any]], list[str]]:
     try:
         intents = {i.key: i for i in rt.source.intents()}
     except IntentPlannerError as exc:
         raise HTTPException(503, f"the intent source cannot be read: {exc}") from None
-    return intents, _kb_statuses(rt)
+    kb_statuses, warnings = _kb_statuses(rt)
+    return intents, kb_statuses, warnings
 
 
-@router.get("", response_model=schemas.IntentList, summary="List intents with their status")
+@router.get("", response_model=schemas.IntentList, summary="List intents with their status",
+            responses=KB_UNAVAILABLE,
+            description="While the knowledge base cannot be read, the statuses of this "
+                        "process's controller are served with a warning; without any (e.g. "
+                        "`serve` over a shared MongoDB) the answer is 503.")
 def list_intents(rt: RuntimeDep) -> schemas.IntentList:
-    intents, stored = _known(rt)
-    keys = sorted(set(intents) | set(stored))
-    items = [_summary(rt, k, intents.get(k), stored) for k in keys]
-    return schemas.IntentList(items=items, count=len(items))
+    intents, kb_statuses, warnings = _known(rt)
+    keys = sorted(set(intents) | set(kb_statuses))
+    _unknowable(keys, rt, warnings)
+    items = [_summary(rt, k, intents.get(k), kb_statuses) for k in keys]
+    return schemas.IntentList(items=items, count=len(items), warnings=warnings)
 
 
-@router.get("/{namespace}/{name}", response_model=schemas.IntentDetail, responses=NOT_FOUND,
+@router.get("/{namespace}/{name}", response_model=schemas.IntentDetail,
+            responses={**NOT_FOUND, **KB_UNAVAILABLE},
             summary="One intent: spec, status (conditions) and last plan")
 def get_intent(namespace: Namespace, name: Name, rt: RuntimeDep) -> schemas.IntentDetail:
     key = f"{namespace}/{name}"
-    intents, stored = _known(rt)
+    intents, kb_statuses, warnings = _known(rt)
     intent = intents.get(key)
-    if intent is None and key not in stored:
+    _unknowable([key], rt, warnings)  # also: an intent only the knowledge base may know
+    if intent is None and key not in kb_statuses:
         raise HTTPException(404, f"unknown intent {key!r}")
-    status, source = _status(rt, key, stored)
+    status, source = _status(rt, key, kb_statuses)
     out_status = None
     if status is not None:
         try:
@@ -120,11 +142,14 @@ def get_intent(namespace: Namespace, name: Name, rt: RuntimeDep) -> schemas.Inte
         key=key, namespace=namespace, name=name,
         workload=intent.workload_key if intent is not None else None,
         planner=rt.controller.admin.planner_for(namespace), spec=spec, status=out_status,
-        status_from=source if out_status is not None else "none")  # type: ignore[arg-type]
+        status_from=source if out_status is not None else "none",  # type: ignore[arg-type]
+        warnings=warnings)
 
 
 # ------------------------------------------------------------------------------ events
 CURSOR_PATTERN = r"^[0-9]{1,18}\.[0-9]{1,9}$"
+MAX_ANCHOR_US = 10**17
+"""The latest window end a cursor carries (year 5138, within the pattern's 18 digits)."""
 
 
 def encode_cursor(until_us: int, skip: int) -> str:
@@ -146,16 +171,6 @@ def _bad_cursor(problem: str) -> HTTPException:
                                 "type": "invalid_cursor"}])
 
 
-def _event(doc: dict[str, Any]) -> schemas.EventOut:
-    safe = json_safe(doc)
-    try:
-        return schemas.EventOut.model_validate(safe)
-    except pydantic.ValidationError:
-        # A document written by another version: keep what matches the schema.
-        return schemas.EventOut(time=float(safe.get("time") or 0.0),
-                                intent=str(safe.get("intent")))
-
-
 @router.get(
     "/{namespace}/{name}/events", response_model=schemas.EventPage,
     responses={**NOT_FOUND, **KB_UNAVAILABLE},
@@ -174,26 +189,45 @@ def list_events(
     = None,
 ) -> schemas.EventPage:
     key = f"{namespace}/{name}"
-    intents, stored = _known(rt)
+    intents, kb_statuses, _ = _known(rt)
     until_us, skip = decode_cursor(cursor) if cursor else (None, 0)
     until = until_us / 1e6 if until_us is not None else None
     try:
-        if key not in intents and key not in stored and rt.knowledge.count_events(key) == 0:
+        if key not in intents and key not in kb_statuses and \
+                rt.knowledge.count_events(key) == 0:
             raise HTTPException(404, f"unknown intent {key!r}")
         docs = rt.knowledge.events(key, since=since, until=until, limit=limit + 1, skip=skip)
     except TemporaryError as exc:  # not an empty page: that would read as "no events"
         raise HTTPException(503, f"the knowledge base cannot be read: {exc}") from None
     more = len(docs) > limit
     docs = docs[:limit]
+    skipped = stored.Skipped("events")
+    items: list[schemas.EventOut] = []
+    for doc in docs:
+        try:
+            items.append(stored.event(doc))
+        except stored.Unreadable as exc:
+            skipped.add(f"{key}: {exc}")
     next_cursor = next_url = None
     if more and docs:
-        # The first page fixes the window: later pages exclude events recorded since.
-        anchor = until_us if until_us is not None else \
-            math.floor(float(docs[0]["time"]) * 1e6) + 1
-        next_cursor = encode_cursor(anchor, skip + limit)
+        anchor = until_us if until_us is not None else _anchor(docs)
+        # The next page asks for ``time < anchor``: skip what this page showed of that.
+        counted = sum(1 for d in docs
+                      if stored.is_number(d.get("time")) and d["time"] < anchor / 1e6)
+        next_cursor = encode_cursor(anchor, skip + counted)
         query = {"limit": limit, "cursor": next_cursor}
         if since is not None:
             query["since"] = since
         next_url = f"{request.url.path}?{urllib.parse.urlencode(query)}"
-    return schemas.EventPage(items=[_event(d) for d in docs], limit=limit,
-                             next_cursor=next_cursor, next=next_url)
+    return schemas.EventPage(items=items, limit=limit, next_cursor=next_cursor, next=next_url,
+                             skipped=skipped.count, problems=skipped.problems)
+
+
+def _anchor(docs: list[dict[str, Any]]) -> int:
+    """The first page fixes the window (later pages exclude events recorded since): just
+    after its newest event time (microseconds), at most :data:`MAX_ANCHOR_US`."""
+    times = [float(d["time"]) for d in docs
+             if stored.is_number(d.get("time")) and math.isfinite(d["time"])]
+    if not times:
+        return MAX_ANCHOR_US
+    return min(math.floor(max(times) * 1e6) + 1, MAX_ANCHOR_US)

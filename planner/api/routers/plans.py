@@ -36,7 +36,10 @@ EXAMPLES: dict[str, Any] = {
 }
 
 ERRORS: dict[int | str, dict[str, Any]] = {
-    400: {"model": schemas.Problem, "description": "the body cannot be decoded (not UTF-8)"},
+    400: {"model": schemas.BadRequest, "description": "the body cannot be decoded (not UTF-8), "
+          "or holds a number that is not finite (NaN, Infinity, 1e999): the field is named"},
+    408: {"model": schemas.Problem, "description": "the body did not arrive within "
+                                                   "INTENT_PLANNER_CLIENT_TIMEOUT_S"},
     401: {"model": schemas.Problem, "description": "missing or invalid token"},
     404: {"model": schemas.Problem, "description": "the referenced intent is unknown"},
     413: {"model": schemas.Problem, "description": "request body too large"},
