@@ -6,13 +6,26 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from planner.domain.state import NodeState
+from typing import Protocol
 
 Prices = tuple[float, float]
 """(price per core-hour, price per GPU-hour)."""
+
+
+class Node(Protocol):
+    """What the facts read of a node (:class:`planner.domain.state.NodeState`, which holds
+    the facts: no import back)."""
+
+    @property
+    def pool(self) -> str: ...
+    @property
+    def cpu_capacity(self) -> float: ...
+    @property
+    def gpus(self) -> int: ...
+    @property
+    def cost_per_core_hour(self) -> float: ...
+    @property
+    def cost_per_gpu_hour(self) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -35,7 +48,7 @@ class ClusterFacts:
         return self.total_gpus > 0
 
     @classmethod
-    def of(cls, nodes: Sequence[NodeState]) -> ClusterFacts:
+    def of(cls, nodes: Sequence[Node]) -> ClusterFacts:
         first_in_pool: dict[str, Prices] = {}
         first_gpu_in_pool: dict[str, Prices] = {}
         core = gpu = core_g = gpu_g = -float("inf")
