@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validat
 from pydantic.json_schema import SkipJsonSchema
 
 from planner.domain import intents
+from planner.domain.plan import REASON_KINDS
 
 EXAMPLE_INTENT: dict[str, Any] = {
     "apiVersion": "intent-planner.io/v1alpha1",
@@ -168,9 +169,8 @@ class ModelUsed(BaseModel):
 class ReasonOut(BaseModel):
     """One part of the plan's reason."""
 
-    kind: str = Field(description="choice, forecast, margin, correction, exploration, "
-                                  "hysteresis, transition, held, no-model, unknown, search or "
-                                  "note", examples=["choice"])
+    kind: str = Field(description="one of " + ", ".join(REASON_KINDS)
+                      + " (see planner.domain.plan.REASON_KINDS)", examples=["choice"])
     text: str
 
 

@@ -18,7 +18,7 @@ from planner.domain.state import WorkloadConfig
 
 REASON_KINDS = ("choice", "forecast", "margin", "correction", "exploration", "hysteresis",
                 "transition", "held", "no-model", "unknown", "search", "safety", "capacity",
-                "contention", "note")
+                "contention", "unreachable", "note")
 """Kinds of :class:`ReasonPart`: ``choice`` (what was chosen and why), ``forecast``, ``margin``
 and ``correction`` (how the planned load was derived), ``exploration`` (an untried shape on
 trial), ``hysteresis`` (the current configuration kept), ``transition`` (this cycle's step
@@ -27,8 +27,10 @@ objective nothing predicts), ``unknown`` (an objective's value is unknown), ``se
 search went), ``safety`` (what the safety layer changed or corrected, see
 :mod:`planner.planners.safety`), ``capacity`` (the safety layer's capacity rule: a shape
 that does not fit, replicas capped at what the cluster can schedule), ``contention`` (the
-shape planning competing intents together assigned, :mod:`planner.planners.joint`) and
-``note`` (free text, e.g. from a plan built from a plain reason string)."""
+shape planning competing intents together assigned, :mod:`planner.planners.joint`),
+``unreachable`` (a target below what the service can do on any configuration, reported as the
+condition ``TargetsReachable``) and ``note`` (free text, e.g. from a plan built from a plain
+reason string)."""
 REASON_SEPARATOR = "; "
 
 

@@ -59,6 +59,16 @@ def objectives_condition(met: dict[str, bool | None],
     return Condition("ObjectivesMet", TRUE, "AllObjectivesMet", f"{len(met)} objective(s) met")
 
 
+def reachable_condition(plan: Plan) -> Condition:
+    """``TargetsReachable``: false when the plan found a target below what the service can
+    do on any configuration (reason parts of kind ``unreachable``)."""
+    below = [p.text for p in plan.reason_parts if p.kind == "unreachable"]
+    if below:
+        return Condition("TargetsReachable", FALSE, "BelowServiceFloor", "; ".join(below))
+    return Condition("TargetsReachable", TRUE, "NoTargetBelowFloor",
+                     "no target is below what the service can do")
+
+
 def build_status(
     intent: Intent,
     previous: dict[str, Any] | None,
@@ -86,6 +96,7 @@ def build_status(
         conds.append(objectives_condition(met, unknown_reasons))
         if plan is not None:
             conds.append(Condition("Planned", TRUE, "PlanComputed", plan.reason or "planned"))
+            conds.append(reachable_condition(plan))
         else:
             conds.append(Condition("Planned", FALSE, "PlannerError",
                                    planner_error or "no plan this cycle"))

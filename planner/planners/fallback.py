@@ -19,9 +19,10 @@ import math
 import numpy as np
 
 from planner.domain.intents import KPIType
+from planner.domain.plan import ReasonPart
 from planner.domain.state import WorkloadConfig
 from planner.models.explicit import ExplicitLatency
-from planner.models.predictor import CandidateBatch
+from planner.models.predictor import CandidateBatch, Predictor
 from planner.models.queue_estimate import QueueEstimate
 from planner.planners.base import PlanningContext
 from planner.planners.safety import PROPORTIONAL_TARGET
@@ -69,3 +70,29 @@ def explicit_sizing(ctx: PlanningContext, est: QueueEstimate | None,
     if r < cfg.replicas:
         return cfg, why + f"; {cfg.replicas} kept (no scale-in on a model's word)"
     return cfg.with_(replicas=r), why
+
+
+IDLE_RATE = 1e-6
+"""The load (req/s) at which a learned model's floor is read: a service with no queue."""
+
+
+def unreachable_targets(ctx: PlanningContext, preds: dict[str, Predictor],
+                        batch: CandidateBatch) -> list[ReasonPart]:
+    """Minimised objectives whose target is below what the service can do at all: below every
+    candidate's latency predicted by its learned model with no load (the service's measured
+    base latency plus one request's service time, on its fastest configuration). No amount of
+    capacity meets such a target; the plan says so (kind ``unreachable``, reported as the
+    status condition ``TargetsReachable``) instead of chasing it with the cluster."""
+    out = []
+    for o in ctx.intent.spec.objectives:
+        p = preds.get(o.name)
+        if p is None or p.kind != "learned" or not ctx.profiles[o.name].spec.minimizes:
+            continue
+        floor = float(np.min(p.predict_mean(batch, IDLE_RATE), initial=math.inf))
+        if math.isfinite(floor) and floor > o.value * (1.0 + o.tolerance):
+            out.append(ReasonPart("unreachable", (
+                f"{o.name} target {o.value:g} is below what the service can do: its learned "
+                f"model predicts at least {floor:.3g} on every configuration even without load;"
+                f" no capacity meets it (set the target above {floor:.3g}, or make the service "
+                "faster)")))
+    return out

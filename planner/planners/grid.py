@@ -429,6 +429,7 @@ class GridPlanner(Planner):
         exploratory = False
         probe: int | None = None
         why_kind = "choice"
+        unreachable: list[ReasonPart] = []
         if known.any():
             idx = int(np.flatnonzero(known)[np.argmin(scored.score[known])])
             why = "cheapest configuration predicted to meet every objective"
@@ -453,6 +454,7 @@ class GridPlanner(Planner):
             # what they think possible, a load beyond anything seen). Size the current shape
             # by the explicit estimate instead of chasing the least violating point to the
             # admin's maximum; the safety layer caps it by what the cluster can schedule.
+            unreachable = fallback.unreachable_targets(ctx, preds, scored.batch)
             fb, fb_why = fallback.explicit_sizing(ctx, mem.predictors.estimate, rate)
             scored = self.score(ctx, CandidateBatch.of([fb]), rate, inp)
             idx = 0
@@ -482,6 +484,7 @@ class GridPlanner(Planner):
             f"({how}, {'+'.join(kinds)} models, {rate:.0f} req/s planned"
             + (f" (forecast +{fc.pct_per_min:.0f} %/min over {fc.horizon_s:.0f} s)"
                if fc.raised else "") + ")"))]
+        parts.extend(unreachable)
         if corrected:
             parts.append(ReasonPart("correction", ", ".join(
                 f"load x{f:.2f} planned: {n} observed violated, above its model"
