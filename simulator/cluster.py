@@ -20,6 +20,7 @@ from planner.domain.ports import ClusterBackend, KPISource, UnsupportedOperation
 from planner.domain.state import ClusterSnapshot, NodeState, PodState, WorkloadConfig, WorkloadState
 from simulator import queueing
 from simulator.scenario import PoolSpec, Scenario, WorkloadSpec
+from simulator.scheduling import NodeIndex
 from simulator.traces import Trace
 
 WATTS_PER_CORE = 12.0
@@ -115,6 +116,7 @@ class SimulatedCluster(ClusterBackend, KPISource):
         self.nodes: list[SimNode] = [
             SimNode(f"{p.name}-{i}", p) for p in scenario.spec.cluster.pools for i in range(p.nodes)
         ]
+        self.node_index = NodeIndex(self.nodes)
         self.pools = {p.name: p for p in scenario.spec.cluster.pools}
         self.workloads: dict[str, SimWorkload] = {}
         for w in scenario.spec.workloads:
@@ -149,20 +151,14 @@ class SimulatedCluster(ClusterBackend, KPISource):
         return pod
 
     def _schedule(self, pod: SimPod, spec: WorkloadSpec, immediate: bool = False) -> None:
-        best: SimNode | None = None
-        for n in self.nodes:
-            if pod.pool is not None and n.pool.name != pod.pool:
-                continue
-            if pod.gpus and n.pool.gpus == 0:
-                continue
-            if n.fits(pod.cpu, pod.gpus) and (
-                best is None or n.pool.cpu - n.cpu_allocated > best.pool.cpu - best.cpu_allocated
-            ):
-                best = n
+        """On the eligible node with the most free CPU (:mod:`simulator.scheduling`)."""
+        best = self.node_index.pick(pod.pool, pod.cpu, pod.gpus)
         if best is None:
             return
+        assert isinstance(best, SimNode)
         best.cpu_allocated += pod.cpu
         best.gpus_allocated += pod.gpus
+        self.node_index.changed(best)
         pod.node = best
         pod.ready_at = self.time if immediate else self.time + spec.service.startup_s
 
@@ -170,6 +166,7 @@ class SimulatedCluster(ClusterBackend, KPISource):
         if pod.node is not None:
             pod.node.cpu_allocated -= pod.cpu
             pod.node.gpus_allocated -= pod.gpus
+            self.node_index.changed(pod.node)
             pod.node = None
         w.pods.remove(pod)
         w.weights.pop(pod.name, None)
