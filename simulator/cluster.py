@@ -220,8 +220,9 @@ class SimulatedCluster(ClusterBackend, KPISource):
         for pod, u in zip(ready, out.utilization, strict=True):
             pod.utilization = float(u)
             pod.utilization_samples.append((t, dt, float(u)))
+        serving = {id(p) for p in ready}       # (a list's `in` compared every pod's fields)
         for pod in w.pods:
-            if pod not in ready:
+            if id(pod) not in serving:
                 pod.utilization = 0.0
             while pod.utilization_samples and pod.utilization_samples[0][0] < metrics_start:
                 pod.utilization_samples.popleft()

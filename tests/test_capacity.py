@@ -126,3 +126,43 @@ def test_the_controller_reserves_for_the_next_intent_and_a_preview_sees_the_same
         assert taken > before
     else:
         assert taken == before
+
+
+def _reserved_by_scan(snapshot: ClusterSnapshot, workload: WorkloadState,
+                      t: WorkloadConfig) -> tuple[NodeState, ...]:
+    """The reservation as a scan of every node per added pod (the code before the heap)."""
+    count = capacity._added(workload, t)
+    nodes = list(snapshot.nodes)
+    for _ in range(count):
+        best = None
+        for i, n in enumerate(nodes):
+            if capacity._room(n, t) > 0 and (
+                    best is None or n.cpu_capacity - n.cpu_allocated
+                    > nodes[best].cpu_capacity - nodes[best].cpu_allocated):
+                best = i
+        if best is None:
+            break
+        n = nodes[best]
+        nodes[best] = NodeState(n.name, n.pool, n.region, n.cpu_capacity,
+                                n.cpu_allocated + t.cpu, n.gpus,
+                                n.gpus_allocated + (1 if t.device == "gpu" else 0),
+                                n.cost_per_core_hour, n.cost_per_gpu_hour, n.labels,
+                                n.schedulable)
+    return tuple(nodes)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 32).map(lambda q: q / 4),
+                          st.integers(0, 2), st.booleans()), min_size=1, max_size=8),
+       st.integers(0, 40), st.sampled_from((0.5, 1.0, 2.0)), st.sampled_from(("cpu", "gpu")),
+       st.sampled_from((None, "a", "b")))
+def test_reserving_places_each_pod_where_a_scan_of_the_nodes_would(
+        spec: list[tuple[str, float, int, bool]], add: int, cpu: float, device: str,
+        pool: str | None) -> None:
+    nodes = tuple(NodeState(f"n{i}", p, "r", 8.0, 8.0 - free, gpus, 0, 0.04, 1.0,
+                            schedulable=ok) for i, (p, free, gpus, ok) in enumerate(spec))
+    snapshot = ClusterSnapshot(0.0, nodes, {})
+    t = WorkloadConfig(add, cpu, device, pool)
+    workload = WorkloadState("ns", "w", WorkloadConfig(0, cpu, device, pool))
+    assert capacity.reserve_config(snapshot, workload, t).nodes == _reserved_by_scan(
+        snapshot, workload, t)

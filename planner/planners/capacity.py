@@ -14,6 +14,7 @@ scale-in completes), so the ledger errs on the side of too little room, never to
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import replace
 
@@ -86,16 +87,19 @@ def reserve_config(snapshot: ClusterSnapshot, workload: WorkloadState,
         return snapshot
     gpus = 1 if t.device == "gpu" else 0
     nodes = list(snapshot.nodes)
+    # Each pod goes to the node with room for it and the most free CPU, the first in node
+    # order among equals (as the scheduler spreads): a heap of (-free CPU, index), not a scan
+    # of every node per pod.
+    heap = [(-(n.cpu_capacity - n.cpu_allocated), i) for i, n in enumerate(nodes)
+            if _room(n, t) > 0]
+    heapq.heapify(heap)
     for _ in range(count):
-        best = None
-        for i, n in enumerate(nodes):
-            if _room(n, t) > 0 and (
-                    best is None or n.cpu_capacity - n.cpu_allocated
-                    > nodes[best].cpu_capacity - nodes[best].cpu_allocated):
-                best = i
-        if best is None:
+        if not heap:
             break
+        _, best = heapq.heappop(heap)
         n = nodes[best]
-        nodes[best] = replace(n, cpu_allocated=n.cpu_allocated + t.cpu,
-                              gpus_allocated=n.gpus_allocated + gpus)
+        nodes[best] = n = replace(n, cpu_allocated=n.cpu_allocated + t.cpu,
+                                  gpus_allocated=n.gpus_allocated + gpus)
+        if _room(n, t) > 0:
+            heapq.heappush(heap, (-(n.cpu_capacity - n.cpu_allocated), best))
     return snapshot.with_allocation(tuple(nodes))
