@@ -27,6 +27,8 @@ class PoolLike(Protocol):
 
 class NodeLike(Protocol):
     @property
+    def name(self) -> str: ...
+    @property
     def pool(self) -> PoolLike: ...
     @property
     def cpu_allocated(self) -> float: ...
@@ -46,7 +48,7 @@ class NodeIndex:
 
     def __init__(self, nodes: Sequence[NodeLike]) -> None:
         self.nodes = nodes
-        self._pos = {id(n): i for i, n in enumerate(nodes)}
+        self._pos = {n.name: i for i, n in enumerate(nodes)}   # names survive a deep copy
         self._heaps: dict[tuple[str | None, bool], list[Entry]] = {}
         self._member: list[list[tuple[str | None, bool]]] = []
         for n in nodes:
@@ -66,7 +68,7 @@ class NodeIndex:
 
     def changed(self, node: NodeLike) -> None:
         """``node``'s allocation changed."""
-        i = self._pos[id(node)]
+        i = self._pos[node.name]
         entry = (-free_cpu(node), i)
         for key in self._member[i]:
             heapq.heappush(self._heaps[key], entry)

@@ -54,3 +54,19 @@ def test_the_index_picks_what_a_scan_picks(ops: list[tuple[bool, str | None, flo
             node.cpu_allocated -= cpu_
             node.gpus_allocated -= gpus_
             index.changed(node)
+
+
+def test_a_deep_copy_of_a_cluster_schedules_on_its_own_nodes() -> None:
+    """Runs are deep-copied (tests share one simulation; previews work on copies): the copy's
+    index must find the copy's nodes, and leave the original's alone."""
+    import copy
+
+    nodes = [SimNode(f"{p.name}-{i}", p) for p in POOLS for i in range(p.nodes)]
+    index = NodeIndex(nodes)
+    twin_nodes, twin = copy.deepcopy((nodes, index))
+    node = twin.pick(None, 2.0, 0)
+    assert node is not None and node in twin_nodes and all(node is not n for n in nodes)
+    node.cpu_allocated += 2.0
+    twin.changed(node)
+    assert twin.pick(None, 8.0, 0) is not node
+    assert index.pick(None, 8.0, 0) is scanned(nodes, None, 8.0, 0)
