@@ -12,7 +12,6 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -27,28 +26,11 @@ from planner.kpi.prometheus import PrometheusKPISource
 from planner.planners import registry as planner_registry
 from simulator.cluster import SimulatedCluster
 from simulator.scenario import load_scenario
+from tests.support.http import recording_server
 from tests.support.prometheus import silent_tcp_server
 
 SHOP = Path(__file__).resolve().parents[1] / "examples" / "scenarios" / "diurnal-shop.yaml"
 SECRET = "SECRET-do-not-leak-7f3a"
-
-
-class _Recorder(BaseHTTPRequestHandler):
-    """Records every request; answers ``server.reply`` = (status, body)."""
-
-    def do_GET(self) -> None:
-        server: Any = self.server
-        server.seen.append(self.path)
-        status, body = server.reply
-        data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: Any) -> None:
-        pass
 
 
 def _vector(value: str) -> dict[str, Any]:
@@ -62,8 +44,7 @@ def servers() -> Iterator[tuple[Any, Any]]:
     whose answer must never reach a status)."""
     made: list[Any] = []
     for reply in ((200, _vector("42")), (200, _vector(SECRET))):
-        server: Any = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
-        server.seen, server.reply = [], reply
+        server = recording_server(reply)
         server.url = f"http://127.0.0.1:{server.server_address[1]}"
         threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
         made.append(server)

@@ -7,12 +7,10 @@ use local sockets and a fake HTTP server and need no Prometheus binary.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -20,6 +18,7 @@ import pytest
 from planner.domain.intents import Intent, KPIProfile, KPIType
 from planner.kpi.prometheus import PrometheusKPISource, extract
 from planner.kpi.templates import TemplateSettings
+from tests.support.http import recording_server
 from tests.support.prometheus import (
     CART,
     CHECKOUT,
@@ -274,29 +273,9 @@ def test_timeout_is_honoured() -> None:
         assert time.monotonic() - t0 < 2.0
 
 
-class _Fake(BaseHTTPRequestHandler):
-    """Answers every request with ``server.reply`` = (status, body) and records headers."""
-
-    def do_GET(self) -> None:
-        server: Any = self.server
-        server.seen.append((self.path, dict(self.headers)))
-        status, body = server.reply
-        data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
 def fake() -> Iterator[Any]:
-    server: Any = ThreadingHTTPServer(("127.0.0.1", 0), _Fake)
-    server.seen = []
-    server.reply = (200, {})
+    server = recording_server()
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:

@@ -14,7 +14,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from planner.api.asgi import replaying, send_json
 
 METHODS_WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
 FIX = "send a finite number, or leave the field out"
@@ -97,19 +99,6 @@ class FiniteNumbers:
         body = b"".join(chunks)
         found = non_finite(body)
         if found is not None:
-            data = json.dumps({"detail": [problem(*found)]}).encode()
-            await send({"type": "http.response.start", "status": 400,
-                        "headers": [(b"content-type", b"application/json"),
-                                    (b"content-length", str(len(data)).encode())]})
-            await send({"type": "http.response.body", "body": data})
+            await send_json(send, 400, {"detail": [problem(*found)]})
             return
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replaying(body, receive), send)

@@ -9,10 +9,10 @@ body slower than ``timeout_s`` in all is answered 408 and does not hold the requ
 
 from __future__ import annotations
 
-import json
-
 import anyio
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from planner.api.asgi import replaying, send_json
 
 
 class BodySizeLimit:
@@ -22,13 +22,9 @@ class BodySizeLimit:
         self.timeout_s = timeout_s
 
     async def _reject(self, send: Send, status: int = 413, detail: str | None = None) -> None:
-        body = json.dumps({"detail": detail or f"request body larger than {self.max_bytes} "
-                                               "bytes"}).encode()
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/json"),
-                                (b"content-length", str(len(body)).encode()),
-                                (b"connection", b"close")]})
-        await send({"type": "http.response.body", "body": body})
+        await send_json(send, status, {"detail": detail or f"request body larger than "
+                                                           f"{self.max_bytes} bytes"},
+                        close=True)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -64,13 +60,4 @@ class BodySizeLimit:
             await self._reject(send, 408, f"request body not received within {self.timeout_s:g} "
                                "s (INTENT_PLANNER_CLIENT_TIMEOUT_S); send it at once")
             return
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replaying(b"".join(chunks), receive), send)
