@@ -1,15 +1,23 @@
-"""Large simulated clusters (issue 13, first part): how long building the cluster and running
-controller cycles take as intents, nodes and pods grow.
+"""Large simulated clusters (issue 13): where a controller cycle's CPU time goes as intents,
+nodes and pods grow.
 
 Builds a scenario in memory: ``--nodes`` nodes of 32 cores in 10 pools, ``--intents`` workloads
-(one latency intent each) of ``--pods`` one-core pods each, constant load at about 60 % of what
-the pods serve, the default planner. Prints, per size, the wall time of building the simulated
-cluster and the controller, the CPU time of each controller cycle (with the simulated steps
-between cycles: observe, KPIs, plan, act, record, status, and the simulator's own serving) as
-p50 / max over ``--cycles`` cycles, and the process's peak RSS. Not yet split per phase, and no
-model training at this scale (the first model comes after some simulated minutes).
+(one p95 latency intent each) of ``--pods`` one-core pods each, load at about 60 % of what the
+pods serve with noise (so models have something to learn), the default planner. Per size:
 
-    .venv/bin/python bench/scale.py [--sizes 10x50x100,10x10000x1000] [--cycles 3]
+* the wall time of building the simulated cluster and the controller;
+* ``--warm`` simulated minutes first (models are trained there: the trainer fits each intent
+  every 5 simulated minutes once it has 8 settled observations), then ``--cycles`` measured
+  controller cycles with the simulated steps between them;
+* the controller's CPU time per cycle, p50 and p99, and per phase (observe, kpis, plan, act,
+  record, status, retention, hooks = training), from :mod:`planner.control.phases`; the
+  simulator's own CPU time (serving, the KPI solve) apart;
+* how many intents planned with a trained model, the process's peak RSS, the mean size of the
+  last cycle's event documents (BSON), and the events stored;
+* the scaling exponent of the controller cycle between the first and the last size
+  (``log(t_last / t_first) / log(intents_last / intents_first)``).
+
+    .venv/bin/python bench/scale.py [--sizes 10x50x200,100x500x200] [--warm 20] [--cycles 5]
 
 A size is INTENTSxNODESxPODS (pods per workload).
 """
@@ -17,14 +25,19 @@ A size is INTENTSxNODESxPODS (pods per workload).
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import resource
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import bson
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from planner.control.phases import PHASES
 from simulator.runner import ScenarioRun
 from simulator.scenario import parse_scenario
 
@@ -44,13 +57,13 @@ def scenario(intents: int, nodes: int, pods: int) -> dict[str, Any]:
                   "objectives": [{"name": "p95", "value": 60, "measuredBy": "p95"}]}}
         for i in range(intents)]
     return {
-        "name": f"scale-{intents}x{nodes}x{pods}", "duration": "1h", "step_s": 5,
+        "name": f"scale-{intents}x{nodes}x{pods}", "duration": "30d", "step_s": 5,
         "cluster": {"pools": [{"name": f"p{i}", "nodes": per_pool, "cpu": 32,
                                "cost_per_core_hour": 0.03 + 0.001 * i}
                               for i in range(POOLS)]},
         "workloads": [{"name": f"w{i}", "namespace": "big", "replicas": pods, "cpu": 1,
                        "service": {"rate_per_core": 100, "base_latency_ms": 3},
-                       "trace": {"kind": "constant", "rate": 60.0 * pods, "noise": 0.05}}
+                       "trace": {"kind": "constant", "rate": 60.0 * pods, "noise": 0.15}}
                       for i in range(intents)],
         "admin": {"replicas": {"min": 1, "max": min(max(2 * pods, 10), 10_000), "maxStep": 100},
                   "cycleSeconds": 15},
@@ -58,34 +71,82 @@ def scenario(intents: int, nodes: int, pods: int) -> dict[str, Any]:
     }
 
 
-def measure(intents: int, nodes: int, pods: int, cycles: int) -> dict[str, float]:
+def _pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(math.ceil(q * len(xs))) - 1)]
+
+
+def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int
+            ) -> dict[str, Any]:
     t0 = time.perf_counter()
     run = ScenarioRun(parse_scenario(scenario(intents, nodes, pods), "scale"), "grid", 1)
     built = time.perf_counter() - t0
+    ctl = run.controller
+    w0 = time.perf_counter()
+    while run.elapsed < warm_min * 60.0:
+        run.advance()
+    warm_s = time.perf_counter() - w0
     per_cycle = round(run.cycle_s / run.step_s)
-    spent = []
+    cycle_cpu: list[float] = []
+    sim_cpu: list[float] = []
+    phases = dict.fromkeys(PHASES, 0.0)
     for _ in range(cycles):
         c0 = time.process_time()
         for _ in range(per_cycle):
-            run.advance()
-        spent.append(time.process_time() - c0)
-    spent.sort()
-    return {"build_s": built, "cycle_p50_s": spent[len(spent) // 2], "cycle_max_s": spent[-1]}
+            outcomes = run.advance()
+            if outcomes is not None:
+                ctl_s = ctl.clock.total
+                for k, v in ctl.clock.seconds.items():
+                    phases[k] = phases.get(k, 0.0) + v
+        total = time.process_time() - c0
+        cycle_cpu.append(ctl_s)
+        sim_cpu.append(total - ctl_s)
+    modelled = len({e["intent"] for e in run.knowledge.effects()})
+    last = run.knowledge.events(limit=intents)
+    sizes = [len(bson.encode({k: v for k, v in e.items() if k != "_id"})) for e in last]
+    return {
+        "size": f"{intents}x{nodes}x{pods}", "intents": intents, "build_s": built,
+        "warm_wall_s": warm_s, "cycle_p50_s": _pct(cycle_cpu, 0.5),
+        "cycle_p99_s": _pct(cycle_cpu, 0.99),
+        "phases_s": {k: v / cycles for k, v in phases.items()},
+        "simulator_s": _pct(sim_cpu, 0.5), "modelled": modelled,
+        "event_bytes": sum(sizes) / max(1, len(sizes)),
+        "events_stored": run.knowledge.count_events(),
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", default="10x50x100,10x10000x1000")
-    ap.add_argument("--cycles", type=int, default=3)
+    ap.add_argument("--sizes", default="10x50x200,100x500x200")
+    ap.add_argument("--warm", type=float, default=20.0,
+                    help="simulated minutes before measuring (models are trained there)")
+    ap.add_argument("--cycles", type=int, default=5)
+    ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    print(f"{'intents x nodes x pods/workload':<32}{'build':>10}{'cycle p50':>12}"
-          f"{'cycle max':>12}{'peak RSS':>12}")
+    rows = []
     for size in args.sizes.split(","):
         intents, nodes, pods = (int(x) for x in size.split("x"))
-        m = measure(intents, nodes, pods, args.cycles)
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"{size:<32}{m['build_s']:>9.2f}s{m['cycle_p50_s']:>11.2f}s"
-              f"{m['cycle_max_s']:>11.2f}s{rss:>9.0f} MiB")
+        row = measure(intents, nodes, pods, args.warm, args.cycles)
+        rows.append(row)
+        if not args.json:
+            ph = "  ".join(f"{k} {v:.3f}" for k, v in row["phases_s"].items())
+            print(f"{row['size']}: build {row['build_s']:.1f}s, warm {row['warm_wall_s']:.0f}s "
+                  f"wall; cycle CPU p50 {row['cycle_p50_s']:.3f}s p99 "
+                  f"{row['cycle_p99_s']:.3f}s; simulator {row['simulator_s']:.2f}s/cycle; "
+                  f"{row['modelled']}/{intents} with a trained model; event "
+                  f"{row['event_bytes'] / 1024:.1f} KiB; {row['events_stored']} events; "
+                  f"peak RSS {row['peak_rss_mib']:.0f} MiB", flush=True)
+            print(f"    per phase (s/cycle): {ph}", flush=True)
+    if len(rows) > 1 and rows[-1]["intents"] != rows[0]["intents"]:
+        k = math.log(rows[-1]["cycle_p50_s"] / rows[0]["cycle_p50_s"]) / math.log(
+            rows[-1]["intents"] / rows[0]["intents"])
+        if args.json:
+            rows.append({"scaling_exponent": k})
+        else:
+            print(f"scaling exponent {rows[0]['size']} -> {rows[-1]['size']}: {k:.2f}")
+    if args.json:
+        print(json.dumps(rows, indent=2))
 
 
 if __name__ == "__main__":

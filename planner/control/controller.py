@@ -22,6 +22,7 @@ from actuators.base import Actuator
 from knowledge.base import KnowledgeBase
 from planner.control import contention
 from planner.control.outcome import IntentOutcome, Staged
+from planner.control.phases import PhaseClock
 from planner.domain.admin import AdminConfig
 from planner.domain.errors import IntentPlannerError, PermanentError, TemporaryError
 from planner.domain.events import build_event
@@ -85,6 +86,8 @@ class IntentController:
         self.intents_seen = 0
         """How many intents the last cycle reconciled."""
         self._last_retention = -float("inf")
+        self.clock = PhaseClock()
+        """The last cycle's CPU time per phase (:mod:`planner.control.phases`)."""
 
     def planner_for(self, intent: Intent) -> Planner:
         name = self.admin.planner_for(intent.metadata.namespace)
@@ -148,35 +151,43 @@ class IntentController:
         capacity, the competing intents are planned again together
         (:mod:`planner.control.contention`). Then each plan is applied, recorded and
         reported, in the same order."""
-        try:
-            snapshot = self.backend.observe()
-        except TemporaryError as exc:
-            log.warning("cluster unreadable, skipping this cycle: %s", exc)
-            return []
-        topology.observe_all(self.actuators.values(), snapshot)
-        profiles = self.source.profiles()
-        intents = sorted(self.source.intents(), key=lambda i: -i.spec.priority)
-        self.intents_seen = len(intents)
-        measured = self._measure_all(intents, snapshot, profiles)
-        staged = [self._observe_isolated(i, snapshot, profiles, measured) for i in intents]
+        self.clock = clock = PhaseClock()
+        with clock.phase("observe"):
+            try:
+                snapshot = self.backend.observe()
+            except TemporaryError as exc:
+                log.warning("cluster unreadable, skipping this cycle: %s", exc)
+                return []
+            topology.observe_all(self.actuators.values(), snapshot)
+            profiles = self.source.profiles()
+            intents = sorted(self.source.intents(), key=lambda i: -i.spec.priority)
+            self.intents_seen = len(intents)
+        with clock.phase("kpis"):
+            measured = self._measure_all(intents, snapshot, profiles)
+        with clock.phase("observe"):
+            staged = [self._observe_isolated(i, snapshot, profiles, measured) for i in intents]
         pending = [s for s in staged if isinstance(s, Staged)]
-        self.placements = {}
-        self.reserved = self._plan_in_order(pending, snapshot)
-        if contention.capped(pending):
-            decision = contention.decide(pending, snapshot, self.context, self.admin.utility)
-            if decision is not None:
-                self.placements = decision.placements
-                self.reserved = self._plan_in_order(pending, snapshot)
-                contention.annotate(pending, decision)
+        with clock.phase("plan"):
+            self.placements = {}
+            self.reserved = self._plan_in_order(pending, snapshot)
+            if contention.capped(pending):
+                decision = contention.decide(pending, snapshot, self.context,
+                                             self.admin.utility)
+                if decision is not None:
+                    self.placements = decision.placements
+                    self.reserved = self._plan_in_order(pending, snapshot)
+                    contention.annotate(pending, decision)
         outcomes = [s if isinstance(s, IntentOutcome) else self._finish_isolated(s)
                     for s in staged]
-        self._retention(snapshot.time)
+        with clock.phase("retention"):
+            self._retention(snapshot.time)
         self.cycles += 1
-        for hook in self.hooks:
-            try:
-                hook(snapshot, outcomes)
-            except Exception:  # a hook must not stop the controller
-                log.exception("cycle hook failed")
+        with clock.phase("hooks"):
+            for hook in self.hooks:
+                try:
+                    hook(snapshot, outcomes)
+                except Exception:  # a hook must not stop the controller
+                    log.exception("cycle hook failed")
         return outcomes
 
     def _measure_all(self, intents: list[Intent], snapshot: ClusterSnapshot,
@@ -328,18 +339,25 @@ class IntentController:
             mem = mem.with_planning(s.planner.name, plan.memory, now).with_safety(
                 s.safety_memory, now)
         if plan is not None and intent.spec.active:
-            mem = self._act(plan, out, now, mem)
-        self._remember(mem)
+            with self.clock.phase("act"):
+                mem = self._act(plan, out, now, mem)
+        with self.clock.phase("record"):
+            self._remember(mem)
+            self._record(s)
+        with self.clock.phase("status"):
+            self._report(out, now, s.unknown_reasons)
+        return out
+
+    def _record(self, s: Staged) -> None:
+        out = s.out
         try:
-            self.knowledge.record_event(build_event(intent, s.workload, s.snapshot,
-                                                    out.current, plan, bool(out.applied),
+            self.knowledge.record_event(build_event(out.intent, s.workload, s.snapshot,
+                                                    out.current, out.plan, bool(out.applied),
                                                     out.applied_actions))
         except TemporaryError as exc:
             log.warning("knowledge base unavailable, event not recorded: %s", exc)
         except PermanentError as exc:
-            log.error("event of %s refused by the knowledge base: %s", intent.key, exc)
-        self._report(out, now, s.unknown_reasons)
-        return out
+            log.error("event of %s refused by the knowledge base: %s", out.intent.key, exc)
 
     def _act(self, plan: Plan, out: IntentOutcome, now: float,
              mem: IntentMemory) -> IntentMemory:
