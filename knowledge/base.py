@@ -7,8 +7,10 @@ Documents are plain JSON-safe dicts so that any store can hold them. Shapes:
     {"time": float (seconds), "intent": "ns/name", "workload": "ns/name",
      "current": {objective: value | None}, "desired": {objective: target},
      "config": {"replicas", "cpu", "device", "pool"}, "load": {"request_rate": float | None},
-     "pods": [...], "resources": {...}, "nodes": {...}, "plan": {...} | None,
-     "exploratory": bool, "planner": str}
+     "pod_groups": [{"pool", "device", "cpu", "ready", "scheduled", "count", "restarts"}],
+     "node_pools": {pool: {"region", "nodes", "cpu_capacity", ...}},
+     "resources": {...}, "plan": {...} | None, "exploratory": bool, "planner": str,
+     "pods": [...], "nodes": {...}}   # pods and nodes only when they changed (sampled)
 
 ``effects`` (one model per intent and objective; the newest static or non-stale wins)::
 
@@ -113,8 +115,12 @@ class KnowledgeBase(ABC):
 
     @abstractmethod
     def effect(
-        self, intent: str, objective: str, now: float, lookback_s: float
-    ) -> Document | None: ...
+        self, intent: str, objective: str, now: float, lookback_s: float,
+        with_blob: bool = True,
+    ) -> Document | None:
+        """The newest static or non-stale model of ``intent``'s ``objective`` at ``now``;
+        ``with_blob=False`` leaves the serialised model out (what a cache needs to tell whether
+        the model it holds is still the newest)."""
 
     @abstractmethod
     def effects(self, intent: str | None = None, with_blobs: bool = False) -> list[Document]:

@@ -32,10 +32,15 @@ def test_one_event_per_intent_per_cycle() -> None:
     for intent in ("ml/inference", "search/api"):
         events = kb.events(intent)
         assert len(events) == cycles
-        ev = events[0]
-        assert set(ev) >= {"time", "intent", "current", "desired", "pods", "resources", "nodes",
-                           "plan", "config", "load"}
-        assert ev["desired"] and ev["pods"] and ev["nodes"]
+        for ev in events:
+            assert set(ev) >= {"time", "intent", "current", "desired", "pod_groups",
+                               "resources", "node_pools", "plan", "config", "load"}
+            assert ev["desired"] and ev["node_pools"]
+            assert sum(g["count"] for g in ev["pod_groups"] if g["ready"]) == \
+                ev["resources"]["ready_replicas"]
+        first = events[-1]  # newest first: the controller's first event carries every pod
+        assert first["pods"] and first["nodes"]
+        assert len(first["pods"]) == sum(g["count"] for g in first["pod_groups"])
 
 
 def test_shadow_mode_plans_but_never_acts() -> None:
@@ -215,3 +220,51 @@ def test_an_actuator_failing_to_observe_is_an_actuation_failure_not_a_planner_on
     assert out.plan is not None and cond["Planned"]["status"] == "True"
     assert cond["ActuationFailed"]["status"] == "True"
     assert "broken: observe failed" in cond["ActuationFailed"]["message"]
+
+
+class CountingKB:
+    """The embedded store, counting status writes; ``down`` makes them fail."""
+
+    def __init__(self) -> None:
+        self.inner = open_knowledge_base(None)
+        self.status_writes = 0
+        self.down = False
+
+    def put_status(self, intent: str, time: float, status: dict[str, Any]) -> None:
+        if self.down:
+            raise KnowledgeBaseUnavailable("mongodb down")
+        self.status_writes += 1
+        self.inner.put_status(intent, time, status)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_status_is_stored_when_it_changed_and_after_an_outage() -> None:
+    sc = load_scenario(MULTI)
+    ghost = sc.intents[0].model_copy(update={
+        "metadata": sc.intents[0].metadata.model_copy(update={"name": "ghost"}),
+        "spec": sc.intents[0].spec.model_copy(update={
+            "target_ref": sc.intents[0].spec.target_ref.model_copy(update={"name": "ghost"})})})
+    sc.intents.append(ghost)
+    kb = CountingKB()
+    ctl, sim = controller_for(sc, kb=kb)
+    ctl.cycle()
+    first, t0 = kb.status_writes, sim.now()
+    assert first == len(sc.intents)
+    for _ in range(3):
+        sim.step(15)
+        ctl.cycle()
+        for key, doc in kb.inner.statuses().items():  # what is stored is what was reported
+            assert doc["status"] == ctl.status(key)
+    # the invalid intent's status never changes: stored once; the others' measured values do
+    assert kb.status_writes <= first + 3 * (len(sc.intents) - 1)
+    assert kb.inner.statuses()["ml/ghost"]["time"] == t0  # when it last changed
+    kb.down = True
+    ctl.cycle()                      # not stored: remembered as not stored
+    kb.down = False
+    before = kb.status_writes
+    ctl.cycle()
+    assert kb.status_writes - before >= len(sc.intents) - 1
+    for key, doc in kb.inner.statuses().items():
+        assert doc["status"] == ctl.status(key)

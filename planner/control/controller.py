@@ -21,6 +21,7 @@ from actuators import topology
 from actuators.base import Actuator
 from knowledge.base import KnowledgeBase
 from planner.control import contention
+from planner.control.event_detail import PodDetailSampler
 from planner.control.outcome import IntentOutcome, Staged
 from planner.control.phases import PhaseClock
 from planner.domain.admin import AdminConfig
@@ -71,6 +72,9 @@ class IntentController:
             self.admin.actuators, self.admin)
         self._planners: dict[str, Planner] = dict(planners or {})
         self._statuses: dict[str, dict[str, Any]] = {}
+        self._stored_statuses: dict[str, dict[str, Any]] = {}
+        """The status last stored in the knowledge base per intent: an unchanged one is not
+        written again."""
         self.reserved: list[tuple[str, str, Plan]] = []
         """The last cycle's active plans in the order they were made (intent, workload,
         plan): the capacity each reserved for the intents after it."""
@@ -86,6 +90,7 @@ class IntentController:
         self.intents_seen = 0
         """How many intents the last cycle reconciled."""
         self._last_retention = -float("inf")
+        self.pod_detail = PodDetailSampler()
         self.clock = PhaseClock()
         """The last cycle's CPU time per phase (:mod:`planner.control.phases`)."""
 
@@ -162,6 +167,7 @@ class IntentController:
             profiles = self.source.profiles()
             intents = sorted(self.source.intents(), key=lambda i: -i.spec.priority)
             self.intents_seen = len(intents)
+            self._forget({i.key for i in intents})
         with clock.phase("kpis"):
             measured = self._measure_all(intents, snapshot, profiles)
         with clock.phase("observe"):
@@ -189,6 +195,12 @@ class IntentController:
                 except Exception:  # a hook must not stop the controller
                     log.exception("cycle hook failed")
         return outcomes
+
+    def _forget(self, keys: set[str]) -> None:
+        """Drop the write-side bookkeeping of intents that no longer exist."""
+        self.pod_detail.forget(keys)
+        for key in [k for k in self._stored_statuses if k not in keys]:
+            del self._stored_statuses[key]
 
     def _measure_all(self, intents: list[Intent], snapshot: ClusterSnapshot,
                      profiles: Mapping[str, KPIProfile]) -> Measured:
@@ -349,11 +361,12 @@ class IntentController:
         return out
 
     def _record(self, s: Staged) -> None:
-        out = s.out
+        out, now = s.out, s.snapshot.time
+        detail = self.pod_detail.wants(out.intent.key, s.workload, now)
         try:
             self.knowledge.record_event(build_event(out.intent, s.workload, s.snapshot,
                                                     out.current, out.plan, bool(out.applied),
-                                                    out.applied_actions))
+                                                    out.applied_actions, detail))
         except TemporaryError as exc:
             log.warning("knowledge base unavailable, event not recorded: %s", exc)
         except PermanentError as exc:
@@ -392,10 +405,14 @@ class IntentController:
                                   out.planner_error, mem.changes if mem is not None else None)
         self._statuses[key] = out.status
         self.source.report(out.intent, out.status)
+        if self._stored_statuses.get(key) == out.status:
+            return  # stored already: its time says when it last changed
         try:
             self.knowledge.put_status(key, now, out.status)
         except TemporaryError as exc:
             log.warning("knowledge base unavailable, status not stored: %s", exc)
+            return
+        self._stored_statuses[key] = out.status
 
     def status(self, intent_key: str) -> dict[str, Any] | None:
         return self._statuses.get(intent_key)

@@ -7,7 +7,7 @@ from typing import Any
 
 from planner.domain.intents import Intent
 from planner.domain.plan import Action, Plan
-from planner.domain.state import ClusterSnapshot, WorkloadState
+from planner.domain.state import ClusterSnapshot, PodState, WorkloadState
 
 
 def build_event(
@@ -18,14 +18,17 @@ def build_event(
     plan: Plan | None,
     applied: bool,
     applied_actions: Sequence[Action] | None = None,
+    pod_detail: bool = True,
 ) -> dict[str, Any]:
-    hosting = {p.node for p in workload.pods if p.node}
-    nodes = {n.name: {"pool": n.pool, "region": n.region, "cpu_capacity": n.cpu_capacity,
-                      "cpu_allocated": n.cpu_allocated, "gpus": n.gpus,
-                      "gpus_allocated": n.gpus_allocated}
-             for n in snapshot.nodes if n.name in hosting}
+    """The event of one intent in one cycle.
+
+    Compact whatever the workload's size: its pods summarised per node pool, device, CPU size
+    and readiness (``pod_groups``) and the nodes hosting them per pool (``node_pools``).
+    ``pod_detail`` adds every pod (``pods``) and hosting node (``nodes``): the controller asks
+    for it when the pods changed, at most every few minutes
+    (:class:`planner.control.event_detail.PodDetailSampler`)."""
     cfg = workload.config
-    return {
+    event: dict[str, Any] = {
         "time": snapshot.time,
         "intent": intent.key,
         "workload": workload.key,
@@ -36,17 +39,62 @@ def build_event(
         "config": cfg.as_dict(),
         "load": {"request_rate": workload.request_rate,
                  "cpu_utilization": workload.cpu_utilization},
-        "pods": [p.as_dict() for p in workload.pods],
+        "pod_groups": pod_groups(workload.pods),
         "resources": {"cpu_per_pod": cfg.cpu, "device": cfg.device,
                       "ready_replicas": workload.ready_replicas,
                       "cores": sum(p.cpu for p in workload.pods if p.node)},
-        "nodes": nodes,
+        "node_pools": node_pools(workload, snapshot),
         "plan": plan.as_dict() if plan is not None else None,
         "planner": plan.planner if plan is not None else None,
         "exploratory": plan.exploratory if plan is not None else False,
         "applied": applied,
         "dispatch": dispatch_record(plan, applied, applied_actions),
     }
+    if pod_detail:
+        hosting = {p.node for p in workload.pods if p.node}
+        event["pods"] = [p.as_dict() for p in workload.pods]
+        event["nodes"] = {n.name: {"pool": n.pool, "region": n.region,
+                                   "cpu_capacity": n.cpu_capacity,
+                                   "cpu_allocated": n.cpu_allocated, "gpus": n.gpus,
+                                   "gpus_allocated": n.gpus_allocated}
+                          for n in snapshot.nodes_named(sorted(hosting))}
+    return event
+
+
+def pod_groups(pods: Sequence[PodState]) -> list[dict[str, Any]]:
+    """The pods counted per (node pool, device, CPU size, ready, scheduled), with their
+    restarts: what training and a reader of the knowledge base need of them, in a size that
+    does not grow with the replicas."""
+    groups: dict[tuple[str | None, str, float, bool, bool], dict[str, Any]] = {}
+    for p in pods:
+        key = (p.pool, p.device, p.cpu, p.ready, p.node is not None)
+        g = groups.get(key)
+        if g is None:
+            g = groups[key] = {"pool": p.pool, "device": p.device, "cpu": p.cpu,
+                               "ready": p.ready, "scheduled": p.node is not None,
+                               "count": 0, "restarts": 0}
+        g["count"] += 1
+        g["restarts"] += p.restarts
+    return list(groups.values())
+
+
+def node_pools(workload: WorkloadState, snapshot: ClusterSnapshot) -> dict[str, Any]:
+    """Per node pool of the nodes hosting the workload's pods: how many, their region, their
+    CPU and GPU capacity and allocation (summed)."""
+    hosting = {p.node for p in workload.pods if p.node}
+    if not hosting:
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for n in snapshot.nodes_named(sorted(hosting)):
+        pool = out.setdefault(n.pool or "", {"region": n.region, "nodes": 0,
+                                             "cpu_capacity": 0.0, "cpu_allocated": 0.0,
+                                             "gpus": 0, "gpus_allocated": 0})
+        pool["nodes"] += 1
+        pool["cpu_capacity"] += n.cpu_capacity
+        pool["cpu_allocated"] += n.cpu_allocated
+        pool["gpus"] += n.gpus
+        pool["gpus_allocated"] += n.gpus_allocated
+    return out
 
 
 WEIGHTS_ACTUATOR = "weights"

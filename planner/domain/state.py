@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -89,6 +90,10 @@ class ClusterSnapshot:
     time: float
     nodes: tuple[NodeState, ...]
     workloads: dict[str, WorkloadState]
+    memo: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
+    """Values other layers derive from ``nodes`` and keep with this snapshot (the free room per
+    pod shape, :mod:`planner.planners.capacity`); a snapshot with other nodes starts without
+    them unless the layer that derived them carries them over."""
 
     def workload(self, key: str) -> WorkloadState | None:
         return self.workloads.get(key)
@@ -99,9 +104,21 @@ class ClusterSnapshot:
         (every intent planned on it reads them)."""
         return ClusterFacts.of(self.nodes)
 
+    @cached_property
+    def node_index(self) -> dict[str, NodeState]:
+        """Nodes by name, built on first use (per-intent readers look up their own pods' nodes
+        instead of scanning the cluster)."""
+        return {n.name: n for n in self.nodes}
+
+    def nodes_named(self, names: Iterable[str]) -> list[NodeState]:
+        """The nodes called ``names`` that exist, in the order given."""
+        index = self.node_index
+        return [index[n] for n in names if n in index]
+
     def with_allocation(self, nodes: tuple[NodeState, ...]) -> ClusterSnapshot:
-        """This snapshot with ``nodes`` (the same nodes, other allocations: room taken by
-        plans); facts computed already carry over (none depends on allocation)."""
+        """This snapshot with ``nodes`` (the same nodes in the same order, other allocations:
+        room taken by plans); facts computed already carry over (none depends on allocation),
+        and so does the node index for the nodes that did not change."""
         out = replace(self, nodes=nodes)
         if "facts" in self.__dict__:
             out.__dict__["facts"] = self.__dict__["facts"]

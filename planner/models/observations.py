@@ -62,8 +62,8 @@ def settled(events: Sequence[Mapping[str, Any]], settle_s: float = 60.0) -> list
         ready = res.get("ready_replicas")
         if ready is not None and ready != cfg.get("replicas"):
             continue
-        pods = ev.get("pods")
-        if isinstance(pods, list) and pods and not _pods_match(pods, cfg):
+        groups = ready_groups(ev)
+        if groups is not None and not _pods_match(groups, cfg):
             continue  # a rollout is under way: old pods still serve
         if float(ev["time"]) - since < settle_s and not ev.get("characterization"):
             continue
@@ -71,24 +71,35 @@ def settled(events: Sequence[Mapping[str, Any]], settle_s: float = 60.0) -> list
     return out
 
 
-def _pods_match(pods: list[Any], cfg: Mapping[str, Any]) -> bool:
+def ready_groups(ev: Mapping[str, Any]) -> list[tuple[Mapping[str, Any], int]] | None:
+    """The event's ready pods as (pod fields, how many) from its ``pod_groups`` (or, in events
+    recorded before those, its ``pods``); ``None`` when it records no pods."""
+    groups = ev.get("pod_groups")
+    if isinstance(groups, list) and groups:
+        return [(g, int(g.get("count") or 0)) for g in groups
+                if isinstance(g, Mapping) and g.get("ready")]
+    pods = ev.get("pods")
+    if isinstance(pods, list) and pods:
+        return [(p, 1) for p in pods if isinstance(p, Mapping) and p.get("ready")]
+    return None
+
+
+def _pods_match(ready: list[tuple[Mapping[str, Any], int]], cfg: Mapping[str, Any]) -> bool:
     """Every ready pod runs the configuration, and as many as it asks for."""
-    ready = [p for p in pods if isinstance(p, Mapping) and p.get("ready")]
     want_pool = cfg.get("pool")
-    return len(ready) == cfg.get("replicas") and all(
+    return sum(n for _, n in ready) == cfg.get("replicas") and all(
         p.get("cpu") == cfg.get("cpu") and p.get("device", "cpu") == cfg.get("device", "cpu")
         and (want_pool is None or p.get("pool") in (None, want_pool))
-        for p in ready)
+        for p, _ in ready)
 
 
 def node_mix(ev: Mapping[str, Any]) -> dict[str, float]:
     """Share of the event's ready pods per node pool; without pod details, the pinned pool
     (or :data:`UNKNOWN_CLASS`)."""
     counts: dict[str, float] = {}
-    for p in ev.get("pods") or ():
-        if isinstance(p, Mapping) and p.get("ready"):
-            key = str(p.get("pool") or UNKNOWN_CLASS)
-            counts[key] = counts.get(key, 0.0) + 1.0
+    for p, n in ready_groups(ev) or ():
+        key = str(p.get("pool") or UNKNOWN_CLASS)
+        counts[key] = counts.get(key, 0.0) + n
     total = sum(counts.values())
     if total == 0:
         return {str((ev.get("config") or {}).get("pool") or UNKNOWN_CLASS): 1.0}

@@ -1,0 +1,105 @@
+"""Compact events (issue 13): pods summarised per pool, device, size and readiness; every pod
+only when the pods changed, sampled; training reads the summary as it read the pods."""
+
+from __future__ import annotations
+
+import bson
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner.control.event_detail import PodDetailSampler
+from planner.domain.events import build_event
+from planner.domain.intents import Intent
+from planner.domain.state import ClusterSnapshot, NodeState, PodState, WorkloadConfig, WorkloadState
+from planner.models.observations import dataset
+from simulator.runner import ScenarioRun
+from simulator.scenario import load_scenario
+
+INTENT = Intent.model_validate({
+    "apiVersion": "intent-planner.io/v1alpha1", "kind": "Intent",
+    "metadata": {"name": "w", "namespace": "big"},
+    "spec": {"targetRef": {"kind": "Deployment", "name": "w"},
+             "objectives": [{"name": "p95", "value": 60, "measuredBy": "p95"}]}})
+
+pods_st = st.lists(st.tuples(st.sampled_from(["a", "b", None]), st.sampled_from(["cpu", "gpu"]),
+                             st.sampled_from([0.5, 1.0, 2.0]), st.booleans(), st.booleans(),
+                             st.integers(0, 3)), max_size=60)
+
+
+def _cluster(spec: list[tuple[str | None, str, float, bool, bool, int]]
+             ) -> tuple[WorkloadState, ClusterSnapshot]:
+    nodes = tuple(NodeState(f"{pool}-{i}", pool, "r1", 32.0, cpu_allocated=float(i),
+                            gpus=i % 2) for pool in ("a", "b") for i in range(5))
+    pods = tuple(PodState(f"w-{i}", f"{pool}-{i % 5}" if sched and pool else None, cpu, device,
+                          ready, restarts, pool=pool)
+                 for i, (pool, device, cpu, ready, sched, restarts) in enumerate(spec))
+    w = WorkloadState("big", "w", WorkloadConfig(len(pods), 1.0), pods)
+    return w, ClusterSnapshot(100.0, nodes, {w.key: w})
+
+
+@given(pods_st)
+@settings(max_examples=60, deadline=None)
+def test_groups_and_pools_account_for_every_pod_and_node(
+        spec: list[tuple[str | None, str, float, bool, bool, int]]) -> None:
+    w, snap = _cluster(spec)
+    ev = build_event(INTENT, w, snap, {"p95": 20.0}, None, False)
+    groups = ev["pod_groups"]
+    assert sum(g["count"] for g in groups) == len(w.pods)
+    assert sum(g["restarts"] for g in groups) == sum(p.restarts for p in w.pods)
+    assert sum(g["count"] for g in groups if g["ready"]) == w.ready_replicas
+    for g in groups:  # one group per distinct (pool, device, cpu, ready, scheduled)
+        members = [p for p in w.pods if (p.pool, p.device, p.cpu, p.ready, p.node is not None)
+                   == (g["pool"], g["device"], g["cpu"], g["ready"], g["scheduled"])]
+        assert len(members) == g["count"]
+    hosting = {p.node for p in w.pods if p.node}
+    assert sum(v["nodes"] for v in ev["node_pools"].values()) == len(hosting)
+    assert sum(v["cpu_allocated"] for v in ev["node_pools"].values()) == sum(
+        n.cpu_allocated for n in snap.nodes if n.name in hosting)
+    assert set(ev["nodes"]) == hosting and len(ev["pods"]) == len(w.pods)
+
+
+def test_an_event_stays_small_however_many_pods() -> None:
+    spec = [("a" if i % 3 else "b", "cpu", 1.0, i % 10 != 0, True, i % 2) for i in range(5000)]
+    w, snap = _cluster(spec)
+    compact = build_event(INTENT, w, snap, {"p95": 20.0}, None, False, pod_detail=False)
+    detailed = build_event(INTENT, w, snap, {"p95": 20.0}, None, False)
+    assert len(bson.encode(compact)) <= 4096 < len(bson.encode(detailed))
+    assert "pods" not in compact and "nodes" not in compact
+
+
+def test_every_pod_when_they_changed_at_most_every_interval() -> None:
+    sampler = PodDetailSampler(min_interval_s=300.0)
+    w, _ = _cluster([("a", "cpu", 1.0, True, True, 0)] * 3)
+    moved, _ = _cluster([("b", "cpu", 1.0, True, True, 0)] * 3)
+    assert sampler.wants("big/w", w, 0.0)            # first event: every pod
+    assert not sampler.wants("big/w", w, 15.0)       # unchanged
+    assert not sampler.wants("big/w", moved, 30.0)   # changed, but detailed 30 s ago
+    assert not sampler.wants("big/w", moved, 299.0)
+    assert sampler.wants("big/w", moved, 300.0)      # changed since the last detail
+    assert not sampler.wants("big/w", moved, 900.0)  # unchanged since
+    sampler.forget(set())
+    assert sampler.wants("big/w", moved, 915.0)      # deleted and created again
+
+
+class EveryPod(PodDetailSampler):
+    def wants(self, intent: str, workload: WorkloadState, now: float) -> bool:
+        return True
+
+
+def test_training_reads_the_summary_as_it_read_the_pods() -> None:
+    """The same events with and without their pod lists give the same training rows (the
+    heterogeneous scenario: pods on several node classes, rollouts between sizes)."""
+    run = ScenarioRun(load_scenario("examples/scenarios/heterogeneous.yaml"), seed=1)
+    run.controller.pod_detail = EveryPod()
+    run.run(duration=1800)
+    for intent in {o.intent.key for o in run.last}:
+        events = run.knowledge.events(intent)
+        assert len(events) > 5 and all("pods" in e for e in events)
+        stripped = [{k: v for k, v in e.items() if k not in ("pods", "nodes")} for e in events]
+        without_groups = [{k: v for k, v in e.items() if k != "pod_groups"} for e in events]
+        for objective in events[0]["current"]:
+            a, b = dataset(without_groups, objective), dataset(stripped, objective)
+            assert len(a) > 0 and a.classes == b.classes and a.pools == b.pools
+            np.testing.assert_array_equal(a.X, b.X)
+            np.testing.assert_array_equal(a.y, b.y)
