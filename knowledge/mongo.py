@@ -238,7 +238,8 @@ class MongoKnowledgeBase(base.KnowledgeBase):
         return str(result.inserted_id)
 
     def effect(
-        self, intent: str, objective: str, now: float, lookback_s: float
+        self, intent: str, objective: str, now: float, lookback_s: float,
+        with_blob: bool = True,
     ) -> base.Document | None:
         query = {
             "intent": intent,
@@ -247,7 +248,8 @@ class MongoKnowledgeBase(base.KnowledgeBase):
                     {"timestamp": {"$gte": now - lookback_s, "$lte": now}}],
         }
         with self._translate("reading an effect"):
-            doc = self._effects.find_one(query, sort=_NEWEST_EFFECT)
+            doc = self._effects.find_one(query, None if with_blob else {"blob": False},
+                                         sort=_NEWEST_EFFECT)
         return None if doc is None else _restore(doc)
 
     def effects(self, intent: str | None = None, with_blobs: bool = False) -> list[base.Document]:

@@ -383,9 +383,11 @@ class ResilientKnowledgeBase(base.KnowledgeBase):
         return self._read("count_events", lambda: self.inner.count_events(intent))
 
     def effect(
-        self, intent: str, objective: str, now: float, lookback_s: float
+        self, intent: str, objective: str, now: float, lookback_s: float,
+        with_blob: bool = True,
     ) -> base.Document | None:
-        return self._read("effect", lambda: self.inner.effect(intent, objective, now, lookback_s))
+        return self._read("effect", lambda: self.inner.effect(intent, objective, now, lookback_s,
+                                                              with_blob))
 
     def effects(self, intent: str | None = None, with_blobs: bool = False) -> list[base.Document]:
         return self._read("effects", lambda: self.inner.effects(intent, with_blobs))

@@ -110,10 +110,11 @@ class Flaky(base.KnowledgeBase):
         return result
 
     def effect(
-        self, intent: str, objective: str, now: float, lookback_s: float
+        self, intent: str, objective: str, now: float, lookback_s: float,
+        with_blob: bool = True,
     ) -> base.Document | None:
         result: base.Document | None = self._call(
-            self.inner.effect, intent, objective, now, lookback_s
+            self.inner.effect, intent, objective, now, lookback_s, with_blob
         )
         return result
 

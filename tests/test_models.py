@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 from sklearn.base import clone
 
 from knowledge.connect import open_knowledge_base
+from planner.models import effects as effects_module
 from planner.models import serialization
 from planner.models.availability import AvailabilityRegressor
 from planner.models.effects import (
@@ -140,9 +142,10 @@ def effect(est: Any) -> EffectModel:
                        {"validation": {"mape": 0.01}})
 
 
-def test_round_trip_is_exact() -> None:
+@pytest.mark.parametrize("n_bootstrap", [2, 0])  # 0: an empty (0, P) ensemble keeps its shape
+def test_round_trip_is_exact(n_bootstrap: int) -> None:
     X, y = sample(30, 6)
-    est = QueueingLatencyRegressor(n_bootstrap=2).fit(X, y)
+    est = QueueingLatencyRegressor(n_bootstrap=n_bootstrap).fit(X, y)
     doc = to_document(effect(est))
     assert isinstance(doc["blob"], bytes) and b"pickle" not in doc["blob"]
     back = from_document(doc)
@@ -190,6 +193,38 @@ def test_cache_refuses_logs_once_and_falls_back(caplog: pytest.LogCaptureFixture
     refusals = [r for r in caplog.records if "refused effect model" in r.getMessage()]
     assert len(refusals) == 1 and "not a JSON model document" in refusals[0].getMessage()
     assert cache.refusals == 1
+
+
+def test_the_cache_decodes_a_model_once_while_it_is_the_newest(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    kb = open_knowledge_base(None)
+    X, y = sample(30, 6)
+    kb.put_effect(to_document(effect(QueueingLatencyRegressor(n_bootstrap=0).fit(X, y))))
+    decoded: list[float] = []
+    real = effects_module.from_document
+
+    def counting(doc: dict[str, Any]) -> EffectModel:
+        decoded.append(float(doc["timestamp"]))
+        return real(doc)
+
+    monkeypatch.setattr("planner.planners.effect_cache.from_document", counting)
+    cache = EffectCache(kb, refresh_s=0.0)
+    first = cache.get("shop/checkout", "p95", now=150.0)[0]
+    for t in (160.0, 170.0, 180.0):
+        assert cache.get("shop/checkout", "p95", now=t)[0] is first
+    assert decoded == [100.0]
+    newer = effect(QueueingLatencyRegressor(n_bootstrap=0).fit(X, y * 2))
+    kb.put_effect(to_document(replace(newer, timestamp=185.0)))
+    got = cache.get("shop/checkout", "p95", now=190.0)[0]
+    assert got is not None and got is not first and got.timestamp == 185.0
+    np.testing.assert_allclose(got.estimator.predict(X), newer.estimator.predict(X))
+    # the same timestamp, another model: told apart by the blob's digest in the metadata
+    kb.put_effect(to_document(replace(effect(QueueingLatencyRegressor(n_bootstrap=0).fit(
+        X, y * 3)), timestamp=185.0)))
+    again = cache.get("shop/checkout", "p95", now=195.0)[0]
+    assert again is not None and again is not got
+    assert decoded == [100.0, 185.0, 185.0]
+    assert cache.get("shop/checkout", "p95", now=100_000.0)[0] is None  # past the look-back
 
 
 def test_dataset_keeps_only_settled_events() -> None:

@@ -8,6 +8,7 @@ anything it cannot trust (:class:`planner.models.serialization.ModelRefused`).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -87,14 +88,19 @@ class EffectModel:
 
 
 def to_document(model: EffectModel) -> dict[str, Any]:
+    """The stored form of ``model``; ``metadata.blob_sha256`` names the serialised estimator,
+    so a reader holding a model can tell from the document without its blob whether it is
+    still the stored one (:class:`planner.planners.effect_cache.EffectCache`)."""
+    blob = serialization.dumps(model.estimator)
     return {
         "intent": model.intent, "objective": model.objective, "timestamp": model.timestamp,
         "static": model.static, "kind": model.kind, "format": serialization.FORMAT,
-        "blob": serialization.dumps(model.estimator),
+        "blob": blob,
         "metadata": {**model.metadata, "features": feature_names(model.classes),
                      "pools": list(model.pools), "classes": list(model.classes),
                      "samples": model.samples,
-                     "format_version": serialization.FORMAT_VERSION},
+                     "format_version": serialization.FORMAT_VERSION,
+                     "blob_sha256": hashlib.sha256(blob).hexdigest()},
     }
 
 

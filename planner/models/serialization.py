@@ -42,7 +42,10 @@ class ModelRefused(PermanentError):
 
 def _plain(value: Any) -> Any:
     if isinstance(value, np.ndarray):
-        return {"__array__": value.tolist(), "dtype": str(value.dtype)}
+        out = {"__array__": value.tolist(), "dtype": str(value.dtype)}
+        if value.size == 0:  # a nested list cannot say (0, 9) from (0,)
+            out["shape"] = list(value.shape)
+        return out
     if isinstance(value, tuple):
         return [_plain(v) for v in value]
     if isinstance(value, np.generic):
@@ -71,7 +74,7 @@ def _check_number(key: str, v: Any, kind: str) -> Any:
 
 
 def _array(key: str, v: Any) -> np.ndarray:
-    if not isinstance(v, dict) or set(v) != {"__array__", "dtype"}:
+    if not isinstance(v, dict) or set(v) - {"shape"} != {"__array__", "dtype"}:
         raise ModelRefused(f"attribute {key} must be an encoded array")
     if v["dtype"] not in ("float64", "int64", "bool"):
         raise ModelRefused(f"attribute {key}: dtype {v['dtype']!r} not allowed")
@@ -81,6 +84,13 @@ def _array(key: str, v: Any) -> np.ndarray:
         raise ModelRefused(f"attribute {key}: {exc}") from None
     if arr.dtype == object:
         raise ModelRefused(f"attribute {key}: not numeric")
+    shape = v.get("shape")
+    if shape is not None:
+        if (not isinstance(shape, list) or len(shape) > 4 or arr.size != 0
+                or not all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= 4096
+                           for n in shape) or 0 not in shape):
+            raise ModelRefused(f"attribute {key}: shape {shape!r} is not that of an empty array")
+        arr = arr.reshape(shape)
     return arr
 
 

@@ -43,6 +43,9 @@ class _Entry:
     """Time of the last read attempt."""
     model: EffectModel | None
     stale: Stale | None = None
+    header: Document | None = None
+    """The stored document ``model`` was read from, without its blob: while the newest one is
+    still that, the model is not read and decoded again."""
 
 
 class EffectCache:
@@ -89,13 +92,29 @@ class EffectCache:
         if self.knowledge is None:
             return _Entry(now, None)
         try:
+            if hit is not None and hit.header is not None:
+                head = self.knowledge.effect(intent, objective, now, self.lookback_s,
+                                             with_blob=False)
+                if head == hit.header:  # still the newest: keep the decoded model
+                    self._readable_again(intent, objective, now, hit)
+                    return _Entry(now, hit.model, header=hit.header)
+                if head is None:
+                    self._readable_again(intent, objective, now, hit)
+                    return _Entry(now, None)
             doc = self.knowledge.effect(intent, objective, now, self.lookback_s)
         except TemporaryError as exc:
             return self._keep(intent, objective, now, hit, exc)
+        self._readable_again(intent, objective, now, hit)
+        if doc is None:
+            return _Entry(now, None)
+        header = {k: v for k, v in doc.items() if k != "blob"}
+        return _Entry(now, self._model(intent, objective, doc), header=header)
+
+    @staticmethod
+    def _readable_again(intent: str, objective: str, now: float, hit: _Entry | None) -> None:
         if hit is not None and hit.stale is not None:
             log.info("effects for %s/%s readable again after %.0f s", intent, objective,
                      hit.stale.age_s(now))
-        return _Entry(now, None if doc is None else self._model(intent, objective, doc))
 
     def _keep(self, intent: str, objective: str, now: float, hit: _Entry | None,
               exc: TemporaryError) -> _Entry:
@@ -110,10 +129,11 @@ class EffectCache:
             log.warning("effects unavailable for %s/%s: %s", intent, objective, exc)
             return _Entry(now, None)
         if hit.stale is not None:
-            return _Entry(now, model, hit.stale)
+            return _Entry(now, model, hit.stale, hit.header)
         log.warning("effects unavailable for %s/%s, serving the model read at %s stale: %s",
                     intent, objective, hit.checked, exc)
-        return _Entry(now, model, Stale(since=now, confirmed=hit.checked, error=str(exc)))
+        return _Entry(now, model, Stale(since=now, confirmed=hit.checked, error=str(exc)),
+                      hit.header)
 
     def _model(self, intent: str, objective: str, doc: Document) -> EffectModel | None:
         try:
