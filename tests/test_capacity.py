@@ -166,3 +166,50 @@ def test_reserving_places_each_pod_where_a_scan_of_the_nodes_would(
     workload = WorkloadState("ns", "w", WorkloadConfig(0, cpu, device, pool))
     assert capacity.reserve_config(snapshot, workload, t).nodes == _reserved_by_scan(
         snapshot, workload, t)
+
+
+def _schedulable_by_scan(workload: WorkloadState, snapshot: ClusterSnapshot,
+                         cfg: WorkloadConfig) -> int:
+    """Schedulable replicas as a scan of every node (the code before the room count)."""
+    mine: dict[str, float] = {}
+    matching = 0
+    for p in workload.pods:
+        if p.node is not None and capacity.runs(p, cfg):
+            matching += 1
+        elif p.node is not None:
+            mine[p.node] = mine.get(p.node, 0.0) + p.cpu
+    return matching + sum(capacity._room(n, cfg, mine.get(n.name, 0.0)) for n in snapshot.nodes)
+
+
+shape_st = st.tuples(st.integers(0, 12), st.sampled_from((0.5, 1.0, 2.0)),
+                     st.sampled_from(("cpu", "gpu")), st.sampled_from((None, "a", "b")))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 32).map(lambda q: q / 4),
+                          st.integers(0, 2), st.booleans()), min_size=1, max_size=8),
+       st.lists(st.tuples(st.integers(0, 7), st.sampled_from((0.5, 1.0, 2.0))), max_size=6),
+       st.lists(shape_st, min_size=1, max_size=5), st.lists(shape_st, min_size=1, max_size=4))
+def test_schedulable_replicas_count_what_a_scan_of_the_nodes_would(
+        spec: list[tuple[str, float, int, bool]], own: list[tuple[int, float]],
+        reserves: list[tuple[int, float, str, str | None]],
+        asks: list[tuple[int, float, str, str | None]]) -> None:
+    """The room counted once per snapshot and shape, carried through a cycle's reservations,
+    gives what a scan of every node gives, for a workload with pods of other shapes."""
+    nodes = tuple(NodeState(f"n{i}", p, "r", 8.0, 8.0 - free, gpus, 0, 0.04, 1.0,
+                            schedulable=ok) for i, (p, free, gpus, ok) in enumerate(spec))
+    pods = tuple(PodState(f"p{j}", f"n{i % len(nodes)}", cpu) for j, (i, cpu) in enumerate(own))
+    mine = WorkloadState("ns", "mine", WorkloadConfig(len(pods)), pods)
+    view = ClusterSnapshot(0.0, nodes, {})
+    for n, cpu, device, pool in reserves:
+        for ask in asks:  # counted (and then carried) before each reservation
+            cfg = WorkloadConfig(ask[0], ask[1], ask[2], ask[3])
+            assert capacity.schedulable_replicas(mine, view, cfg) == _schedulable_by_scan(
+                mine, view, cfg)
+        other = WorkloadState("ns", "other", WorkloadConfig(0, cpu, device, pool))
+        view = capacity.reserve_config(view, other, WorkloadConfig(n, cpu, device, pool))
+    fresh = ClusterSnapshot(0.0, view.nodes, {})
+    for ask in asks:
+        cfg = WorkloadConfig(ask[0], ask[1], ask[2], ask[3])
+        assert capacity.schedulable_replicas(mine, view, cfg) == _schedulable_by_scan(
+            mine, fresh, cfg) == capacity.schedulable_replicas(mine, fresh, cfg)

@@ -46,11 +46,36 @@ def _room(n: NodeState, cfg: WorkloadConfig, freed: float = 0.0) -> int:
     return max(0, slots)
 
 
+Shape = tuple[float, str, "str | None"]
+"""A pod shape as room is counted for it: CPU size, device, pinned pool."""
+ROOM = "capacity.room"
+"""Key of :attr:`ClusterSnapshot.memo`: free slots per :data:`Shape` over the whole cluster."""
+
+
+def _shape(cfg: WorkloadConfig) -> Shape:
+    return (cfg.cpu, cfg.device, cfg.pool)
+
+
+def free_slots(snapshot: ClusterSnapshot, cfg: WorkloadConfig) -> int:
+    """Pods of ``cfg``'s shape that fit the free room of the cluster's nodes: counted once per
+    snapshot and shape, then kept up to date by :func:`reserve_config` (every intent of a cycle
+    asks; a scan of every node per intent would not scale)."""
+    room: dict[Shape, int] = snapshot.memo.setdefault(ROOM, {})
+    key = _shape(cfg)
+    total = room.get(key)
+    if total is None:
+        total = room[key] = sum(_room(n, cfg) for n in snapshot.nodes)
+    return total
+
+
 def schedulable_replicas(workload: WorkloadState, snapshot: ClusterSnapshot,
                          cfg: WorkloadConfig) -> int:
     """How many pods of ``cfg``'s shape the workload can have scheduled: its scheduled pods of
     that shape, plus what fits in the free room of the eligible nodes counting the room its
-    other pods there free as a rolling update replaces them (a pod fits a node or not)."""
+    other pods there free as a rolling update replaces them (a pod fits a node or not).
+
+    The cluster's free room comes from :func:`free_slots`; only the nodes hosting the
+    workload's other pods are looked at one by one: work proportional to its own pods."""
     mine: dict[str, float] = {}
     matching = 0
     for p in workload.pods:
@@ -60,7 +85,9 @@ def schedulable_replicas(workload: WorkloadState, snapshot: ClusterSnapshot,
             matching += 1
         else:
             mine[p.node] = mine.get(p.node, 0.0) + p.cpu
-    return matching + sum(_room(n, cfg, mine.get(n.name, 0.0)) for n in snapshot.nodes)
+    freed = sum(_room(n, cfg, mine[n.name]) - _room(n, cfg)
+                for n in snapshot.nodes_named(mine))
+    return matching + free_slots(snapshot, cfg) + freed
 
 
 def added_pods(workload: WorkloadState, plan: Plan) -> int:
@@ -93,6 +120,7 @@ def reserve_config(snapshot: ClusterSnapshot, workload: WorkloadState,
     heap = [(-(n.cpu_capacity - n.cpu_allocated), i) for i, n in enumerate(nodes)
             if _room(n, t) > 0]
     heapq.heapify(heap)
+    changed: set[int] = set()
     for _ in range(count):
         if not heap:
             break
@@ -100,6 +128,15 @@ def reserve_config(snapshot: ClusterSnapshot, workload: WorkloadState,
         n = nodes[best]
         nodes[best] = n = replace(n, cpu_allocated=n.cpu_allocated + t.cpu,
                                   gpus_allocated=n.gpus_allocated + gpus)
+        changed.add(best)
         if _room(n, t) > 0:
             heapq.heappush(heap, (-(n.cpu_capacity - n.cpu_allocated), best))
-    return snapshot.with_allocation(tuple(nodes))
+    out = snapshot.with_allocation(tuple(nodes))
+    room: dict[Shape, int] | None = snapshot.memo.get(ROOM)
+    if room:  # the free room counted so far, less what the placed pods took
+        out.memo[ROOM] = {
+            shape: total + sum(_room(nodes[i], cfg) - _room(snapshot.nodes[i], cfg)
+                               for i in changed)
+            for shape, total in room.items()
+            for cfg in (WorkloadConfig(1, shape[0], shape[1], shape[2]),)}
+    return out
