@@ -1,7 +1,11 @@
 """Opening a knowledge base from the ``--kb`` URI.
 
-``None``, ``""``, ``"memory"`` or ``"mongomock://[/database]"``
-    an in-memory store (mongomock): nothing to install, gone when the process ends.
+``None``, ``""`` or ``"memory"``
+    the indexed in-process store (:mod:`knowledge.embedded`): nothing to install, gone when
+    the process ends.
+``"mongomock://[/database]"``
+    the pymongo store over an in-process mongomock database (the MongoDB code path, in
+    memory; every read scans what is stored).
 A directory: ``./kb``, ``/var/lib/intent-planner``, ``~/kb`` (a value with a path separator,
 or starting with ``.`` or ``~``) or ``file:///abs/path``
     a persistent embedded store (:mod:`knowledge.directory`): kept across restarts without a
@@ -25,11 +29,11 @@ import mongomock
 import pymongo
 import pymongo.errors
 
-from knowledge import base, directory, mongo
+from knowledge import base, directory, embedded, mongo
 from knowledge import resilient as resilient_kb
 from planner.domain.errors import SpecError
 
-MEMORY_URIS = frozenset({"", "memory", "mongomock://"})
+MEMORY_URIS = frozenset({"", "memory"})
 MONGODB_SCHEMES = frozenset({"mongodb", "mongodb+srv"})
 
 _FIX = (
@@ -66,7 +70,11 @@ def open_knowledge_base(
     """
     text = "" if uri is None else uri.strip()
     scheme, sep, _ = text.partition("://")
-    if text in MEMORY_URIS or (sep and scheme == "mongomock"):
+    if text in MEMORY_URIS:
+        store: base.KnowledgeBase = embedded.EmbeddedKnowledgeBase(retention_s=retention_s)
+        return (resilient_kb.ResilientKnowledgeBase(store, buffer_size=buffer_size)
+                if resilient else store)
+    if sep and scheme == "mongomock":
         client: Any = mongomock.MongoClient()
         name = database or _uri_database(text) or mongo.DEFAULT_DATABASE
     elif sep and scheme.lower() in MONGODB_SCHEMES:

@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from knowledge.connect import open_knowledge_base
 from knowledge.mongo import MongoKnowledgeBase
 from planner.api.app import create_app
 from planner.api.settings import Settings
@@ -65,7 +66,9 @@ bodies = st.one_of(
 
 @pytest.fixture(scope="module")
 def fuzz_run() -> ScenarioRun:
-    run = ScenarioRun(load_scenario(SHOP), "queueing")
+    # the pymongo store over mongomock: the tests write raw documents it would refuse
+    run = ScenarioRun(load_scenario(SHOP), "queueing",
+                      knowledge=open_knowledge_base("mongomock://"))
     for _ in range(2 * 15):
         run.advance()
     return run

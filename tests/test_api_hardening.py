@@ -54,7 +54,9 @@ def settings(**changes: Any) -> Settings:
 
 @pytest.fixture(scope="module")
 def run() -> ScenarioRun:
-    r = ScenarioRun(load_scenario(SHOP), "queueing")
+    # the pymongo store over mongomock: raw_db() writes documents the store would refuse
+    r = ScenarioRun(load_scenario(SHOP), "queueing",
+                    knowledge=open_knowledge_base("mongomock://"))
     for _ in range(3 * 15):  # three cycles: events, statuses
         r.advance()
     return r

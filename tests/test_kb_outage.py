@@ -68,7 +68,7 @@ def stores(monkeypatch: pytest.MonkeyPatch) -> tuple[
         resilient.ResilientKnowledgeBase, mongo.MongoKnowledgeBase, Outage, Clock]:
     """The embedded store behind the resilient wrapper the CLI and the operator use, with a
     switch for outages and the wrapper's clock (its back-off) following planning time."""
-    inner = connect.open_knowledge_base(None)
+    inner = connect.open_knowledge_base("mongomock://")
     assert isinstance(inner, mongo.MongoKnowledgeBase)
     outage = Outage(inner, monkeypatch)
     clock = Clock()

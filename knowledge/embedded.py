@@ -1,0 +1,233 @@
+"""The in-process knowledge base (``--kb memory``, simulations, tests): indexed, bounded.
+
+mongomock, which the embedded default used before, answers every query by scanning and deep
+copying every stored document: reading one intent's recent events cost more with every event
+any intent recorded, and an hour of a large cluster's events did not fit in memory as Python
+dicts. This store keeps, per intent, its events in time order as BSON bytes (about a tenth of
+the memory of the same document as Python objects, decoded only when read), so:
+
+* ``record_event`` appends (O(log n) when an event arrives out of time order);
+* ``events(intent, since, until, limit, skip)`` bisects the intent's own events and decodes
+  only the ones returned; ``count_events`` is a length; without ``intent`` the intents' events
+  are merged newest first;
+* ``apply_retention`` cuts each intent's events at the retention cut-off;
+* ``max_events_per_intent`` bounds memory: past it, the intent's oldest event is dropped and
+  counted (:meth:`lost`, ``events_evicted``), never silently;
+* effects per (intent, objective) in (timestamp, insertion) order, statuses and memories per
+  intent.
+
+It follows the contract of :class:`knowledge.base.KnowledgeBase` exactly as the pymongo store
+does (the conformance suite runs on both); documents go through :mod:`knowledge.documents` as
+there. ``mongomock://`` still opens the pymongo store over mongomock, for anyone who wants that
+code path in process. Thread-safe: one lock (the REST API reads while the controller writes).
+Nothing persists: ``--kb ./DIRECTORY`` or MongoDB for that.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import itertools
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import bson
+
+from knowledge import base, documents
+from knowledge.mongo import DEFAULT_RETENTION_S, INTERNAL_FIELDS
+
+DEFAULT_MAX_EVENTS_PER_INTENT = 100_000
+"""Events kept per intent before the oldest is dropped (and counted): about 17 days of one
+event every 15 s, more than the default retention; a bound, not a retention."""
+
+Key = tuple[float, int]
+"""An event's place in time order: (time, insertion sequence)."""
+
+
+@dataclass
+class _Events:
+    """One intent's events, oldest first: sort keys and encoded documents side by side."""
+
+    keys: list[Key] = field(default_factory=list)
+    blobs: list[bytes] = field(default_factory=list)
+
+    def add(self, key: Key, blob: bytes) -> None:
+        if not self.keys or key >= self.keys[-1]:
+            self.keys.append(key)
+            self.blobs.append(blob)
+            return
+        i = bisect.bisect_right(self.keys, key)
+        self.keys.insert(i, key)
+        self.blobs.insert(i, blob)
+
+    def span(self, since: float | None, until: float | None) -> tuple[int, int]:
+        """Index range of the events with ``since <= time < until``."""
+        lo = 0 if since is None else bisect.bisect_left(self.keys, (since, -1))
+        hi = len(self.keys) if until is None else bisect.bisect_left(self.keys, (until, -1))
+        return lo, max(lo, hi)
+
+    def newest_first(self, since: float | None, until: float | None
+                     ) -> Iterator[tuple[tuple[float, int], bytes]]:
+        lo, hi = self.span(since, until)
+        for i in range(hi - 1, lo - 1, -1):
+            yield (-self.keys[i][0], -self.keys[i][1]), self.blobs[i]
+
+    def drop_before(self, cutoff: float) -> int:
+        i = bisect.bisect_left(self.keys, (cutoff, -1))
+        del self.keys[:i], self.blobs[:i]
+        return i
+
+    def drop_oldest(self, n: int) -> None:
+        del self.keys[:n], self.blobs[:n]
+
+
+def _encode(doc: Mapping[str, Any]) -> bytes:
+    return bson.encode({k: v for k, v in doc.items() if k not in INTERNAL_FIELDS})
+
+
+def _decode(blob: bytes) -> base.Document:
+    out: base.Document = bson.decode(blob)
+    return out
+
+
+class EmbeddedKnowledgeBase(base.KnowledgeBase):
+    """An indexed, bounded, in-process store (see the module docstring)."""
+
+    def __init__(self, retention_s: float | None = DEFAULT_RETENTION_S,
+                 max_events_per_intent: int = DEFAULT_MAX_EVENTS_PER_INTENT) -> None:
+        if retention_s is not None and not retention_s > 0:
+            raise ValueError("retention_s must be > 0 or None")
+        if max_events_per_intent < 1:
+            raise ValueError("max_events_per_intent must be >= 1")
+        self.retention_s = retention_s
+        self.max_events_per_intent = max_events_per_intent
+        self._lock = threading.Lock()
+        self._seq = itertools.count()
+        self._events: dict[str, _Events] = {}
+        self._effects: dict[tuple[str, str], list[tuple[Key, bool, bytes]]] = {}
+        """Per (intent, objective): (timestamp, sequence), static, document; oldest first."""
+        self._status: dict[str, bytes] = {}
+        self._memory: dict[str, bytes] = {}
+        self.events_evicted = 0
+
+    # -- events -----------------------------------------------------------------------------
+
+    def record_event(self, event: Mapping[str, Any]) -> str:
+        doc = documents.event_document(event)
+        blob = _encode(doc)
+        with self._lock:
+            seq = next(self._seq)
+            events = self._events.setdefault(doc["intent"], _Events())
+            events.add((float(doc["time"]), seq), blob)
+            over = len(events.keys) - self.max_events_per_intent
+            if over > 0:
+                events.drop_oldest(over)
+                self.events_evicted += over
+        return f"embedded:{seq}"
+
+    def events(
+        self,
+        intent: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int = 0,
+        skip: int = 0,
+    ) -> list[base.Document]:
+        if limit < 0 or skip < 0:
+            raise ValueError("limit and skip must be >= 0")
+        with self._lock:
+            if intent is not None:
+                found = self._events.get(intent)
+                rows: Iterator[tuple[Key, bytes]] = (
+                    iter(()) if found is None else found.newest_first(since, until))
+            else:
+                rows = heapq.merge(*(e.newest_first(since, until)
+                                     for e in self._events.values()), key=lambda r: r[0])
+            stop = skip + limit if limit else None
+            picked = [blob for _, blob in itertools.islice(rows, skip, stop)]
+        return [_decode(b) for b in picked]
+
+    def count_events(self, intent: str | None = None) -> int:
+        with self._lock:
+            if intent is not None:
+                found = self._events.get(intent)
+                return 0 if found is None else len(found.keys)
+            return sum(len(e.keys) for e in self._events.values())
+
+    def apply_retention(self, now: float) -> int:
+        if self.retention_s is None:
+            return 0
+        cutoff = now - self.retention_s
+        with self._lock:
+            deleted = sum(e.drop_before(cutoff) for e in self._events.values())
+            for key in [k for k, e in self._events.items() if not e.keys]:
+                del self._events[key]
+        return deleted
+
+    # -- effects ----------------------------------------------------------------------------
+
+    def put_effect(self, effect: Mapping[str, Any]) -> str:
+        doc = documents.effect_document(effect, not_after=self.effect_horizon())
+        blob = _encode(doc)
+        with self._lock:
+            seq = next(self._seq)
+            stored = self._effects.setdefault((doc["intent"], doc["objective"]), [])
+            bisect.insort(stored, ((float(doc["timestamp"]), seq), doc.get("static") is True,
+                                   blob))
+        return f"embedded:{seq}"
+
+    def effect(
+        self, intent: str, objective: str, now: float, lookback_s: float,
+        with_blob: bool = True,
+    ) -> base.Document | None:
+        horizon = self.effect_horizon()
+        with self._lock:
+            stored = list(self._effects.get((intent, objective), ()))
+        for (ts, _), static, blob in reversed(stored):  # newest first, last stored among equals
+            if (static and 0 <= ts <= horizon) or now - lookback_s <= ts <= now:
+                doc = _decode(blob)
+                if not with_blob:
+                    doc.pop("blob", None)
+                return doc
+        return None
+
+    def effects(self, intent: str | None = None, with_blobs: bool = False) -> list[base.Document]:
+        with self._lock:
+            rows = [(key, blob) for (who, _), stored in self._effects.items()
+                    if intent is None or who == intent for key, _, blob in stored]
+        rows.sort(key=lambda r: r[0], reverse=True)
+        out = [_decode(blob) for _, blob in rows]
+        if not with_blobs:
+            for doc in out:
+                doc.pop("blob", None)
+        return out
+
+    # -- statuses and memory ----------------------------------------------------------------
+
+    def put_status(self, intent: str, time: float, status: Mapping[str, Any]) -> None:
+        blob = _encode(documents.status_document(intent, time, status))
+        with self._lock:
+            self._status[intent] = blob
+
+    def statuses(self) -> dict[str, base.Document]:
+        with self._lock:
+            stored = sorted(self._status.items())
+        return {intent: _decode(blob) for intent, blob in stored}
+
+    def put_memory(self, intent: str, memory: Mapping[str, Any]) -> None:
+        blob = _encode(documents.memory_document(intent, memory))
+        with self._lock:
+            self._memory[intent] = blob
+
+    def memory(self, intent: str) -> base.Document | None:
+        with self._lock:
+            blob = self._memory.get(intent)
+        return None if blob is None else _decode(blob)
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def lost(self) -> dict[str, int]:
+        """What this store dropped to stay within its bound: ``events`` evicted."""
+        return {"events": self.events_evicted} if self.events_evicted else {}

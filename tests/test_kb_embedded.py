@@ -1,0 +1,74 @@
+"""The indexed in-process store (``--kb memory``): the conformance suite, reads that do not
+grow with what other intents stored, and a bound on memory that counts what it drops."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import mongomock
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from knowledge import base, connect, embedded, mongo
+
+try:
+    import kb_conformance
+except ImportError:  # tests/ is a package
+    from tests import kb_conformance  # type: ignore[no-redef]
+
+
+class TestEmbeddedKnowledgeBase(kb_conformance.KnowledgeBaseConformance):
+    @contextlib.contextmanager
+    def open_kb(
+        self, retention_s: float | None = kb_conformance.KnowledgeBaseConformance.RETENTION_S
+    ) -> Iterator[base.KnowledgeBase]:
+        kb = embedded.EmbeddedKnowledgeBase(retention_s=retention_s)
+        try:
+            yield kb
+        finally:
+            kb.close()
+
+
+def test_memory_is_the_embedded_store_and_mongomock_the_pymongo_one() -> None:
+    assert isinstance(connect.open_knowledge_base("memory"), embedded.EmbeddedKnowledgeBase)
+    assert isinstance(connect.open_knowledge_base(None), embedded.EmbeddedKnowledgeBase)
+    assert isinstance(connect.open_knowledge_base("mongomock://"), mongo.MongoKnowledgeBase)
+
+
+queries = st.tuples(st.sampled_from([None, "a", "b", "c"]),
+                    st.one_of(st.none(), st.integers(0, 20).map(float)),
+                    st.one_of(st.none(), st.integers(0, 20).map(float)),
+                    st.integers(0, 6), st.integers(0, 4))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, 20)), max_size=40),
+       st.lists(queries, min_size=1, max_size=6), st.one_of(st.none(), st.integers(0, 25)))
+def test_events_answer_as_the_pymongo_store_does(
+        writes: list[tuple[str, int]],
+        asks: list[tuple[str | None, float | None, float | None, int, int]],
+        retention_at: int | None) -> None:
+    """Any sequence of events (out of time order, equal times) and queries: the same answers,
+    in the same order, as the pymongo store over mongomock; retention deletes the same."""
+    ours = embedded.EmbeddedKnowledgeBase(retention_s=5.0)
+    theirs = mongo.MongoKnowledgeBase(mongomock.MongoClient(), retention_s=5.0, ttl_index=False)
+    for i, (intent, t) in enumerate(writes):
+        for kb in (ours, theirs):
+            kb.record_event({"intent": intent, "time": float(t), "n": i})
+    if retention_at is not None:
+        assert ours.apply_retention(float(retention_at)) == theirs.apply_retention(
+            float(retention_at))
+    for intent, since, until, limit, skip in asks:
+        assert ours.events(intent, since, until, limit, skip) == theirs.events(
+            intent, since, until, limit, skip)
+        assert ours.count_events(intent) == theirs.count_events(intent)
+
+
+def test_the_oldest_events_past_the_bound_are_dropped_and_counted() -> None:
+    kb = embedded.EmbeddedKnowledgeBase(max_events_per_intent=3)
+    for t in range(5):
+        kb.record_event({"intent": "a", "time": float(t)})
+    kb.record_event({"intent": "b", "time": 0.0})
+    assert [e["time"] for e in kb.events("a")] == [4.0, 3.0, 2.0]
+    assert kb.count_events("b") == 1 and kb.lost() == {"events": 2}
