@@ -228,6 +228,22 @@ class EmbeddedKnowledgeBase(base.KnowledgeBase):
 
     # -- lifecycle --------------------------------------------------------------------------
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> EmbeddedKnowledgeBase:
+        """An independent copy holding the same documents (a second run from this moment);
+        the stored documents are immutable bytes, so copying the indexes is enough."""
+        new = EmbeddedKnowledgeBase(self.retention_s, self.max_events_per_intent)
+        with self._lock:
+            new._events = {k: _Events(list(e.keys), list(e.blobs))
+                           for k, e in self._events.items()}
+            new._effects = {k: list(v) for k, v in self._effects.items()}
+            new._status = dict(self._status)
+            new._memory = dict(self._memory)
+            new.events_evicted = self.events_evicted
+            new._seq = itertools.count(next(self._seq))
+        new._followed_clock = self._followed_clock
+        memo[id(self)] = new
+        return new
+
     def lost(self) -> dict[str, int]:
         """What this store dropped to stay within its bound: ``events`` evicted."""
         return {"events": self.events_evicted} if self.events_evicted else {}

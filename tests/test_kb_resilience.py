@@ -12,7 +12,7 @@ import mongomock
 import pymongo
 import pytest
 
-from knowledge import base, connect, documents, mongo, resilient
+from knowledge import base, connect, documents, embedded, mongo, resilient
 from planner.domain.errors import SpecError
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -533,13 +533,20 @@ def test_constructor_rejects_bad_arguments() -> None:
 # -- open_knowledge_base ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("uri", [None, "", "memory", " memory ", "mongomock://"])
-def test_memory_uris_open_mongomock(uri: str | None) -> None:
+@pytest.mark.parametrize("uri", [None, "", "memory", " memory "])
+def test_memory_uris_open_the_embedded_store(uri: str | None) -> None:
     kb = connect.open_knowledge_base(uri)
+    assert isinstance(kb, embedded.EmbeddedKnowledgeBase)
+    assert kb.retention_s == mongo.DEFAULT_RETENTION_S
+    kb.record_event(ev(0))
+    assert kb.count_events() == 1
+
+
+def test_mongomock_uri_opens_the_pymongo_store_in_process() -> None:
+    kb = connect.open_knowledge_base("mongomock://")
     assert isinstance(kb, mongo.MongoKnowledgeBase)
     assert isinstance(kb.client, mongomock.MongoClient)
     assert kb.database_name == mongo.DEFAULT_DATABASE
-    assert kb.retention_s == mongo.DEFAULT_RETENTION_S
     kb.record_event(ev(0))
     assert kb.count_events() == 1
 

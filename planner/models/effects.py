@@ -88,7 +88,7 @@ class EffectModel:
 
 
 def to_document(model: EffectModel) -> dict[str, Any]:
-    """The stored form of ``model``; ``metadata.blob_sha256`` names the serialised estimator,
+    """The stored form of ``model``; ``metadata.model_sha256`` names the serialised estimator,
     so a reader holding a model can tell from the document without its blob whether it is
     still the stored one (:class:`planner.planners.effect_cache.EffectCache`)."""
     blob = serialization.dumps(model.estimator)
@@ -100,7 +100,7 @@ def to_document(model: EffectModel) -> dict[str, Any]:
                      "pools": list(model.pools), "classes": list(model.classes),
                      "samples": model.samples,
                      "format_version": serialization.FORMAT_VERSION,
-                     "blob_sha256": hashlib.sha256(blob).hexdigest()},
+                     "model_sha256": hashlib.sha256(blob).hexdigest()},
     }
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import mongomock
 
 from knowledge.connect import open_knowledge_base
+from knowledge.embedded import EmbeddedKnowledgeBase
 from knowledge.mongo import MongoKnowledgeBase
 from planner.domain.memory import EMPTY
 from simulator.runner import ScenarioRun
@@ -57,11 +58,12 @@ def copy_run(run: ScenarioRun) -> ScenarioRun:
     deterministic for a seed: tests/test_simulator.py::test_deterministic_for_a_seed).
     """
     kb = run.knowledge
-    if not isinstance(kb, MongoKnowledgeBase):
+    if not isinstance(kb, MongoKnowledgeBase | EmbeddedKnowledgeBase):
         raise TypeError(f"can only copy a run over an in-memory knowledge base, not {kb!r}")
     # The knowledge base is copied through its documents; the empty memory is a shared
     # read-only constant (its type cannot be copied).
-    memo: dict[int, Any] = {id(kb): copy_knowledge_base(kb), id(EMPTY): EMPTY}
+    memo: dict[int, Any] = {id(kb): copy.deepcopy(kb) if isinstance(kb, EmbeddedKnowledgeBase)
+                            else copy_knowledge_base(kb), id(EMPTY): EMPTY}
     if run.trainer is not None:
         if run.trainer._pool is not None:
             raise TypeError("cannot copy a run whose training runs on a thread")
