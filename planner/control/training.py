@@ -159,9 +159,19 @@ class Trainer:
 
     # -- scheduling
     def dispatch(self, now: float) -> list[str]:
-        """Submit the pending intents the schedule picks within the budget; the keys."""
-        if not self._pending:
-            return []
+        """Submit the pending intents the schedule picks within the budget; the keys. Inline,
+        rounds repeat until the schedule picks nothing more (an intent whose cost was never
+        measured is fitted and measured before the next is admitted)."""
+        submitted: list[str] = []
+        while self._pending:
+            batch = self._round(now)
+            submitted += batch
+            self.collect(now)
+            if not batch or not self.deterministic:
+                break
+        return submitted
+
+    def _round(self, now: float) -> list[str]:
         mean = self.ledger.mean_cost()
         states = [c.state(mean) for c in self._pending.values()]
         reserved = sum(cost for _, cost in self._running.values())
@@ -177,6 +187,7 @@ class Trainer:
                             "training.cpuSecondsPerHour", dear[0].intent, dear[0].cost_s, budget)
         if not self.deterministic:
             chosen = chosen[:max(self.backend.slots - len(self._running), 0)]
+        submitted: list[str] = []
         for st in chosen:
             cand = self._pending.pop(st.intent)
             try:
@@ -185,8 +196,10 @@ class Trainer:
                 log.error("cannot submit the fits of %s: %s", st.intent, exc)
                 continue
             self._running[st.intent] = (handle, st.cost_s or 0.0)
-        self.collect(now)
-        return [st.intent for st in chosen]
+            submitted.append(st.intent)
+            if st.cost_s is None and budget is not None:
+                break   # measure it before admitting another on no measurement at all
+        return submitted
 
     def collect(self, now: float) -> list[EffectModel]:
         """Store the results of the fits that completed; the models stored."""

@@ -36,7 +36,9 @@ def fit_latency(ds: Dataset, percentile: float, validate: bool = True,
     """Fit on everything (saturated rows as censored); score on the newest 20 % with a model
     fitted on the oldest 80 %: the error on its unsaturated rows, and the share of its
     saturated rows predicted below what was seen (a model blind to saturation scores high).
-    ``start``: a previous model's ``theta_`` over the same columns (warm start, both fits)."""
+    ``start``: a previous model's ``theta_`` over the same columns (warm start of the full fit
+    only: the previous model saw the newest rows, so a probe started from it would be scored
+    on rows it had already learned from)."""
     q = percentile / 100.0
     score = None
     below: float | None = None
@@ -48,7 +50,7 @@ def fit_latency(ds: Dataset, percentile: float, validate: bool = True,
         train, test = order[:cut], order[cut:]
         try:
             probe = QueueingLatencyRegressor(quantile=q, n_bootstrap=0).fit(
-                ds.X[train], ds.y[train], censored[train], start=start)
+                ds.X[train], ds.y[train], censored[train])
             calm = test[~censored[test]]
             score = mape(probe.predict(ds.X[calm]), ds.y[calm]) if calm.size else None
             sat = test[censored[test]]
