@@ -73,7 +73,7 @@ def scenario(intents: int, nodes: int, pods: int) -> dict[str, Any]:
 
 def _pct(xs: list[float], q: float) -> float:
     xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(math.ceil(q * len(xs))) - 1)]
+    return xs[min(len(xs) - 1, math.ceil(q * len(xs)) - 1)]
 
 
 def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int
