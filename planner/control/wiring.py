@@ -44,13 +44,15 @@ def build_controller(backend: ClusterBackend, kpis: KPISource, source: IntentSou
                      threaded_training: bool = False) -> Assembly:
     """A controller over ``backend`` with the admin's actuators, and a :class:`Trainer` hook
     when a configured planner learns (``threaded_training``: fits off the cycle's thread, for
-    live runs; simulations train inline so they stay deterministic)."""
+    live runs; simulations train inline so they stay deterministic; the admin's
+    ``training.executor`` may name another place, e.g. worker processes or a Dask cluster)."""
     planner_registry.check_admin(admin)
     knowledge.follow_clock(backend.now)  # effects stamped by this clock are not "the future"
     actuators = actuator_registry.create(admin.actuators, admin)
     controller = IntentController(backend, kpis, source, knowledge, admin, actuators=actuators)
     trainer = None
     if needs_training(admin):
-        trainer = Trainer(knowledge, source, threaded=threaded_training)
+        trainer = Trainer(knowledge, source, threaded=threaded_training,
+                          settings=admin.training)
         controller.hooks.append(trainer)
     return Assembly(controller, trainer)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from planner.domain.validation import validate_strict
 
@@ -190,6 +192,64 @@ class DispatchConfig(_Cfg):
         return self.workloads is None or workload in self.workloads
 
 
+UNLIMITED = "unlimited"
+DEFAULT_TRAINING_CPU_S_PER_HOUR = 3600.0
+"""One core's worth of model fitting per hour (about 500 latency fits of 7 CPU seconds)."""
+
+
+class TrainingSettings(_Cfg):
+    """How the training hook refits effect models (:mod:`planner.control.training`)."""
+
+    cpu_seconds_per_hour: float | str = Field(default=DEFAULT_TRAINING_CPU_S_PER_HOUR,
+                                              alias="cpuSecondsPerHour")
+    """CPU seconds of fitting per hour, over all intents (3600: one core), or
+    ``"unlimited"``. The stalest, worst-fitting models with new data are refitted first."""
+    executor: Literal["auto", "inline", "thread", "processes", "dask"] = "auto"
+    """Where fits run: ``inline`` (on the cycle's thread: deterministic simulations),
+    ``thread`` (one worker thread), ``processes`` (a pool of ``workers`` processes),
+    ``dask`` (a Dask cluster at ``daskScheduler``, or a local one of ``workers`` processes);
+    ``auto``: inline in simulations, a thread in live runs."""
+    workers: int = Field(default=2, ge=1, le=1024)
+    """Worker processes (``processes``; ``dask`` without a scheduler address)."""
+    dask_scheduler: str | None = Field(default=None, min_length=1, alias="daskScheduler")
+    """Address of a Dask scheduler (``tcp://host:8786``); needs ``intent-planner[dask]``."""
+    warm_start: bool = Field(default=False, alias="warmStart")
+    """Start a latency fit from the previous model's parameters when its node classes match
+    (measured: it saves no CPU, see docs/benchmarks.md; off by default)."""
+    interval_s: float = Field(default=300.0, gt=0, alias="intervalSeconds")
+    """How often each intent's data is looked at for a refit."""
+    min_new_observations: int = Field(default=1, ge=1, alias="minNewObservations")
+    """Settled observations since the last fit an intent needs to be refitted."""
+
+    @field_validator("cpu_seconds_per_hour", mode="before")
+    @classmethod
+    def _budget(cls, v: Any) -> float | str:
+        if v == UNLIMITED:
+            return UNLIMITED
+        if (isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+                and v > 0):
+            return float(v)
+        raise PydanticCustomError(
+            "training_budget", "not a CPU budget per hour",
+            {"fix": 'give CPU-seconds per hour as a number > 0 (3600 = one '
+                                     'core busy all the time) or the string "unlimited"'})
+
+    @model_validator(mode="after")
+    def _dask(self) -> TrainingSettings:
+        if self.dask_scheduler is not None and self.executor != "dask":
+            raise PydanticCustomError(
+                "training_executor", "daskScheduler is set but executor is {executor}",
+                {"executor": repr(self.executor),
+                 "fix": "set executor: dask, or remove daskScheduler"})
+        return self
+
+    @property
+    def budget_s(self) -> float | None:
+        """CPU seconds per hour; ``None``: unlimited."""
+        v = self.cpu_seconds_per_hour
+        return None if isinstance(v, str) else float(v)
+
+
 class AdminConfig(_Cfg):
     planner: str = "grid"
     planners_by_namespace: dict[str, str] = Field(default_factory=dict, alias="plannersByNamespace")
@@ -212,6 +272,8 @@ class AdminConfig(_Cfg):
     utility: UtilityWeights = UtilityWeights()
     dispatch: DispatchConfig = DispatchConfig()
     """Dispatch weights (used by the ``weights`` actuator only)."""
+    training: TrainingSettings = TrainingSettings()
+    """Model training: CPU budget, where fits run, warm start."""
 
     def planner_for(self, namespace: str) -> str:
         return self.planners_by_namespace.get(namespace, self.planner)

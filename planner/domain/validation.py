@@ -58,6 +58,8 @@ def _num(bound: Any) -> str:
 def _fix_for(err: Mapping[str, Any], allowed: Sequence[str]) -> str:
     kind = str(err.get("type", ""))
     ctx = err.get("ctx") or {}
+    if "fix" in ctx:   # a validator that knows the fix says it (PydanticCustomError)
+        return str(ctx["fix"])
     if kind == "finite_number":
         return "give a finite number"
     if kind == "string_pattern_mismatch":

@@ -182,11 +182,17 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         out: FloatArray = res.x
         return out
 
-    def fit(self, X: Any, y: Any, censored: Any = None) -> QueueingLatencyRegressor:
+    def fit(self, X: Any, y: Any, censored: Any = None,
+            start: Any = None) -> QueueingLatencyRegressor:
         """Fit on ``X``, ``y``; ``censored`` (optional, per row) marks observations that are a
         lower bound only (the pods were saturated: the latency is at least what was seen).
         Rows at or above ``timeout_ms`` are censored at the timeout whatever ``censored``
-        says: saturation teaches where the cliff is, so it is kept, not dropped."""
+        says: saturation teaches where the cliff is, so it is kept, not dropped.
+
+        ``start`` (optional): a previous fit's ``theta_`` over the same columns to start the
+        solve from (warm start); ignored when its length does not match this data's classes.
+        Parameters the data now fixes (an unseen class, a single CPU size) are clipped to
+        their bounds, so a warm fit answers the same question as a cold one."""
         X = np.asarray(X, dtype=float)
         y = np.asarray(y, dtype=float)
         if X.ndim != 2 or X.shape[1] < BASE_COLUMNS or X.shape[0] != y.shape[0]:
@@ -231,8 +237,8 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         # Start: service rate from the busiest observation, base from the lightest.
         per_core = X[~cens, 0] / (X[~cens, 1] * X[~cens, 2])
         y_obs = y[~cens]
-        start = np.concatenate([[math.log(max(per_core.max() * 1.3, 1e-3)), alpha, 0.0,
-                                 float(np.min(y_obs)) * 0.5, 0.5], np.zeros(k), np.zeros(k)])
+        initial = np.concatenate([[math.log(max(per_core.max() * 1.3, 1e-3)), alpha, 0.0,
+                                   float(np.min(y_obs)) * 0.5, 0.5], np.zeros(k), np.zeros(k)])
         eps = 1e-9
         lo = np.concatenate([[math.log(1e-3), alpha_lo - eps, -1.0 if self.seen_gpu_ else -eps,
                               0.0, 0.0], np.where(free, -SPEED_BOUND, -eps),
@@ -240,8 +246,15 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         hi = np.concatenate([[math.log(1e6), alpha_hi + eps, 6.0 if self.seen_gpu_ else eps,
                               float(np.max(y_obs)), 1.0], np.where(free, SPEED_BOUND, eps),
                              np.where(free, 1e4, eps)])
-        start = np.clip(start, lo + 1e-12, hi - 1e-12)
-        self.theta_ = self._fit_theta(X, y, shares, start, lo, hi, cens)
+        warm = None if start is None else np.asarray(start, dtype=float).reshape(-1)
+        if warm is not None and warm.shape == initial.shape and np.isfinite(warm).all():
+            # Free parameters start where the previous fit ended, inside their bounds; those
+            # the data pins (bounds of width ~0) start as a cold fit's do.
+            width = hi - lo
+            inside = np.clip(warm, lo + 1e-3 * width, hi - 1e-3 * width)
+            initial = np.where(width > 1e-6, inside, initial)
+        initial = np.clip(initial, lo + 1e-12, hi - 1e-12)
+        self.theta_ = self._fit_theta(X, y, shares, initial, lo, hi, cens)
         pred = self._forward(self.theta_, X, shares)
         ok = np.isfinite(pred) & ~cens
         resid = np.log(np.maximum(pred[ok], 1e-6)) - np.log(y[ok])

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from planner.domain.intents import KPIProfile, KPIType
+from planner.domain.intents import KPIProfileSpec, KPIType
 from planner.models.availability import AvailabilityRegressor
 from planner.models.effects import (
     KIND_AVAILABILITY,
@@ -31,11 +31,14 @@ def mape(pred: np.ndarray, y: np.ndarray) -> float | None:
     return float(np.mean(np.abs(pred[ok] - y[ok]) / y[ok]))
 
 
-def fit_latency(ds: Dataset, percentile: float,
-                validate: bool = True) -> tuple[Any, float | None, float | None]:
+def fit_latency(ds: Dataset, percentile: float, validate: bool = True,
+                start: Any = None) -> tuple[Any, float | None, float | None]:
     """Fit on everything (saturated rows as censored); score on the newest 20 % with a model
     fitted on the oldest 80 %: the error on its unsaturated rows, and the share of its
-    saturated rows predicted below what was seen (a model blind to saturation scores high)."""
+    saturated rows predicted below what was seen (a model blind to saturation scores high).
+    ``start``: a previous model's ``theta_`` over the same columns (warm start of the full fit
+    only: the previous model saw the newest rows, so a probe started from it would be scored
+    on rows it had already learned from)."""
     q = percentile / 100.0
     score = None
     below: float | None = None
@@ -56,7 +59,8 @@ def fit_latency(ds: Dataset, percentile: float,
                 below = float(np.mean(probe.predict(ds.X[sat]) < ds.y[sat]))
         except ValueError:
             score = None
-    return QueueingLatencyRegressor(quantile=q).fit(ds.X, ds.y, censored), score, below
+    model = QueueingLatencyRegressor(quantile=q).fit(ds.X, ds.y, censored, start=start)
+    return model, score, below
 
 
 def load_range(ds: Dataset) -> dict[str, float]:
@@ -73,17 +77,18 @@ def load_range(ds: Dataset) -> dict[str, float]:
     return out
 
 
-def fit_effect(intent: str, objective: str, prof: KPIProfile, ds: Dataset, now: float,
-               min_samples: int) -> EffectModel:
-    """One effect model of ``intent``'s ``objective`` from ``ds``; :class:`ValueError` when the
-    data cannot support one."""
+def fit_effect(intent: str, objective: str, spec: KPIProfileSpec, ds: Dataset, now: float,
+               min_samples: int, start: Any = None) -> EffectModel:
+    """One effect model of ``intent``'s ``objective`` (KPI ``spec``) from ``ds``;
+    :class:`ValueError` when the data cannot support one. ``start``: a previous latency
+    model's ``theta_`` over the same columns (warm start; ignored for other kinds)."""
     meta: dict[str, Any] = {
         "training_window": [float(ds.times.min()), float(ds.times.max())],
         "versions": library_versions(),
-        "kpi": {"type": prof.spec.type.value, "percentile": prof.spec.percentile},
+        "kpi": {"type": spec.type.value, "percentile": spec.percentile},
     }
-    if prof.spec.type is KPIType.LATENCY:
-        est, score, below = fit_latency(ds, prof.spec.latency_percentile)
+    if spec.type is KPIType.LATENCY:
+        est, score, below = fit_latency(ds, spec.latency_percentile, start=start)
         meta["validation"] = {"mape": score, "saturated_predicted_below": below,
                               "method": "newest 20% held out"}
         meta["censored_rows"] = int((ds.utilization >= SATURATED_UTILIZATION).sum())

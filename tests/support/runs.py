@@ -11,7 +11,6 @@ pytest-xdist each worker has its own: a worker simulates no more than its own te
 from __future__ import annotations
 
 import copy
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -64,10 +63,8 @@ def copy_run(run: ScenarioRun) -> ScenarioRun:
     # read-only constant (its type cannot be copied).
     memo: dict[int, Any] = {id(kb): copy.deepcopy(kb) if isinstance(kb, EmbeddedKnowledgeBase)
                             else copy_knowledge_base(kb), id(EMPTY): EMPTY}
-    if run.trainer is not None:
-        if run.trainer._pool is not None:
-            raise TypeError("cannot copy a run whose training runs on a thread")
-        memo[id(run.trainer._lock)] = threading.Lock()
+    if run.trainer is not None and not run.trainer.deterministic:
+        raise TypeError("cannot copy a run whose training runs off the cycle's thread")
     return copy.deepcopy(run, memo)
 
 
