@@ -13,6 +13,26 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``slow`` first (``make test`` runs pytest-xdist with ``--dist loadgroup``,
+    which hands out work in this order after the groups: a long test that starts last keeps one
+    worker busy while the other idles); and every test on a shared run in its scenario's group
+    (tests/support/runs.py), so that one worker simulates each scenario once."""
+    from tests.support.runs import GROUP_PREFIX
+
+    for item in items:
+        if "shared_run" not in getattr(item, "fixturenames", ()):
+            continue
+        groups = [m.args[0] if m.args else m.kwargs.get("name")
+                  for m in item.iter_markers("xdist_group")]
+        if not any(isinstance(g, str) and g.startswith(GROUP_PREFIX) for g in groups):
+            raise pytest.UsageError(
+                f"{item.nodeid} uses shared_run without its scenario's group: mark it with "
+                "tests.support.runs.on_shared_run(path) or parametrize it with "
+                "shared_run_params(paths)")
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture
 def root() -> Path:
     return ROOT
