@@ -31,6 +31,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 "tests.support.runs.on_shared_run(path) or parametrize it with "
                 "shared_run_params(paths)")
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    if config.getvalue("loadgroup"):   # a pytest-xdist worker under --dist loadgroup
+        for item in items:
+            _group_in_nodeid(item)
+
+
+def _group_in_nodeid(item: pytest.Item) -> None:
+    """Put the item's ``xdist_group`` in its node id (``...@group``), which is how
+    ``--dist loadgroup`` reads it. pytest-xdist does so itself by setting the attribute pytest 8
+    derived the node id from; from pytest 9 on the node id comes from ``_id``, and without this
+    every test is its own group."""
+    from _pytest.nodeid import NodeId
+
+    names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                    for m in item.iter_markers("xdist_group")})
+    current = getattr(item, "_id", None)
+    if names and isinstance(current, NodeId) and "@" not in str(current):
+        item._id = NodeId.parse(f"{current}@{'_'.join(names)}")
 
 
 @pytest.fixture
