@@ -39,8 +39,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _group_in_nodeid(item: pytest.Item) -> None:
     """Put the item's ``xdist_group`` in its node id (``...@group``), which is how
     ``--dist loadgroup`` reads it. pytest-xdist does so itself by setting the attribute pytest 8
-    derived the node id from; from pytest 9 on the node id comes from ``_id``, and without this
-    every test is its own group."""
+    derived the node id from; from pytest 9.2 on the node id comes from ``_id``, and without this
+    every test is its own group (pytest-dev/pytest-xdist#1386, fix proposed in #1388; harmless
+    once xdist does it itself: the id then has its ``@``)."""
     from _pytest.nodeid import NodeId
 
     names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
