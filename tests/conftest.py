@@ -31,7 +31,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 "tests.support.runs.on_shared_run(path) or parametrize it with "
                 "shared_run_params(paths)")
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-    if config.getvalue("loadgroup"):   # a pytest-xdist worker under --dist loadgroup
+    if config.getoption("loadgroup", default=False):   # an xdist worker, --dist loadgroup
         for item in items:
             _group_in_nodeid(item)
 
@@ -42,8 +42,10 @@ def _group_in_nodeid(item: pytest.Item) -> None:
     derived the node id from; from pytest 9.2 on the node id comes from ``_id``, and without this
     every test is its own group (pytest-dev/pytest-xdist#1386, fix proposed in #1388; harmless
     once xdist does it itself: the id then has its ``@``)."""
-    from _pytest.nodeid import NodeId
-
+    try:
+        from _pytest.nodeid import NodeId
+    except ImportError:     # pytest 8: xdist's own hook puts the group in the node id
+        return
     names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
                     for m in item.iter_markers("xdist_group")})
     current = getattr(item, "_id", None)
