@@ -9,8 +9,11 @@ KB      ?= .intent-planner/kb
 # `make run` starts from what the first learned. `make run KB=memory` keeps nothing.
 APT_PACKAGES := haproxy prometheus
 PYTEST_WORKERS ?= 2
-# pytest-xdist processes (CI has 2 cores; idle workers steal queued tests); PYTEST_WORKERS=0 runs
-# in one process. The slowest tests are listed at the end (keep `make test` under 10 minutes).
+# pytest-xdist processes (CI has 2 cores); PYTEST_WORKERS=0 runs in one process. `--dist
+# loadgroup`: the tests that share a scenario's simulated run form one group, run by one worker
+# (tests/support/runs.py), and the biggest groups, then the tests marked `slow`, are handed out
+# first (tests/conftest.py). The slowest tests are listed at the end (keep `make test` under 10
+# minutes).
 # Property tests run with a fixed seed here (a CI result is reproducible); run pytest directly
 # for fresh random examples.
 
@@ -51,7 +54,7 @@ layers: install
 	$(BIN)/lint-imports
 
 pytest: install system-packages
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal --durations=15 --hypothesis-seed=0
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=15 --hypothesis-seed=0
 
 # Two jobs: apt installs the Debian packages while pip installs the virtualenv, then lint,
 # typecheck and layers run beside the rest of apt and beside each other (each target's output

@@ -22,7 +22,7 @@ from planner.api.settings import Settings
 from planner.cli.embedded import scenario_runtime, serve_runtime
 from simulator.runner import ScenarioRun
 from simulator.scenario import load_scenario
-from tests.support.runs import SharedRun
+from tests.support.runs import SharedRun, on_shared_run
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOP = ROOT / "examples" / "scenarios" / "diurnal-shop.yaml"
@@ -30,6 +30,8 @@ TOKEN = "test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 REF = {"ref": {"namespace": "shop", "name": "checkout"}}
 KEY = "shop/checkout"
+ON_SHOP = on_shared_run(SHOP)
+"""The tests on ``warm`` (or ``client``) share diurnal-shop's run (tests/support/runs.py)."""
 
 
 def settings(**changes: Any) -> Settings:
@@ -115,6 +117,7 @@ def _until_cycle_is_next(run: ScenarioRun) -> None:
 
 
 # ------------------------------------------------------------------ the must-show test
+@ON_SHOP
 def test_preview_equals_next_cycle_and_changes_nothing(
         shared_run: Callable[[Path], SharedRun]) -> None:
     run = _shop_at(shared_run, 9 * 60)  # on the rise, models learned: scale-outs, scale-ins
@@ -157,6 +160,7 @@ def test_preview_equals_next_cycle_and_changes_nothing(
     assert sources == {"learned"}
 
 
+@ON_SHOP
 def test_what_if_load_plans_more_capacity_and_changes_nothing(
         client: TestClient, warm: tuple[ScenarioRun, Runtime]) -> None:
     run, _ = warm
@@ -180,6 +184,7 @@ def test_what_if_load_plans_more_capacity_and_changes_nothing(
     assert fingerprint(run) == before
 
 
+@ON_SHOP
 def test_other_planner_is_a_fresh_instance(client: TestClient) -> None:
     resp = client.post("/v1/plans:preview", json={**REF, "planner": "queueing"}, headers=AUTH)
     assert resp.status_code == 200, resp.text
@@ -189,6 +194,7 @@ def test_other_planner_is_a_fresh_instance(client: TestClient) -> None:
 
 
 # ------------------------------------------------------------------ auth
+@ON_SHOP
 def test_auth_bearer_token(client: TestClient) -> None:
     resp = client.post("/v1/plans:preview", json=REF)
     assert resp.status_code == 401
@@ -207,6 +213,7 @@ def test_auth_bearer_token(client: TestClient) -> None:
         assert client.get(path).status_code == 200, path
 
 
+@ON_SHOP
 def test_auth_settings_and_dependency_override(warm: tuple[ScenarioRun, Runtime]) -> None:
     _, rt = warm
     app = create_app(settings(auth_reads=False), rt)
@@ -230,6 +237,7 @@ def test_tokens_from_env_and_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 
 # ------------------------------------------------------------------ limits and errors
+@ON_SHOP
 def test_request_body_too_large_is_413(warm: tuple[ScenarioRun, Runtime]) -> None:
     _, rt = warm
     with TestClient(create_app(settings(max_body_bytes=2048), rt)) as c:
@@ -258,6 +266,7 @@ def _error(resp: Any) -> dict[str, Any]:
     return first
 
 
+@ON_SHOP
 def test_422_names_the_field_and_the_fix(client: TestClient) -> None:
     doc = shop_intent()
     doc["spec"]["objectives"][0]["value"] = -1
@@ -299,6 +308,7 @@ def test_422_names_the_field_and_the_fix(client: TestClient) -> None:
     assert "exactly one" in err["msg"]
 
 
+@ON_SHOP
 def test_404_for_unknown_intents(client: TestClient) -> None:
     resp = client.post("/v1/plans:preview", json={"ref": {"namespace": "shop", "name": "cart"}},
                        headers=AUTH)
@@ -307,6 +317,7 @@ def test_404_for_unknown_intents(client: TestClient) -> None:
     assert client.get("/v1/intents/shop/cart/events", headers=AUTH).status_code == 404
 
 
+@ON_SHOP
 def test_preview_time_limit_is_504(warm: tuple[ScenarioRun, Runtime]) -> None:
     _, rt = warm
     app = create_app(settings(preview_timeout_s=0.3), rt)
@@ -331,6 +342,7 @@ def test_preview_time_limit_is_504(warm: tuple[ScenarioRun, Runtime]) -> None:
 
 
 # ------------------------------------------------------------------ reads
+@ON_SHOP
 def test_intents_list_and_detail(client: TestClient) -> None:
     body = client.get("/v1/intents", headers=AUTH).json()
     assert body["count"] == 1
@@ -344,6 +356,7 @@ def test_intents_list_and_detail(client: TestClient) -> None:
     assert detail["status"]["lastPlan"]["planner"] == "grid"
 
 
+@ON_SHOP
 def test_events_pagination(client: TestClient, warm: tuple[ScenarioRun, Runtime]) -> None:
     run, _ = warm
     expected = [e["time"] for e in run.knowledge.events(KEY)]
@@ -378,6 +391,7 @@ def test_events_pagination(client: TestClient, warm: tuple[ScenarioRun, Runtime]
     assert err["loc"] == ["query", "limit"]
 
 
+@ON_SHOP
 def test_effects_metadata_never_blobs(client: TestClient,
                                       warm: tuple[ScenarioRun, Runtime]) -> None:
     run, _ = warm
@@ -396,6 +410,7 @@ def test_effects_metadata_never_blobs(client: TestClient,
     assert only["count"] == 2 and {i["objective"] for i in only["items"]} == {"p95latency"}
 
 
+@ON_SHOP
 def test_metrics_content(client: TestClient, warm: tuple[ScenarioRun, Runtime]) -> None:
     run, _ = warm
     assert client.post("/v1/plans:preview", json=REF, headers=AUTH).status_code == 200
@@ -460,6 +475,7 @@ def test_cli_openapi_and_serve_errors(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "port" in res.output
 
 
+@pytest.mark.slow
 def test_run_with_api_serves_beside_the_controller() -> None:
     import os
     import socket

@@ -38,6 +38,7 @@ def test_simulate_table() -> None:
     assert "attainment" in res.stdout and "core-hours" in res.stdout
 
 
+@pytest.mark.slow
 def test_run_live_log_mode_ends_at_duration() -> None:
     res = cli("run", "--speed", "3000", "--duration", "10m", "--no-live")
     assert res.returncode == 0, res.stderr
@@ -123,6 +124,7 @@ def test_unknown_planner_and_missing_file() -> None:
     assert res.returncode == 2 and "nope.yaml" in res.stderr
 
 
+@pytest.mark.slow
 def test_planner_spec_sets_the_hpa_target() -> None:
     """``--planner hpa@50`` is HPA at a 50 % CPU target: it keeps more pods than at 80 %; a
     bad target names the option and the field."""

@@ -30,6 +30,7 @@ def _load_bench() -> ModuleType:
     return module
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sh.find_binary() is None, reason=sh.SKIP_REASON)
 @pytest.mark.timeout(120)
 def test_our_weights_beat_round_robin_p99() -> None:

@@ -25,7 +25,7 @@ from simulator.characterize import characterize
 from simulator.runner import ScenarioRun
 from simulator.scenario import load_scenario
 from tests.support.memory import Remembering
-from tests.support.runs import SharedRun
+from tests.support.runs import SharedRun, on_shared_run
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOP = ROOT / "examples/scenarios/diurnal-shop.yaml"
@@ -129,6 +129,7 @@ def test_no_scale_in_while_pods_are_replaced() -> None:
     assert "replicas" not in by or by["replicas"].params["replicas"] >= 12
 
 
+@on_shared_run(SHOP)
 def test_learns_and_stores_models_with_metadata(
         shared_run: Callable[[Path], SharedRun]) -> None:
     """The knowledge base after 30 minutes of diurnal-shop, whose planner is grid (the run
@@ -160,6 +161,7 @@ def test_corrupt_model_in_effects_falls_back_without_crashing() -> None:
     assert planner.source.cache.refusals >= 1
 
 
+@pytest.mark.slow
 def test_characterize_seeds_effects() -> None:
     kb = open_knowledge_base(None)
     res = characterize(load_scenario(SHOP), "shop/checkout", 25, kb, seed=3)
@@ -170,6 +172,7 @@ def test_characterize_seeds_effects() -> None:
     assert all(e["exploratory"] for e in kb.events("shop/checkout"))
 
 
+@pytest.mark.slow
 def test_characterize_cli_json() -> None:
     res = subprocess.run([sys.executable, "-m", "planner.cli", "characterize", "-s", str(SHOP),
                           "-w", "checkout", "-n", "12", "--json"], capture_output=True,

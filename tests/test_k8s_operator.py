@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 import kopf
+import pytest
 import typer
 from kubernetes.client import ApiClient, Configuration
 from typer.testing import CliRunner
@@ -408,6 +409,7 @@ def test_peering_only_the_highest_priority_replica_plans(api: RunningApiserver,
         leader.close()
 
 
+@pytest.mark.slow
 def test_operator_command_end_to_end(api: RunningApiserver, kube: Kube,
                                      tmp_path: Any) -> None:
     """``operator(...)`` as the CLI runs it: kubeconfig, kopf, health, status, SIGTERM."""

@@ -235,6 +235,7 @@ def _dump_events(root: Path) -> list[dict[str, Any]]:
         return list(bson.decode_file_iter(f))
 
 
+@pytest.mark.slow
 def test_kill_9_during_run_keeps_events_models_and_planner_memory(tmp_path: Path) -> None:
     """A clean ``run`` leaves a complete snapshot (the journal folded in); a second ``run`` on
     the same directory, killed with SIGKILL once it trained a model, loses nothing of it."""

@@ -22,6 +22,7 @@ SEED_MINUTES = 15
 SEED_DURATION = f"{SEED_MINUTES}m"
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_effects_notebook_executes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("INTENT_PLANNER_KB", raising=False)  # seed an in-memory knowledge base

@@ -26,10 +26,11 @@ from planner.control import wiring
 from planner.domain.plan import Plan
 from simulator.runner import ScenarioRun
 from simulator.scenario import load_scenario
-from tests.support.runs import SharedRun
+from tests.support.runs import SharedRun, on_shared_run, shared_run_params
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = sorted((ROOT / "examples" / "scenarios").glob("*.yaml"))
+FLASH = ROOT / "examples" / "scenarios" / "flash-sale.yaml"
 RESTART_S = 20 * 60.0
 """Late enough for trained models, an exploration window, cooldowns and a forecast."""
 COMPARED_CYCLES = 1
@@ -80,7 +81,7 @@ def at_restart(shared_run: Callable[[Path], SharedRun]) -> AtRestart:
     return two_runs
 
 
-@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", shared_run_params(SCENARIOS))
 def test_restarted_controller_makes_the_same_next_plans(path: Path,
                                                         at_restart: AtRestart) -> None:
     scenario = load_scenario(path)
@@ -94,12 +95,12 @@ def test_restarted_controller_makes_the_same_next_plans(path: Path,
     assert _plans(restarted, COMPARED_CYCLES) == _plans(through, COMPARED_CYCLES)
 
 
+@on_shared_run(FLASH)
 def test_without_the_memory_a_restart_plans_differently(at_restart: AtRestart) -> None:
     """The check above can fail: with the memory deleted, the restarted planner has lost its
     cooldowns, margins, forecasts and model times, and its plans differ."""
-    path = ROOT / "examples" / "scenarios" / "flash-sale.yaml"
-    scenario = load_scenario(path)
-    through, amnesic = at_restart(path)
+    scenario = load_scenario(FLASH)
+    through, amnesic = at_restart(FLASH)
     _restart(amnesic)
     for intent in scenario.intents:
         amnesic.knowledge.put_memory(intent.key, {"intent": intent.key})

@@ -12,9 +12,10 @@ from simulator.cluster import SimulatedCluster
 from simulator.runner import ScenarioRun
 from simulator.scenario import load_scenario, parse_scenario
 from simulator.traces import BurstyTrace, CsvTrace, DiurnalTrace, StepTrace
-from tests.support.runs import SharedRun
+from tests.support.runs import SharedRun, shared_run_params
 
 ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = sorted((ROOT / "examples" / "scenarios").glob("*.yaml"))
 
 
 def small_scenario(**overrides: Any) -> dict[str, Any]:
@@ -39,6 +40,7 @@ def _comparable(report: dict[str, Any]) -> dict[str, Any]:
     return report
 
 
+@pytest.mark.parametrize("scenario_path", shared_run_params(SCENARIOS))
 def test_deterministic_for_a_seed(scenario_path: Path,
                                   shared_run: Callable[[Path], SharedRun]) -> None:
     """Two runs with one seed report the same, after 5 and after 15 minutes; another seed

@@ -650,6 +650,7 @@ def test_actuator_and_simulator_agree_on_the_dispatch_rule(
 # -- end to end: pods of two speeds ----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_weights_lower_tail_latency_on_heterogeneous_pods() -> None:
     """The controller with [replicas, weights] against [replicas] alone, same trace and seed:
     the weighted run has lower p95 and p99 over the run, and uses no more cores."""

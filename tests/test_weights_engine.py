@@ -536,6 +536,7 @@ def _json(state: Mapping[str, Any]) -> dict[str, Any]:
     return loaded_state
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None)
 @given(scenarios())
 def test_an_engine_restored_from_its_state_makes_the_same_updates(scenario: Scenario) -> None:

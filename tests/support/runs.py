@@ -6,15 +6,22 @@ and admin, an in-memory knowledge base). The session fixture ``shared_run`` (con
 one per scenario and process; each test advances it as far as it needs (:meth:`SharedRun.until`)
 and reads what was recorded on the way, at the times below, whichever test came first. Under
 pytest-xdist each worker has its own: a worker simulates no more than its own tests need.
+
+So that one worker simulates each scenario once, every test that uses ``shared_run`` carries the
+pytest-xdist group of its scenario (:func:`on_shared_run`, :func:`shared_run_params`):
+``make test`` runs pytest with ``--dist loadgroup``, which sends the tests of one group to one
+worker. conftest.py refuses a test that uses ``shared_run`` without such a group.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import mongomock
+import pytest
 
 from knowledge.connect import open_knowledge_base
 from knowledge.embedded import EmbeddedKnowledgeBase
@@ -31,6 +38,28 @@ SNAPSHOT_TIMES = (900.0, 1800.0)
 """... :attr:`SharedRun.snapshots` (see :meth:`SharedRun.snapshot`)."""
 COPY_TIMES = (540.0, 1200.0, 1500.0)
 """... :attr:`SharedRun.copies` (see :func:`copy_run`)."""
+
+
+GROUP_PREFIX = "shared-run-"
+"""The pytest-xdist groups of the tests that share a scenario's run are named so."""
+
+
+def shared_run_group(path: Path) -> str:
+    """The pytest-xdist group of the tests that share the run of the scenario at ``path``."""
+    return GROUP_PREFIX + path.stem
+
+
+def on_shared_run(path: Path) -> pytest.MarkDecorator:
+    """Marks a test that uses the shared run of the scenario at ``path``: its pytest-xdist
+    group (under ``--dist loadgroup`` one worker runs the group's tests and simulates the
+    scenario once for all of them)."""
+    return pytest.mark.xdist_group(shared_run_group(path))
+
+
+def shared_run_params(paths: Iterable[Path]) -> list[pytest.ParameterSet]:
+    """Parameters for a test parametrized over scenarios whose shared runs it uses: each path
+    with its stem as id and its scenario's group (:func:`on_shared_run`)."""
+    return [pytest.param(p, id=p.stem, marks=on_shared_run(p)) for p in paths]
 
 
 def copy_knowledge_base(kb: MongoKnowledgeBase) -> MongoKnowledgeBase:
