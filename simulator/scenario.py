@@ -43,10 +43,11 @@ DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
 
 MAX_NODES = 10_000
 """Nodes in a scenario's cluster, all pools together."""
-MAX_PODS = 100_000
+MAX_PODS = 200_000
 """Pods a scenario starts with, all workloads together (each at most
-:data:`planner.domain.admin.MAX_REPLICAS`)."""
-MAX_WORKLOADS = 200
+:data:`planner.domain.admin.MAX_REPLICAS`): the design target's cluster (issue 13)."""
+MAX_WORKLOADS = 1_000
+"""Workloads in a scenario: the design target's 1,000 intents (issue 13)."""
 MAX_DURATION_S = 30 * 86400.0
 """Longest simulated time (30 days)."""
 MIN_DURATION_S = 60.0
