@@ -48,6 +48,8 @@ MAX_PODS = 200_000
 :data:`planner.domain.admin.MAX_REPLICAS`): the design target's cluster (issue 13)."""
 MAX_WORKLOADS = 1_000
 """Workloads in a scenario: the design target's 1,000 intents (issue 13)."""
+MAX_MANIFESTS = 2 * MAX_WORKLOADS
+"""Intents and KPIProfiles together (an intent per workload and their profiles)."""
 MAX_DURATION_S = 30 * 86400.0
 """Longest simulated time (30 days)."""
 MIN_DURATION_S = 60.0
@@ -222,7 +224,7 @@ class ScenarioSpec(_S):
     cluster: ClusterSpec
     workloads: list[WorkloadSpec] = Field(min_length=1, max_length=MAX_WORKLOADS)
     admin: AdminConfig = AdminConfig()
-    manifests: list[dict[str, Any]] = Field(min_length=1, max_length=1000)
+    manifests: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_MANIFESTS)
 
     _parse = field_validator("duration", mode="before")(classmethod(lambda cls, v: _dur(v)))
 
