@@ -43,12 +43,42 @@ class LabelKeys:
     cost_per_gpu_hour: str = "intent-planner.io/cost-per-gpu-hour"
 
 
+_QUANTITIES: dict[str, float] = {}
+_TIMES: dict[str, float | None] = {}
+_MEMO_SIZE = 4096
+"""Parsed quantity and timestamp strings kept (pods repeat a few: ``"500m"``, start times)."""
+
+
 def quantity(value: Any) -> float:
     """A quantity in its unit; 0 when it is not one."""
+    if isinstance(value, str):
+        out = _QUANTITIES.get(value)
+        if out is None:
+            out = _parse(value)
+            if len(_QUANTITIES) >= _MEMO_SIZE:
+                _QUANTITIES.clear()
+            _QUANTITIES[value] = out
+        return out
+    return _parse(value)
+
+
+def _parse(value: Any) -> float:
     try:
         return parse_quantity(value)
     except ValueError:
         return 0.0
+
+
+def timestamp(value: Any) -> float | None:
+    """An RFC 3339 timestamp in seconds since the epoch (``None`` if absent or malformed)."""
+    if not isinstance(value, str):
+        return parse_time(value)
+    if value in _TIMES:
+        return _TIMES[value]
+    out = _TIMES[value] = parse_time(value)
+    if len(_TIMES) > _MEMO_SIZE:
+        _TIMES.clear()
+    return out
 
 
 def containers_cpu(containers: Sequence[Mapping[str, Any]]) -> float:
@@ -92,20 +122,22 @@ def workload_key(obj: Mapping[str, Any]) -> str:
     return f"{meta.get('namespace')}/{meta['name']}"
 
 
-def pod_state(p: Mapping[str, Any]) -> PodState:
-    """The pod without its pool (the pool is its node's, set by the snapshot)."""
+def pod_state(p: Mapping[str, Any], pool_of: Mapping[str, str] | None = None) -> PodState:
+    """The pod; its pool is its node's in ``pool_of`` (none without it)."""
     spec = p.get("spec") or {}
     status = p.get("status") or {}
     containers = spec.get("containers") or ()
-    started = parse_time(status.get("startTime")) or parse_time(
+    started = timestamp(status.get("startTime")) or timestamp(
         (p.get("metadata") or {}).get("creationTimestamp")) or 0.0
+    node = spec.get("nodeName")
     return PodState(
-        name=str(p["metadata"]["name"]), node=spec.get("nodeName"),
+        name=str(p["metadata"]["name"]), node=node,
         cpu=containers_cpu(containers), device=containers_device(containers),
         ready=ready(p),
         restarts=sum(int(c.get("restartCount") or 0)
                      for c in status.get("containerStatuses") or ()),
-        started_at=started)
+        started_at=started,
+        pool=pool_of.get(node) if node and pool_of is not None else None)
 
 
 def allocated(pods: Iterable[PodState]) -> tuple[float, int]:
@@ -132,6 +164,12 @@ def _number(value: Any, default: float, node: str, key: str) -> float:
         return default
 
 
+def node_pool(n: Mapping[str, Any], keys: LabelKeys) -> str:
+    labels = (n.get("metadata") or {}).get("labels") or {}
+    pool: str = labels.get(keys.pool) or labels.get(keys.zone) or "default"
+    return pool
+
+
 def node_name(n: Mapping[str, Any]) -> str:
     return str((n.get("metadata") or {}).get("name"))
 
@@ -150,7 +188,7 @@ def node_state(n: Mapping[str, Any], keys: LabelKeys, cpu_allocated: float = 0.0
                                 (keys.cost_per_gpu_hour, _NODE.cost_per_gpu_hour))]
     return NodeState(
         name=name,
-        pool=labels.get(keys.pool) or labels.get(keys.zone) or "default",
+        pool=node_pool(n, keys),
         region=labels.get(keys.region) or "unknown",
         cpu_capacity=quantity(alloc.get("cpu", 0)),
         cpu_allocated=cpu_allocated,

@@ -111,6 +111,7 @@ class SnapshotBuilder:
         self._pool_of: dict[str, str] = {}
         self._node_order: tuple[str, ...] = ()
         self._nodes: tuple[NodeState, ...] = ()
+        self._nodes_stale = False
         self._workloads: dict[str, _Workload] = {}
         self._group_index: dict[str, dict[tuple[str, str], set[_Group]]] = {}
         """Groups by namespace and one of their labels."""
@@ -128,9 +129,10 @@ class SnapshotBuilder:
         """Apply the pods changed since the last update (``None``: deleted or to be forgotten),
         compare the current nodes and workloads, and return the snapshot."""
         self.counts = BuildCounts()
+        self._update_nodes(raw_nodes)
         for key, raw in pod_changes.items():
             self._pod(key, raw)
-        self._update_nodes(raw_nodes)
+        self._rebuild_nodes()
         workloads = self._update_workloads(raw_workloads)
         c, t = self.counts, self.totals
         for f in dataclasses.fields(BuildCounts):
@@ -143,9 +145,7 @@ class SnapshotBuilder:
             self._remove_pod(key)
             return
         self.counts.pods_converted += 1
-        state = convert.pod_state(raw)
-        if state.node:
-            state = dataclasses.replace(state, pool=self._pool_of.get(state.node))
+        state = convert.pod_state(raw, self._pool_of)
         labels: Mapping[str, str] = raw["metadata"].get("labels") or {}
         namespace = convert.namespace_of(raw)
         label_set: LabelSet = frozenset(labels.items())
@@ -233,39 +233,45 @@ class SnapshotBuilder:
 
     # ------------------------------------------------------------------ nodes
     def _update_nodes(self, raw_nodes: Iterable[Raw]) -> None:
+        """Take the current nodes: changed ones to convert again, pools to pass to pods."""
         current: dict[str, Raw] = {}
-        changed: list[str] = []
         old_raw = self._node_raw
+        membership = False
         for n in raw_nodes:
             name = convert.node_name(n)
             current[name] = n
             if old_raw.get(name) is not n:
-                changed.append(name)
-        gone = [name for name in old_raw if name not in current]
-        membership = bool(gone) or any(name not in old_raw for name in changed)
-        self._node_raw = current
-        for name in gone:
+                self._dirty_nodes.add(name)
+                membership = membership or name not in old_raw
+                pool = convert.node_pool(n, self.keys)
+                if self._pool_of.get(name) != pool:
+                    self._repool(name, pool)
+        for name in [name for name in old_raw if name not in current]:
+            membership = True
             self._node_states.pop(name, None)
             self._repool(name, None)
-        for name in changed:
-            self._dirty_nodes.add(name)
+        self._node_raw = current
+        if membership:
+            self._node_order = tuple(sorted(current))
+            self._nodes_stale = True
+
+    def _rebuild_nodes(self) -> None:
+        """Convert the nodes that changed or whose pods did; the node tuple if any did."""
+        current = self._node_raw
+        rebuilt = False
         for name in self._dirty_nodes:
             raw = current.get(name)
             if raw is None:
                 continue
             self.counts.nodes_converted += 1
-            on_node = self._node_pods.get(name, ())
-            node = convert.node_state(raw, self.keys, *convert.allocated(
-                self._pod_state(k) for k in on_node))
-            self._node_states[name] = node
-            if self._pool_of.get(name) != node.pool:
-                self._repool(name, node.pool)
-        if membership:
-            self._node_order = tuple(sorted(current))
-        if membership or self._dirty_nodes:
+            self._node_states[name] = convert.node_state(raw, self.keys, *convert.allocated(
+                self._pod_state(k) for k in self._node_pods.get(name, ())))
+            rebuilt = True
+        if rebuilt or self._nodes_stale:
             states = self._node_states
             self._nodes = tuple(states[name] for name in self._node_order)
         self._dirty_nodes = set()
+        self._nodes_stale = False
 
     def _repool(self, node: str, pool: str | None) -> None:
         """Give the pods on ``node`` its new pool (``None``: the node is gone)."""
