@@ -44,6 +44,22 @@ LabelSet = frozenset[tuple[str, str]]
 
 _by_name = attrgetter("name")
 
+_SCALE = 2**1074
+"""Every finite float times this is an integer: a node's CPU allocated is kept as an exact
+integer sum and divided back (correctly rounded, as :func:`math.fsum`) when it is read."""
+_EXACT: dict[float, int] = {}
+
+
+def _exact(value: float) -> int:
+    out = _EXACT.get(value)
+    if out is None:
+        num, den = value.as_integer_ratio()
+        out = num * (_SCALE // den)
+        if len(_EXACT) >= 4096:
+            _EXACT.clear()
+        _EXACT[value] = out
+    return out
+
 
 def _index_pair(selector: Mapping[str, Any]) -> tuple[str, str] | None:
     """One ``matchLabels`` pair every pod the selector matches has (``None`` if it has none)."""
@@ -106,6 +122,9 @@ class SnapshotBuilder:
         self._pod_group: dict[Key, _Group] = {}
         self._groups: dict[str, dict[LabelSet, _Group]] = {}
         self._node_pods: dict[str, set[Key]] = {}
+        """Running pods bound to each node name (whether the node exists or not)."""
+        self._node_alloc: dict[str, tuple[int, int]] = {}
+        """Their CPU requests (an exact integer sum, see :data:`_SCALE`) and GPUs, per node."""
         self._node_raw: dict[str, Raw] = {}
         self._node_states: dict[str, NodeState] = {}
         self._pool_of: dict[str, str] = {}
@@ -161,22 +180,29 @@ class SnapshotBuilder:
                 return  # nothing the snapshot shows changed (a new resourceVersion only)
         group.pods[key] = state
         self._dirty_workloads.update(group.workloads)
-        old_node = old.node if old is not None else None
-        if old_node != state.node:
-            if old_node:
-                self._unbind(key, old_node)
-            if state.node:
-                self._node_pods.setdefault(state.node, set()).add(key)
-        if old_node:
-            self._dirty_nodes.add(old_node)
+        if old is not None and old.node:
+            self._unbind(key, old)
         if state.node:
-            self._dirty_nodes.add(state.node)
+            self._bind(key, state)
 
-    def _unbind(self, key: Key, node: str) -> None:
+    def _bind(self, key: Key, state: PodState) -> None:
+        node = str(state.node)
+        self._node_pods.setdefault(node, set()).add(key)
+        cpu, gpus = self._node_alloc.get(node, (0, 0))
+        self._node_alloc[node] = (cpu + _exact(state.cpu), gpus + (state.device == "gpu"))
+        self._dirty_nodes.add(node)
+
+    def _unbind(self, key: Key, state: PodState) -> None:
+        node = str(state.node)
         on_node = self._node_pods[node]
         on_node.discard(key)
         if not on_node:
             del self._node_pods[node]
+            del self._node_alloc[node]
+        else:
+            cpu, gpus = self._node_alloc[node]
+            self._node_alloc[node] = (cpu - _exact(state.cpu), gpus - (state.device == "gpu"))
+        self._dirty_nodes.add(node)
 
     def _remove_pod(self, key: Key) -> None:
         group = self._pod_group.pop(key, None)
@@ -187,8 +213,7 @@ class SnapshotBuilder:
         if not group.pods:
             self._drop_group(group)
         if state.node:
-            self._unbind(key, state.node)
-            self._dirty_nodes.add(state.node)
+            self._unbind(key, state)
 
     def _group(self, namespace: str, label_set: LabelSet, labels: Mapping[str, str]) -> _Group:
         ns_groups = self._groups.setdefault(namespace, {})
@@ -228,9 +253,6 @@ class SnapshotBuilder:
         if not by_label:
             del self._group_index[group.namespace]
 
-    def _pod_state(self, key: Key) -> PodState:
-        return self._pod_group[key].pods[key]
-
     # ------------------------------------------------------------------ nodes
     def _update_nodes(self, raw_nodes: Iterable[Raw]) -> None:
         """Take the current nodes: changed ones to convert again, pools to pass to pods."""
@@ -264,8 +286,8 @@ class SnapshotBuilder:
             if raw is None:
                 continue
             self.counts.nodes_converted += 1
-            self._node_states[name] = convert.node_state(raw, self.keys, *convert.allocated(
-                self._pod_state(k) for k in self._node_pods.get(name, ())))
+            cpu, gpus = self._node_alloc.get(name, (0, 0))
+            self._node_states[name] = convert.node_state(raw, self.keys, cpu / _SCALE, gpus)
             rebuilt = True
         if rebuilt or self._nodes_stale:
             states = self._node_states
