@@ -22,6 +22,10 @@ StatefulSets from :class:`planner.k8s.watchcache.WatchCache` (no API request per
 Workloads are keyed ``namespace/name``; when a Deployment and a StatefulSet share a name the
 Deployment wins.
 
+Each cycle only what changed is converted again (:mod:`planner.k8s.snapshot_builder`: pods from
+the cache's event stream, :mod:`planner.k8s.changefeed`; nodes and workloads compared by
+identity); :meth:`KubernetesBackend.observe_full` converts everything (the reference).
+
 **Act** with the official client: :meth:`~KubernetesBackend.scale` through the ``scale``
 subresource; :meth:`~KubernetesBackend.resize` patches the pod template's container CPU
 requests (a rolling restart; several containers keep their proportions, limits keep their
@@ -40,21 +44,24 @@ import dataclasses
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api
 
 from planner.domain.errors import PermanentError
 from planner.domain.ports import ClusterBackend, UnsupportedOperation
-from planner.domain.state import ClusterSnapshot, NodeState, PodState, WorkloadConfig, WorkloadState
-from planner.k8s import resources
+from planner.domain.state import ClusterSnapshot, WorkloadState
+from planner.k8s import convert, resources
 from planner.k8s.apierrors import NotFound, api_call
+from planner.k8s.changefeed import ChangeFeed
+from planner.k8s.convert import LabelKeys as LabelKeys
 from planner.k8s.loadmetrics import LoadMetrics
 from planner.k8s.projections import DELETION_COST
-from planner.k8s.quantities import cpu_quantity, parse_quantity, parse_time, selector_matches
+from planner.k8s.quantities import cpu_quantity
 from planner.k8s.resources import DEPLOYMENTS, NODES, PODS, STATEFULSETS
+from planner.k8s.snapshot_builder import SnapshotBuilder
+from planner.k8s.snapshot_full import full_snapshot
 from planner.k8s.watchcache import WatchCache
 
 log = logging.getLogger(__name__)
@@ -63,53 +70,9 @@ MERGE_PATCH = "application/merge-patch+json"
 LOWEST_DELETION_COST = str(-(2**31))
 
 
-@dataclass(frozen=True)
-class LabelKeys:
-    """Node labels the backend reads (and the pool label it writes into ``nodeSelector``)."""
-
-    pool: str = "intent-planner.io/pool"
-    zone: str = "topology.kubernetes.io/zone"
-    region: str = "topology.kubernetes.io/region"
-    cost_per_core_hour: str = "intent-planner.io/cost-per-core-hour"
-    cost_per_gpu_hour: str = "intent-planner.io/cost-per-gpu-hour"
-
-
-def _cpu(value: Any) -> float:
-    try:
-        return parse_quantity(value)
-    except ValueError:
-        return 0.0
-
-
-def containers_cpu(containers: Sequence[Mapping[str, Any]]) -> float:
-    """Sum of the containers' CPU requests, in cores."""
-    return sum(_cpu(((c.get("resources") or {}).get("requests") or {}).get("cpu", 0))
-               for c in containers)
-
-
-def containers_device(containers: Sequence[Mapping[str, Any]]) -> str:
-    for c in containers:
-        res = c.get("resources") or {}
-        for part in ("requests", "limits"):
-            for k, v in (res.get(part) or {}).items():
-                if str(k).endswith("/gpu") and _cpu(v) > 0:
-                    return "gpu"
-    return "cpu"
-
-
-def _gpus(resources_: Mapping[str, Any]) -> int:
-    return int(sum(_cpu(v) for k, v in resources_.items() if str(k).endswith("/gpu")))
-
-
-def _ready(obj: Mapping[str, Any]) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (obj.get("status") or {}).get("conditions") or ())
-
-
-def _running(pod: Mapping[str, Any]) -> bool:
-    meta = pod.get("metadata") or {}
-    phase = (pod.get("status") or {}).get("phase")
-    return not meta.get("deletionTimestamp") and phase not in ("Succeeded", "Failed")
+_cpu = convert.quantity
+containers_cpu = convert.containers_cpu
+containers_device = convert.containers_device
 
 
 def _split(workload: str) -> tuple[str, str]:
@@ -117,20 +80,6 @@ def _split(workload: str) -> tuple[str, str]:
     if not sep or not ns or not name:
         raise PermanentError(f"workload {workload!r}: expected namespace/name")
     return ns, name
-
-
-_NODE = NodeState("", "", "", 0.0)
-"""Defaults of the fields a node may not set (cost per core-hour and GPU-hour)."""
-
-
-def _number(value: Any, default: float, node: str, key: str) -> float:
-    if value is None:
-        return default
-    try:
-        return float(value)
-    except ValueError:
-        log.warning("node %s: %s is not a number: %r", node, key, value)
-        return default
 
 
 def _read(resp: Any) -> dict[str, Any]:
@@ -166,55 +115,45 @@ class KubernetesBackend(ClusterBackend):
         self.core = CoreV1Api(api_client)
         self.last_snapshot: ClusterSnapshot | None = None
         cache.start(*self.OBSERVED)
+        self.pod_feed = ChangeFeed(cache, PODS)
+        self.builder = SnapshotBuilder(self.labels)
 
     def now(self) -> float:
         return self.clock()
 
     # ------------------------------------------------------------------ observe
     def observe(self) -> ClusterSnapshot:
+        """The snapshot, updated from what changed since the last call
+        (:mod:`planner.k8s.snapshot_builder`; pods through :mod:`planner.k8s.changefeed`)."""
+        wait = self.ready_wait_s
+        raw_nodes = self.cache.list(NODES, wait=wait)
+        pod_changes = self.pod_feed.poll(wait)
+        raw_workloads = self._raw_workloads()
+        snap = self.builder.update(self.now(), pod_changes, raw_nodes, raw_workloads)
+        return self._measured(snap)
+
+    def observe_full(self) -> ClusterSnapshot:
+        """The snapshot converted from every object (:mod:`planner.k8s.snapshot_full`): the
+        reference :meth:`observe` equals, and the baseline it is measured against."""
         wait = self.ready_wait_s
         raw_nodes = self.cache.list(NODES, wait=wait)
         raw_pods = self.cache.list(PODS, wait=wait)
-        raw_workloads = [("Deployment", d) for d in self.cache.list(DEPLOYMENTS, wait=wait)]
-        raw_workloads += [("StatefulSet", s) for s in self.cache.list(STATEFULSETS, wait=wait)]
-        now = self.now()
+        raw_workloads = self._raw_workloads()
+        snap = full_snapshot(self.now(), raw_nodes, raw_pods, raw_workloads, self.labels)
+        return self._measured(snap)
 
-        pods_by_node: dict[str, list[PodState]] = {}
-        groups: dict[str, dict[int, tuple[Mapping[str, str], list[PodState]]]] = {}
-        for p in raw_pods:
-            if not _running(p):
-                continue
-            state = self._pod(p)
-            meta = p["metadata"]
-            labels = meta.get("labels") or {}
-            ns_groups = groups.setdefault(meta.get("namespace") or "", {})
-            entry = ns_groups.get(id(labels))
-            if entry is None:
-                entry = ns_groups[id(labels)] = (labels, [])
-            entry[1].append(state)
-            if state.node:
-                pods_by_node.setdefault(state.node, []).append(state)
+    def _raw_workloads(self) -> list[tuple[str, Mapping[str, Any]]]:
+        wait = self.ready_wait_s
+        raw: list[tuple[str, Mapping[str, Any]]] = [
+            ("Deployment", d) for d in self.cache.list(DEPLOYMENTS, wait=wait)]
+        raw += [("StatefulSet", s) for s in self.cache.list(STATEFULSETS, wait=wait)]
+        return raw
 
-        nodes = tuple(sorted((self._node(n, pods_by_node) for n in raw_nodes),
-                             key=lambda n: n.name))
-        pool_of = {n.name: n.pool for n in nodes}
-        workloads: dict[str, WorkloadState] = {}
-        for kind, w in sorted(raw_workloads, key=lambda kw: kw[0] != "Deployment"):
-            meta = w["metadata"]
-            key = f"{meta.get('namespace')}/{meta['name']}"
-            if key in workloads:
-                continue
-            selector = (w.get("spec") or {}).get("selector") or {}
-            pods: list[PodState] = []
-            for labels, members in groups.get(meta.get("namespace") or "", {}).values():
-                if selector_matches(selector, labels):
-                    pods.extend(members)
-            pods = [dataclasses.replace(p, pool=pool_of.get(p.node)) if p.node else p
-                    for p in pods]
-            pods.sort(key=lambda p: p.name)
-            workloads[key] = WorkloadState(str(meta.get("namespace")), str(meta["name"]),
-                                           self._config(w), tuple(pods), kind=kind)
+    def _measured(self, snap: ClusterSnapshot) -> ClusterSnapshot:
+        """``snap`` with the request rate and CPU utilisation of the load source, if any."""
+        workloads = snap.workloads
         if self.load is not None and workloads:
+            workloads = dict(workloads)
             loads = self.load(workloads)
             for key, load in loads.items():
                 if key in workloads:
@@ -225,60 +164,18 @@ class KubernetesBackend(ClusterBackend):
                     workloads[key] = dataclasses.replace(
                         wl, pods=measured, request_rate=load.request_rate,
                         cpu_utilization=load.cpu_utilization)
-        snap = ClusterSnapshot(now, nodes, workloads)
+            snap = ClusterSnapshot(snap.time, snap.nodes, workloads)
         self.last_snapshot = snap
         return snap
+
+    def close(self) -> None:
+        """Stop following the cache's pod events (the cache itself is the caller's)."""
+        self.pod_feed.close()
 
     def workload(self, key: str) -> WorkloadState | None:
         """The workload from the last snapshot (observing now if there is none yet)."""
         snap = self.last_snapshot or self.observe()
         return snap.workload(key)
-
-    def _pod(self, p: Mapping[str, Any]) -> PodState:
-        spec = p.get("spec") or {}
-        status = p.get("status") or {}
-        containers = spec.get("containers") or ()
-        started = parse_time(status.get("startTime")) or parse_time(
-            (p.get("metadata") or {}).get("creationTimestamp")) or 0.0
-        return PodState(
-            name=str(p["metadata"]["name"]), node=spec.get("nodeName"),
-            cpu=containers_cpu(containers), device=containers_device(containers),
-            ready=_ready(p),
-            restarts=sum(int(c.get("restartCount") or 0)
-                         for c in status.get("containerStatuses") or ()),
-            started_at=started)
-
-    def _node(self, n: Mapping[str, Any], pods_by_node: Mapping[str, list[PodState]]) -> NodeState:
-        meta = n.get("metadata") or {}
-        labels = dict(meta.get("labels") or {})
-        status = n.get("status") or {}
-        alloc = status.get("allocatable") or status.get("capacity") or {}
-        name = str(meta.get("name"))
-        pods = pods_by_node.get(name, ())
-        annotations = meta.get("annotations") or {}
-        costs = [_number(labels.get(k, annotations.get(k)), default, name, k)
-                 for k, default in ((self.labels.cost_per_core_hour, _NODE.cost_per_core_hour),
-                                    (self.labels.cost_per_gpu_hour, _NODE.cost_per_gpu_hour))]
-        return NodeState(
-            name=name,
-            pool=labels.get(self.labels.pool) or labels.get(self.labels.zone) or "default",
-            region=labels.get(self.labels.region) or "unknown",
-            cpu_capacity=_cpu(alloc.get("cpu", 0)),
-            cpu_allocated=sum(p.cpu for p in pods),
-            gpus=_gpus(alloc),
-            gpus_allocated=sum(1 for p in pods if p.device == "gpu"),
-            cost_per_core_hour=costs[0], cost_per_gpu_hour=costs[1], labels=labels,
-            schedulable=not bool((n.get("spec") or {}).get("unschedulable")))
-
-    def _config(self, w: Mapping[str, Any]) -> WorkloadConfig:
-        spec = w.get("spec") or {}
-        tspec = ((spec.get("template") or {}).get("spec") or {})
-        containers = tspec.get("containers") or ()
-        cpu = containers_cpu(containers)
-        selector = tspec.get("nodeSelector") or {}
-        pool = selector.get(self.labels.pool) or selector.get(self.labels.zone)
-        return WorkloadConfig(replicas=int(spec.get("replicas", 1)), cpu=cpu if cpu > 0 else 1.0,
-                              device=containers_device(containers), pool=pool)
 
     # ------------------------------------------------------------------ act
     def _find(self, workload: str) -> tuple[str, str, str, Mapping[str, Any]]:
