@@ -145,7 +145,7 @@ def run(
     try:
         sc = load_scenario(scenario)
         total = _run_duration(duration, sc)
-        knowledge = _open_kb(kb, _parse_duration(retention, "--retention"))
+        knowledge = _open_kb(kb, _parse_duration(retention, "--retention"), background=True)
         now = time.time()
         start = resumed_start(knowledge, now)
         runner = ScenarioRun(sc, planner, seed, knowledge, start_time=start,
@@ -399,11 +399,14 @@ def _start_api(runner: Any, port: int | None) -> Any:
 app.command("operator")(k8s_command.operator)
 
 
-def _open_kb(uri: str, retention_s: float | None = None) -> Any:
+def _open_kb(uri: str, retention_s: float | None = None, background: bool = False) -> Any:
+    """The ``--kb`` store; its writes are queued and written in batches at the end of each
+    controller cycle (``background``: by a writer thread, for live runs; simulations write
+    them in the cycle, deterministically)."""
     from knowledge.connect import open_knowledge_base
     from knowledge.mongo import DEFAULT_RETENTION_S
 
-    return open_knowledge_base(uri, resilient=True,
+    return open_knowledge_base(uri, resilient=True, background=background,
                                retention_s=retention_s or DEFAULT_RETENTION_S)
 
 

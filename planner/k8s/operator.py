@@ -286,7 +286,7 @@ def run(config: OperatorConfig) -> None:
 
     api_client = kube_api_client()
     cache = WatchCache(ApiClientTransport(api_client), namespaces=config.namespaces or None)
-    knowledge = open_knowledge_base(config.kb, resilient=True)
+    knowledge = open_knowledge_base(config.kb, resilient=True, background=True)
     runtime = OperatorRuntime(config, api_client, cache, knowledge)
     registry = kopf.OperatorRegistry()
     register_handlers(registry, runtime, login=kopf.login_via_client)
@@ -301,6 +301,7 @@ def run(config: OperatorConfig) -> None:
     finally:
         health.stop()
         runtime.close()
+        knowledge.close()   # writes what the last cycles queued; logs what it could not
         cache.stop()
         close: Any = api_client.close
         close()
