@@ -512,3 +512,22 @@ def test_open_knowledge_base_with_a_writer_thread() -> None:
     kb.flush(wait=False)
     assert kb.count_events() == 1
     kb.close()
+
+
+def test_operator_metrics_show_the_write_queue() -> None:
+    from prometheus_client import generate_latest
+
+    from planner.k8s import kbmetrics
+
+    h = PymongoLike()
+    kb = resilient.ResilientKnowledgeBase(h.store, buffer_size=2, retry_interval_s=0.0,
+                                          max_retry_interval_s=0.0)
+    h.set_down(True)
+    for i in range(3):
+        kb.record_event(ev(i))
+    text = generate_latest(kbmetrics.registry(kb)).decode()
+    assert 'intent_planner_knowledge_base_buffer{counter="dropped"} 1.0' in text
+    assert 'intent_planner_knowledge_base_buffer{counter="buffered"} 2.0' in text
+    assert "intent_planner_knowledge_base_healthy 0.0" in text
+    plain = mongo.MongoKnowledgeBase(mongomock.MongoClient())
+    assert "knowledge_base" not in generate_latest(kbmetrics.registry(plain)).decode()

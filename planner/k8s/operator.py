@@ -281,6 +281,7 @@ def kube_api_client() -> ApiClient:
 def run(config: OperatorConfig) -> None:
     """Run the operator until SIGINT/SIGTERM (the body of ``intent-planner operator``)."""
     from knowledge.connect import open_knowledge_base
+    from planner.k8s import kbmetrics
     from planner.k8s.health import HealthServer
     from planner.k8s.transport import ApiClientTransport
 
@@ -291,7 +292,7 @@ def run(config: OperatorConfig) -> None:
     registry = kopf.OperatorRegistry()
     register_handlers(registry, runtime, login=kopf.login_via_client)
     health = HealthServer(config.health_port, runtime.live, runtime.ready,
-                          [cache.registry]).start()
+                          [cache.registry, kbmetrics.registry(knowledge)]).start()
     log.info("intent-planner operator: namespaces %s, health on :%d",
              ", ".join(config.namespaces) or "all", health.port)
     try:
