@@ -160,12 +160,13 @@ class MongoKnowledgeBase(base.KnowledgeBase):
                 f"{operation}: MongoDB refused the document: {exc}"
             ) from exc
         except pymongo.errors.PyMongoError as exc:
-            raise base.KnowledgeBaseUnavailable(
-                f"knowledge base (MongoDB database {self._database_name!r}): {operation} failed:"
-                f" {type(exc).__name__}: {exc}; is MongoDB running and reachable at the --kb URI?"
-            ) from exc
+            raise base.KnowledgeBaseUnavailable(self._unreachable(operation, exc)) from exc
         except bson.errors.BSONError as exc:  # sanitize() should have caught it first
             raise documents.InvalidDocument(f"{operation}: {exc}") from exc
+
+    def _unreachable(self, operation: str, exc: Exception) -> str:
+        return (f"knowledge base (MongoDB database {self._database_name!r}): {operation} failed:"
+                f" {type(exc).__name__}: {exc}; is MongoDB running and reachable at the --kb URI?")
 
     # -- start-up ---------------------------------------------------------------------------
 
@@ -221,6 +222,11 @@ class MongoKnowledgeBase(base.KnowledgeBase):
         with self._translate("recording events"):
             try:
                 self._events.insert_many(docs, ordered=False)
+            except pymongo.errors.ServerSelectionTimeoutError as exc:
+                # No server was selected, so nothing was sent: a retry that cannot select one
+                # raises the first attempt's error instead (pymongo's _ClientConnectionRetryable
+                # .run: "the application may think the write was never attempted").
+                raise base.PartialWrite(self._unreachable("recording events", exc), 0) from exc
             except pymongo.errors.BulkWriteError as exc:
                 refused = [e for e in exc.details.get("writeErrors", [])
                            if e.get("code") != _DUPLICATE_KEY]   # a duplicate: already stored

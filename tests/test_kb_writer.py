@@ -531,3 +531,21 @@ def test_operator_metrics_show_the_write_queue() -> None:
     assert "intent_planner_knowledge_base_healthy 0.0" in text
     plain = mongo.MongoKnowledgeBase(mongomock.MongoClient())
     assert "knowledge_base" not in generate_latest(kbmetrics.registry(plain)).decode()
+
+
+def test_a_server_never_reached_stored_nothing_for_sure() -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    client: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(
+        f"mongodb://127.0.0.1:{port}", serverSelectionTimeoutMS=200, connect=False)
+    store = mongo.MongoKnowledgeBase(client, create_indexes=False)
+    with pytest.raises(base.PartialWrite) as caught:
+        store.record_events([ev(0), ev(1)])
+    assert caught.value.stored == 0
+    kb = resilient.ResilientKnowledgeBase(store)
+    kb.record_event(ev(0))
+    kb.close()
+    assert kb.lost()["events"] == 1 and kb.counters()["unconfirmed"] == 0

@@ -423,9 +423,13 @@ def _close_kb(runner: Any, uri: str) -> None:
                  "memories": ("planner memory", "planner memories")}
         parts = [f"{n} {names.get(what, (what, what))[n != 1]}" for what, n in lost.items()
                  if n]
+        counters = kb.counters() if callable(getattr(kb, "counters", None)) else {}
+        maybe = counters.get("unconfirmed", 0)
+        note = (f" ({maybe} of the events were sent as the connection failed and may have "
+                "arrived)" if maybe else "")
         err.print(f"warning: the knowledge base (--kb {uri}) could not be reached: "
                   f"{' and '.join([', '.join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)}"
-                  " of this run were not stored", markup=False,
+                  f" of this run were not stored{note}", markup=False,
                   highlight=False, soft_wrap=True)
 
 
