@@ -21,14 +21,22 @@ Documents are plain JSON-safe dicts so that any store can hold them. Shapes:
 ``status`` (the last reported status per intent)::
 
     {"intent": "ns/name", "time": float, "status": {...}}
+
+Batches: ``record_events``, ``put_statuses`` and ``put_memories`` write many documents at once
+(the pymongo store: one unordered ``insert_many`` / ``bulk_write``); their default
+implementations loop over the single-document methods, so a store that only implements those
+keeps working. :meth:`KnowledgeBase.flush` writes what a store queued (the resilient wrapper
+queues every event, status and memory and writes them in batches: ``knowledge.resilient``).
 """
 
 from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+import bson
 
 from knowledge import documents
 from planner.domain.errors import TemporaryError
@@ -38,6 +46,20 @@ Document = dict[str, Any]
 
 class KnowledgeBaseUnavailable(TemporaryError):
     """The store could not be reached; the caller degrades (buffers, skips) and retries later."""
+
+
+class PartialWrite(KnowledgeBaseUnavailable):
+    """A batch of events stopped part-way: exactly the first ``stored`` events were stored."""
+
+    def __init__(self, message: str, stored: int) -> None:
+        super().__init__(message)
+        self.stored = stored
+
+
+StatusUpdate = tuple[str, float, Mapping[str, Any]]
+"""``(intent, time, status)``: the arguments of one :meth:`KnowledgeBase.put_status`."""
+MemoryUpdate = tuple[str, Mapping[str, Any]]
+"""``(intent, memory)``: the arguments of one :meth:`KnowledgeBase.put_memory`."""
 
 
 class KnowledgeBase(ABC):
@@ -70,6 +92,17 @@ class KnowledgeBase(ABC):
       (``documents.InvalidDocument``), and a static version stored with one (by an older
       version or by hand) is never returned by ``effect``: "the newest" must not be a model
       from the future, which would stay the newest for good.
+    * ``record_events(events)`` stores them as ``record_event`` would, in order (ties in
+      ``time`` come back most recently recorded first), and returns their ids; an invalid one
+      raises ``documents.InvalidDocument`` naming ``events[i]`` and nothing is stored. With
+      ``ids`` (from :meth:`new_event_id`, one per event) a batch can be sent again after a
+      failure without storing an event twice: a store either skips an id it already holds
+      (the pymongo store) or, failing part-way, raises :class:`PartialWrite` saying how many
+      of the first events it stored (the default implementation).
+    * ``put_statuses`` / ``put_memories`` are ``put_status`` / ``put_memory`` for each item
+      (a later item for the same intent wins); sending them again changes nothing.
+    * ``flush()`` writes what the store queued and says whether nothing is left; a store that
+      writes through has nothing queued (the default).
     """
 
     _followed_clock: Callable[[], float] | None = None
@@ -96,6 +129,50 @@ class KnowledgeBase(ABC):
 
     @abstractmethod
     def record_event(self, event: Mapping[str, Any]) -> str: ...
+
+    def new_event_id(self) -> str:
+        """A fresh event id for :meth:`record_events` (ids made later sort later)."""
+        return str(bson.ObjectId())
+
+    def record_events(
+        self, events: Sequence[Mapping[str, Any]], ids: Sequence[str] | None = None
+    ) -> list[str]:
+        """Store ``events`` in order (see the class docstring); returns their ids.
+
+        This default checks every event first, then calls :meth:`record_event` for each (so
+        ``ids`` are not the stored ids) and, when the store fails part-way, raises
+        :class:`PartialWrite` with the number stored: sending the rest again stores each once.
+        """
+        _check_ids(events, ids)
+        for i, event in enumerate(events):
+            documents.event_document(event, where=f"events[{i}]")
+        stored: list[str] = []
+        for event in events:
+            try:
+                stored.append(self.record_event(event))
+            except KnowledgeBaseUnavailable as exc:
+                raise PartialWrite(str(exc), len(stored)) from exc
+        return stored
+
+    def put_statuses(self, statuses: Sequence[StatusUpdate]) -> None:
+        """``put_status`` for each ``(intent, time, status)``; all are checked first."""
+        for i, (intent, when, status) in enumerate(statuses):
+            documents.status_document(intent, when, status, where=f"statuses[{i}]")
+        for intent, when, status in statuses:
+            self.put_status(intent, when, status)
+
+    def put_memories(self, memories: Sequence[MemoryUpdate]) -> None:
+        """``put_memory`` for each ``(intent, memory)``; all are checked first."""
+        for i, (intent, memory) in enumerate(memories):
+            documents.memory_document(intent, memory, where=f"memories[{i}]")
+        for intent, memory in memories:
+            self.put_memory(intent, memory)
+
+    def flush(self, wait: bool = True) -> bool:
+        """Write what this store queued; True when nothing is left to write. With ``wait``
+        false a store that writes on a thread of its own hands the queue to it and returns
+        at once (False: not written yet); others write now. This default queues nothing."""
+        return True
 
     @abstractmethod
     def events(
@@ -150,3 +227,8 @@ class KnowledgeBase(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional
         """Release connections."""
+
+
+def _check_ids(events: Sequence[Mapping[str, Any]], ids: Sequence[str] | None) -> None:
+    if ids is not None and len(ids) != len(events):
+        raise ValueError(f"ids: {len(ids)} ids for {len(events)} events; give one per event")

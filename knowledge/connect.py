@@ -56,6 +56,7 @@ def open_knowledge_base(
     create_indexes: bool = True,
     resilient: bool = False,
     buffer_size: int = resilient_kb.DEFAULT_BUFFER_SIZE,
+    background: bool = False,
 ) -> base.KnowledgeBase:
     """Open the knowledge base named by ``uri`` (see the module docstring).
 
@@ -64,15 +65,18 @@ def open_knowledge_base(
     selection timeout; the caller decides whether to stop or to go on degraded.
 
     With ``resilient`` the store is wrapped in
-    :class:`~knowledge.resilient.ResilientKnowledgeBase` (``buffer_size`` events): opening and
-    writing events and statuses never raise ``KnowledgeBaseUnavailable`` (reads and
-    ``put_effect`` still do); index creation is tried once now and again later.
+    :class:`~knowledge.resilient.ResilientKnowledgeBase` (``buffer_size`` events): events,
+    statuses and memories are queued and written in batches at each ``flush`` (by a writer
+    thread with ``background``: live runs); opening and writing them never raise
+    ``KnowledgeBaseUnavailable`` (reads and ``put_effect`` still do); index creation is tried
+    once now and again later.
     """
     text = "" if uri is None else uri.strip()
     scheme, sep, _ = text.partition("://")
     if text in MEMORY_URIS:
         store: base.KnowledgeBase = embedded.EmbeddedKnowledgeBase(retention_s=retention_s)
-        return (resilient_kb.ResilientKnowledgeBase(store, buffer_size=buffer_size)
+        return (resilient_kb.ResilientKnowledgeBase(store, buffer_size=buffer_size,
+                                                    background=background)
                 if resilient else store)
     if sep and scheme == "mongomock":
         client: Any = mongomock.MongoClient()
@@ -103,7 +107,8 @@ def open_knowledge_base(
         raise
     if not resilient:
         return store
-    wrapped = resilient_kb.ResilientKnowledgeBase(store, buffer_size=buffer_size)
+    wrapped = resilient_kb.ResilientKnowledgeBase(store, buffer_size=buffer_size,
+                                                  background=background)
     if create_indexes:
         wrapped.prepare()
     return wrapped

@@ -134,12 +134,44 @@ class DirectoryCollection:
             elif name == "insert_many":
                 args = ([_with_id(d) for d in args[0]], *args[1:])
             record = Journal.record(self._inner.full_name, name, args, kwargs)
-            result = attr(*args, **kwargs)     # a refused write (duplicate key) is not journaled
-            self._database.client.journal.append(record)
-            self._database.client.maybe_fold()
+            try:
+                result = attr(*args, **kwargs)  # a refused write (duplicate key) is not journaled
+            except pymongo.errors.BulkWriteError as exc:
+                if name == "insert_many":       # but the documents of a batch that went in are
+                    inserted = _inserted(args, kwargs, exc)
+                    if inserted:
+                        self._append(Journal.record(self._inner.full_name, name, (inserted,),
+                                                    kwargs), inserted)
+                raise
+            self._append(record, [args[0]] if name == "insert_one" else
+                         list(args[0]) if name == "insert_many" else [])
             return result
 
         return journaled
+
+    def _append(self, record: bytes, inserted: list[Any]) -> None:
+        """Journal a write that was applied. If the journal cannot be written, the documents
+        the write inserted are taken out again, so that what the store holds is what the
+        journal replays: the caller sees the write fail and sends it again (an upsert's
+        second application changes nothing, an insert's goes in this time)."""
+        try:
+            self._database.client.journal.append(record)
+        except pymongo.errors.PyMongoError:
+            if inserted:
+                self._inner.delete_many({"_id": {"$in": [doc["_id"] for doc in inserted]}})
+            raise
+        self._database.client.maybe_fold()
+
+
+def _inserted(args: tuple[Any, ...], kwargs: dict[str, Any],
+              exc: pymongo.errors.BulkWriteError) -> list[Any]:
+    """The documents of an ``insert_many`` that failed which were inserted all the same: all
+    but the refused ones (``ordered=False``), or those before the first refused one."""
+    docs = list(args[0])
+    refused = {int(e["index"]) for e in exc.details.get("writeErrors", [])}
+    ordered = bool(args[1]) if len(args) > 1 else bool(kwargs.get("ordered", True))
+    stop = min(refused) if ordered and refused else len(docs)
+    return [doc for i, doc in enumerate(docs[:stop]) if i not in refused]
 
 
 def _with_id(doc: Any) -> Any:

@@ -166,11 +166,12 @@ def require_number(doc: Mapping[str, Any], key: str, where: str) -> float:
     return value
 
 
-def event_document(event: Mapping[str, Any]) -> Document:
-    """A sanitized copy of an ``events`` document; needs ``time`` and ``intent``."""
-    doc = sanitize(event, "event")
-    require_number(doc, "time", "event")
-    require_str(doc, "intent", "event")
+def event_document(event: Mapping[str, Any], where: str = "event") -> Document:
+    """A sanitized copy of an ``events`` document; needs ``time`` and ``intent``. Errors name
+    the field from ``where`` (``events[3].time`` in a batch)."""
+    doc = sanitize(event, where)
+    require_number(doc, "time", where)
+    require_str(doc, "intent", where)
     return doc
 
 
@@ -212,18 +213,21 @@ def effect_document(effect: Mapping[str, Any], not_after: float | None = None) -
     return doc
 
 
-def status_document(intent: str, time: float, status: Mapping[str, Any]) -> Document:
+def status_document(intent: str, time: float, status: Mapping[str, Any],
+                    where: str = "status") -> Document:
     """A sanitized ``status`` document ``{"intent", "time", "status"}``."""
     if not isinstance(status, Mapping):
-        raise InvalidDocument(f"status.status: expected a mapping, got {type(status).__name__}")
-    doc = sanitize({"intent": intent, "time": time, "status": status}, "status")
-    require_str(doc, "intent", "status")
-    require_number(doc, "time", "status")
+        raise InvalidDocument(f"{where}.status: expected a mapping, got {type(status).__name__}")
+    doc = sanitize({"intent": intent, "time": time, "status": status}, where)
+    require_str(doc, "intent", where)
+    require_number(doc, "time", where)
     return doc
 
 
-def memory_document(intent: str, memory: Mapping[str, Any]) -> Document:
+def memory_document(intent: str, memory: Mapping[str, Any], where: str = "memory") -> Document:
     """A sanitized ``memory`` document: ``memory`` with its ``intent``."""
-    doc = sanitize({**memory, "intent": intent}, "memory")
-    require_str(doc, "intent", "memory")
+    if not isinstance(memory, Mapping):
+        raise InvalidDocument(f"{where}: expected a mapping, got {type(memory).__name__}")
+    doc = sanitize({**memory, "intent": intent}, where)
+    require_str(doc, "intent", where)
     return doc

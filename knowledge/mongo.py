@@ -22,6 +22,14 @@ Collections and indexes (created by :meth:`MongoKnowledgeBase.prepare`, idempote
 Documents go through :func:`knowledge.documents.sanitize` (a deep copy; NaN/inf -> ``None``,
 see there why), come back without ``_id`` and ``_kb_*`` fields.
 
+Batches: ``record_events`` is one unordered ``insert_many`` with the ids chosen by the caller
+(``_id``), so sending a batch again after a failure (a dropped connection leaves unknown which
+documents arrived) stores each event once: a duplicate ``_id`` means "already stored".
+``put_statuses`` / ``put_memories`` are one unordered ``bulk_write`` of upserts on a MongoDB
+server; on mongomock and the directory store (whose journal does not replay ``bulk_write``,
+and whose mongomock ``bulk_write`` does not take this pymongo's operations) they are one
+``replace_one`` each, in process.
+
 Errors: every ``PyMongoError`` (server selection timeout, auto-reconnect, operation failure,
 authentication...) becomes :class:`~knowledge.base.KnowledgeBaseUnavailable`, except a
 document-level ``WriteError`` and ``DocumentTooLarge``: the server refused *this* document, so
@@ -35,9 +43,10 @@ import contextlib
 import datetime as dt
 import logging
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import bson
 import bson.errors
 import pymongo
 import pymongo.errors
@@ -66,6 +75,7 @@ INDEX_STATUS = "intent_unique"
 _NEWEST = [("time", pymongo.DESCENDING), ("_id", pymongo.DESCENDING)]
 _NEWEST_EFFECT = [("timestamp", pymongo.DESCENDING), ("_id", pymongo.DESCENDING)]
 _MAX_TTL_S = 2**31 - 1
+_DUPLICATE_KEY = 11000
 
 _BAD_DB_CHARS = frozenset('/\\. "$*<>:|?\x00')
 
@@ -92,7 +102,8 @@ class MongoKnowledgeBase(base.KnowledgeBase):
     ``ttl_index=False`` leaves the TTL index out: for the embedded stores, where mongomock
     checks every document for expiry on every operation (an insert cost 2.7 ms with 1,000
     events stored, 10 ms with 4,000) and :meth:`apply_retention` is what deletes old events
-    anyway. :meth:`close` closes the client.
+    anyway. :meth:`close` closes the client. ``bulk_upserts`` (default: whether ``client`` is a
+    ``pymongo.MongoClient``) writes a batch of statuses or memories in one ``bulk_write``.
     """
 
     def __init__(
@@ -102,6 +113,7 @@ class MongoKnowledgeBase(base.KnowledgeBase):
         retention_s: float | None = DEFAULT_RETENTION_S,
         create_indexes: bool = True,
         ttl_index: bool = True,
+        bulk_upserts: bool | None = None,
     ) -> None:
         problem = database_name_problem(database)
         if problem is not None:
@@ -112,6 +124,8 @@ class MongoKnowledgeBase(base.KnowledgeBase):
         self._database_name = database
         self.retention_s = retention_s
         self.ttl_index = ttl_index
+        self.bulk_upserts = (isinstance(client, pymongo.MongoClient) if bulk_upserts is None
+                             else bulk_upserts)
         db = client[database]
         self._events = db[EVENTS]
         self._effects = db[EFFECTS]
@@ -146,12 +160,13 @@ class MongoKnowledgeBase(base.KnowledgeBase):
                 f"{operation}: MongoDB refused the document: {exc}"
             ) from exc
         except pymongo.errors.PyMongoError as exc:
-            raise base.KnowledgeBaseUnavailable(
-                f"knowledge base (MongoDB database {self._database_name!r}): {operation} failed:"
-                f" {type(exc).__name__}: {exc}; is MongoDB running and reachable at the --kb URI?"
-            ) from exc
+            raise base.KnowledgeBaseUnavailable(self._unreachable(operation, exc)) from exc
         except bson.errors.BSONError as exc:  # sanitize() should have caught it first
             raise documents.InvalidDocument(f"{operation}: {exc}") from exc
+
+    def _unreachable(self, operation: str, exc: Exception) -> str:
+        return (f"knowledge base (MongoDB database {self._database_name!r}): {operation} failed:"
+                f" {type(exc).__name__}: {exc}; is MongoDB running and reachable at the --kb URI?")
 
     # -- start-up ---------------------------------------------------------------------------
 
@@ -190,6 +205,37 @@ class MongoKnowledgeBase(base.KnowledgeBase):
         with self._translate("recording an event"):
             result = self._events.insert_one(doc)
         return str(result.inserted_id)
+
+    def record_events(
+        self, events: Sequence[Mapping[str, Any]], ids: Sequence[str] | None = None
+    ) -> list[str]:
+        base._check_ids(events, ids)
+        recorded_at = dt.datetime.now(dt.UTC)
+        docs = []
+        for i, event in enumerate(events):
+            doc = _strip(documents.event_document(event, where=f"events[{i}]"))
+            doc["_id"] = bson.ObjectId() if ids is None else _object_id(ids[i], f"ids[{i}]")
+            doc[RECORDED_AT] = recorded_at
+            docs.append(doc)
+        if not docs:
+            return []
+        with self._translate("recording events"):
+            try:
+                self._events.insert_many(docs, ordered=False)
+            except pymongo.errors.ServerSelectionTimeoutError as exc:
+                # No server was selected, so nothing was sent: a retry that cannot select one
+                # raises the first attempt's error instead (pymongo's _ClientConnectionRetryable
+                # .run: "the application may think the write was never attempted").
+                raise base.PartialWrite(self._unreachable("recording events", exc), 0) from exc
+            except pymongo.errors.BulkWriteError as exc:
+                refused = [e for e in exc.details.get("writeErrors", [])
+                           if e.get("code") != _DUPLICATE_KEY]   # a duplicate: already stored
+                if refused:
+                    first = refused[0]
+                    raise documents.InvalidDocument(
+                        f"events[{first.get('index')}]: MongoDB refused {len(refused)} of "
+                        f"{len(docs)} events: {first.get('errmsg')}") from exc
+        return [str(doc["_id"]) for doc in docs]
 
     def events(
         self,
@@ -278,6 +324,40 @@ class MongoKnowledgeBase(base.KnowledgeBase):
             except pymongo.errors.DuplicateKeyError:
                 self._memory.replace_one({"intent": intent}, doc, upsert=True)
 
+    def put_statuses(self, statuses: Sequence[base.StatusUpdate]) -> None:
+        docs = [documents.status_document(intent, when, status, where=f"statuses[{i}]")
+                for i, (intent, when, status) in enumerate(statuses)]
+        self._upsert_many(self._status, docs, "storing statuses")
+
+    def put_memories(self, memories: Sequence[base.MemoryUpdate]) -> None:
+        docs = [documents.memory_document(intent, memory, where=f"memories[{i}]")
+                for i, (intent, memory) in enumerate(memories)]
+        self._upsert_many(self._memory, docs, "storing memories")
+
+    def _upsert_many(self, collection: Any, docs: list[base.Document], operation: str) -> None:
+        """Replace (or insert) the document of each doc's ``intent``; a later doc wins."""
+        latest = {doc["intent"]: doc for doc in docs}
+        if not latest:
+            return
+        with self._translate(operation):
+            if not self.bulk_upserts:
+                for intent, doc in latest.items():
+                    collection.replace_one({"intent": intent}, doc, upsert=True)
+                return
+            ops = [pymongo.ReplaceOne({"intent": intent}, doc, upsert=True)
+                   for intent, doc in latest.items()]
+            try:
+                collection.bulk_write(ops, ordered=False)
+            except pymongo.errors.BulkWriteError as exc:
+                errors = exc.details.get("writeErrors", [])
+                refused = [e for e in errors if e.get("code") != _DUPLICATE_KEY]
+                if refused:
+                    raise documents.InvalidDocument(
+                        f"{operation}: MongoDB refused {len(refused)} of {len(ops)} documents:"
+                        f" {refused[0].get('errmsg')}") from exc
+                # Two writers upserted the same new intent at once; the documents exist now.
+                collection.bulk_write([ops[e["index"]] for e in errors], ordered=False)
+
     def memory(self, intent: str) -> base.Document | None:
         with self._translate("reading a memory"):
             doc = self._memory.find_one({"intent": intent})
@@ -306,6 +386,13 @@ class MongoKnowledgeBase(base.KnowledgeBase):
     def close(self) -> None:
         with self._translate("closing the client"):
             self._client.close()
+
+
+def _object_id(value: str, field: str) -> bson.ObjectId:
+    if not isinstance(value, str) or not bson.ObjectId.is_valid(value):
+        raise ValueError(f"{field}: {value!r} is not an event id (24 hexadecimal digits, "
+                         "from new_event_id())")
+    return bson.ObjectId(value)
 
 
 def _strip(doc: base.Document) -> base.Document:

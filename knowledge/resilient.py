@@ -1,64 +1,77 @@
-"""A knowledge base that keeps the controller running while the store is down.
+"""The knowledge base the front-ends open: writes queued and written in batches, off the
+controller's path, and a store that is down does not stop the controller.
 
-:class:`ResilientKnowledgeBase` wraps another :class:`~knowledge.base.KnowledgeBase` and absorbs
-:class:`~knowledge.base.KnowledgeBaseUnavailable`:
+:class:`ResilientKnowledgeBase` wraps another :class:`~knowledge.base.KnowledgeBase`:
 
-* ``record_event``: the event goes to a bounded in-memory buffer (oldest dropped first, counted
-  and logged); the buffer is written back, in order, before the next write that reaches the
-  store. A buffered event gets a provisional id ``buffered:<n>``.
-* ``put_status`` and ``put_memory``: the latest document per intent is kept and written back
-  the same way.
-* reads (``events``, ``count_events``, ``effect``, ``effects``, ``statuses``) and
-  ``apply_retention`` raise :class:`~knowledge.base.KnowledgeBaseUnavailable`, as the wrapped
-  store does: an empty result would read as "no data" (no events, no model) and make the caller
-  drop what it knows. Callers degrade on :class:`~planner.domain.errors.TemporaryError` (the
-  effect cache keeps serving its last good model, the API answers 503, training waits).
-  ``memory`` raises too ("nothing remembered" must not be mistaken for "cannot tell": a
-  controller would forget its cooldowns); a memory still waiting to be written back is
-  returned from the buffer.
+* ``record_event``, ``put_status`` and ``put_memory`` only queue (:class:`knowledge.writer.
+  WriteQueue`: bounded, the latest status and memory per intent); :meth:`flush` writes the
+  queue in batches. The controller calls ``flush(wait=False)`` once at the end of each cycle:
+  with ``background=True`` (live runs) a writer thread of the wrapper does the writing and
+  the cycle does not wait; otherwise (simulations: deterministic) it is written there and
+  then. A full queue is written by the caller first (back-pressure); :meth:`close` writes what
+  is left. An event's id is final when it is queued.
+* While the store is down the queue keeps what it holds, up to its bound: beyond it the
+  oldest events are dropped, counted (:meth:`counters`, :meth:`lost`) and logged. One queue,
+  one drop policy, whether the writes wait for the end of the cycle or for the store.
+* Reads see every write made before them: ``events``, ``count_events``, ``statuses`` and
+  ``apply_retention`` write the queue first (on the reader's thread, waiting for a batch the
+  writer thread is writing); ``memory`` answers from the queue when it holds the intent's
+  memory (also while the store is down), else writes the queue first too. ``effect`` and
+  ``effects`` read at once: effects are never queued (``put_effect`` writes through).
+* Reads and ``apply_retention`` raise :class:`~knowledge.base.KnowledgeBaseUnavailable`, as
+  the wrapped store does: an empty result would read as "no data" (no events, no model) and
+  make the caller drop what it knows. Callers degrade on
+  :class:`~planner.domain.errors.TemporaryError` (the effect cache keeps serving its last good
+  model, the API answers 503, training waits). ``memory`` raises too ("nothing remembered"
+  must not be mistaken for "cannot tell": a controller would forget its cooldowns).
 * ``put_effect`` re-raises :class:`~knowledge.base.KnowledgeBaseUnavailable`: a model is large
   and will be learned again; the caller keeps using the one it has in memory.
 
 After a failure the store is not tried again before a back-off delay (``retry_interval_s``,
 doubling up to ``max_retry_interval_s``): with a down MongoDB each attempt blocks for the server
-selection timeout, and a cycle over 1000 intents must not wait 1000 times. Calls in between go
-straight to the buffer, or raise without waiting (reads). The wrapped store's
+selection timeout, and a cycle over 1000 intents must not wait 1000 times. Flushes in between
+return at once (the queue keeps the writes), reads raise without waiting. The wrapped store's
 :meth:`~KnowledgeBase.prepare` (index creation) is retried lazily until it succeeds once.
 
-Errors that are not about availability (an invalid document, a bad argument) still raise.
-Thread-safe: writes and the buffer are serialised by a lock; reads run concurrently.
+Errors that are not about availability (an invalid document, a bad argument) still raise, from
+the call that queues the document (it is checked there).
 """
 
 from __future__ import annotations
 
-import collections
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from knowledge import base, documents
+from knowledge import base, documents, writer
 
 T = TypeVar("T")
 
-DEFAULT_BUFFER_SIZE = 10_000
+DEFAULT_BUFFER_SIZE = writer.DEFAULT_MAX_EVENTS
 
 log = logging.getLogger(__name__)
 
 
+
 class ResilientKnowledgeBase(base.KnowledgeBase):
-    """Buffers writes while ``inner`` raises ``KnowledgeBaseUnavailable``; reads fail fast."""
+    """Queues writes and writes them in batches (see the module docstring); while ``inner``
+    raises ``KnowledgeBaseUnavailable`` the queue keeps them (``buffer_size`` events at most)
+    and reads fail fast. ``background``: :meth:`flush` with ``wait=False`` hands the queue to
+    a writer thread."""
 
     def __init__(
         self,
         inner: base.KnowledgeBase,
         *,
         buffer_size: int = DEFAULT_BUFFER_SIZE,
+        max_batch: int = writer.DEFAULT_MAX_BATCH,
         retry_interval_s: float = 1.0,
         max_retry_interval_s: float = 60.0,
         drop_warning_interval_s: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
+        background: bool = False,
     ) -> None:
         if buffer_size < 1:
             raise ValueError("buffer_size must be >= 1")
@@ -68,24 +81,18 @@ class ResilientKnowledgeBase(base.KnowledgeBase):
         self.buffer_size = buffer_size
         self.retry_interval_s = retry_interval_s
         self.max_retry_interval_s = max_retry_interval_s
-        self.drop_warning_interval_s = drop_warning_interval_s
         self._clock = clock
+        self._queue = writer.WriteQueue(buffer_size, max_batch, drop_warning_interval_s, clock)
         self._lock = threading.RLock()
-        self._buffer: collections.deque[base.Document] = collections.deque()
-        self._pending_status: dict[str, tuple[float, base.Document]] = {}
-        self._pending_memory: dict[str, base.Document] = {}
         self._prepared = False
         self._healthy = True
         self._delay = 0.0
         self._next_attempt = 0.0
         self._last_error: str | None = None
-        self._last_drop_warning: float | None = None
-        self._sequence = 0
-        self._dropped = 0
-        self._flushed = 0
         self._failures = 0
         self._skipped_reads = 0
         self._lost_at_close = (0, 0, 0)
+        self._thread = writer.FlushThread(self.flush) if background else None
 
     def follow_clock(self, clock: Callable[[], float]) -> None:
         super().follow_clock(clock)
@@ -100,18 +107,18 @@ class ResilientKnowledgeBase(base.KnowledgeBase):
 
     @property
     def buffered(self) -> int:
-        """Events waiting in the buffer now."""
-        return len(self._buffer)
+        """Events waiting in the queue now."""
+        return self._queue.events
 
     @property
     def dropped(self) -> int:
-        """Events lost so far (buffer full, or rejected by the store when written back)."""
-        return self._dropped
+        """Events lost so far (queue full while the store was down, or refused by it)."""
+        return self._queue.dropped
 
     @property
     def flushed(self) -> int:
-        """Buffered events written back to the store so far."""
-        return self._flushed
+        """Events written to the store so far."""
+        return self._queue.written
 
     @property
     def last_error(self) -> str | None:
@@ -120,12 +127,15 @@ class ResilientKnowledgeBase(base.KnowledgeBase):
 
     def counters(self) -> dict[str, int]:
         """Counters for metrics and status reports."""
+        q = self._queue
         return {
-            "buffered": len(self._buffer),
-            "pending_statuses": len(self._pending_status),
-            "pending_memories": len(self._pending_memory),
-            "dropped": self._dropped,
-            "flushed": self._flushed,
+            "buffered": q.events,
+            "pending_statuses": q.statuses,
+            "pending_memories": q.memories,
+            "dropped": q.dropped,
+            "unconfirmed": q.unconfirmed,
+            "flushed": q.written,
+            "batches": q.batches,
             "failures": self._failures,
             "skipped_reads": self._skipped_reads,
         }
@@ -143,7 +153,7 @@ class ResilientKnowledgeBase(base.KnowledgeBase):
             if self._healthy:
                 self._delay = self.retry_interval_s
                 log.warning(
-                    "knowledge base unavailable during %s, buffering writes: %s", operation, exc
+                    "knowledge base unavailable during %s, queueing writes: %s", operation, exc
                 )
             else:
                 self._delay = min(self.max_retry_interval_s, self._delay * 2)
@@ -160,196 +170,109 @@ class ResilientKnowledgeBase(base.KnowledgeBase):
         with self._lock:
             if not self._healthy:
                 log.info(
-                    "knowledge base reachable again (%d events written back, %d dropped)",
-                    self._flushed,
-                    self._dropped,
+                    "knowledge base reachable again (%d events written, %d dropped)",
+                    self._queue.written,
+                    self._queue.dropped,
                 )
             self._healthy = True
             self._delay = 0.0
 
     def _ensure_prepared(self) -> None:
-        if not self._prepared:
-            self.inner.prepare()
-            self._prepared = True
-
-    # -- buffer -----------------------------------------------------------------------------
-
-    def _enqueue(self, doc: base.Document) -> str:
         with self._lock:
-            if len(self._buffer) >= self.buffer_size:
-                self._buffer.popleft()
-                self._count_drop("the buffer is full")
-            self._buffer.append(doc)
-            self._sequence += 1
-            return f"buffered:{self._sequence}"
+            if not self._prepared:
+                self.inner.prepare()
+                self._prepared = True
 
-    def _count_drop(self, why: str) -> None:
-        self._dropped += 1
-        now = self._clock()
-        last = self._last_drop_warning
-        if last is None or now - last >= self.drop_warning_interval_s:
-            self._last_drop_warning = now
-            log.warning(
-                "knowledge base unavailable: dropped the oldest buffered event (%s); "
-                "%d dropped so far, buffer size %d",
-                why,
-                self._dropped,
-                self.buffer_size,
-            )
+    # -- writing the queue ------------------------------------------------------------------
 
-    def _flush_locked(self) -> None:
-        """Write back buffered events then pending statuses, in order; raise on unavailability."""
+    def _write_queue(self) -> None:
+        """Prepare the store if needed and write the queue; raise on unavailability."""
         self._ensure_prepared()
-        while self._buffer:
-            doc = self._buffer[0]
-            try:
-                self.inner.record_event(doc)
-            except base.KnowledgeBaseUnavailable:
-                raise
-            except Exception as exc:  # a poison event must not block the buffer forever
-                log.error("knowledge base rejected a buffered event, dropping it: %s", exc)
-                self._buffer.popleft()
-                self._dropped += 1
-                continue
-            self._buffer.popleft()
-            self._flushed += 1
-        while self._pending_status:
-            intent, (when, status) = next(iter(self._pending_status.items()))
-            try:
-                self.inner.put_status(intent, when, status)
-            except base.KnowledgeBaseUnavailable:
-                raise
-            except Exception as exc:
-                log.error("knowledge base rejected a pending status, dropping it: %s", exc)
-            del self._pending_status[intent]
-        while self._pending_memory:
-            intent, memory = next(iter(self._pending_memory.items()))
-            try:
-                self.inner.put_memory(intent, memory)
-            except base.KnowledgeBaseUnavailable:
-                raise
-            except Exception as exc:
-                log.error("knowledge base rejected a pending memory, dropping it: %s", exc)
-            del self._pending_memory[intent]
+        self._queue.write_to(self.inner)
 
-    def _unwritten(self) -> bool:
-        return bool(self._buffer or self._pending_status or self._pending_memory)
+    def flush(self, wait: bool = True, *, force: bool = False) -> bool:
+        """Write the queue now (``force``: even during the back-off delay); with ``wait``
+        false and a writer thread, hand it the queue and return at once.
 
-    def flush(self, force: bool = False) -> bool:
-        """Write the buffer back now (``force``: even during the back-off delay).
-
-        Returns True when nothing is left to write.
-        """
-        with self._lock:
-            if not (self._unwritten() or not self._prepared):
-                return True
-            if not (force or self._may_try()):
-                return False
-            try:
-                self._flush_locked()
-            except base.KnowledgeBaseUnavailable as exc:
-                self._failed(exc, "flush")
-                return False
-            self._succeeded()
+        Returns True when nothing is left to write."""
+        if not wait and self._thread is not None:
+            self._thread.wake()
+            return not self._queue.unwritten()
+        if not (self._queue.unwritten() or not self._prepared):
             return True
+        if not (force or self._may_try()):
+            return False
+        try:
+            self._write_queue()
+        except base.KnowledgeBaseUnavailable as exc:
+            self._failed(exc, "flush")
+            return False
+        self._succeeded()
+        return not self._queue.unwritten()
 
     # -- writes -----------------------------------------------------------------------------
 
     def prepare(self) -> None:
         """Try to prepare the wrapped store now; on failure log and retry later (no raise)."""
-        with self._lock:
-            if self._prepared or not self._may_try():
-                return
-            try:
-                self._ensure_prepared()
-            except base.KnowledgeBaseUnavailable as exc:
-                self._failed(exc, "prepare")
-            else:
-                self._succeeded()
+        if self._prepared or not self._may_try():
+            return
+        try:
+            self._ensure_prepared()
+        except base.KnowledgeBaseUnavailable as exc:
+            self._failed(exc, "prepare")
+        else:
+            self._succeeded()
 
     def record_event(self, event: Mapping[str, Any]) -> str:
         doc = documents.event_document(event)  # the copy; invalid documents raise here
-        with self._lock:
-            if self._may_try():
-                try:
-                    self._flush_locked()
-                    ident = self.inner.record_event(doc)
-                except base.KnowledgeBaseUnavailable as exc:
-                    self._failed(exc, "record_event")
-                else:
-                    self._succeeded()
-                    return ident
-            return self._enqueue(doc)
+        ident = self.inner.new_event_id()
+        self._queue_event(ident, doc)
+        return ident
+
+    def record_events(
+        self, events: Sequence[Mapping[str, Any]], ids: Sequence[str] | None = None
+    ) -> list[str]:
+        base._check_ids(events, ids)
+        docs = [documents.event_document(e, where=f"events[{i}]") for i, e in enumerate(events)]
+        idents = list(ids) if ids is not None else [self.inner.new_event_id() for _ in docs]
+        for ident, doc in zip(idents, docs, strict=True):
+            self._queue_event(ident, doc)
+        return idents
+
+    def _queue_event(self, ident: str, doc: base.Document) -> None:
+        if self._queue.full():  # back-pressure: write before queueing more
+            self.flush()
+        self._queue.add_event(ident, doc)
 
     def put_status(self, intent: str, time: float, status: Mapping[str, Any]) -> None:
-        doc = documents.status_document(intent, time, status)
-        with self._lock:
-            # Newest call wins, also over a status still waiting from an outage.
-            self._pending_status.pop(intent, None)
-            self._pending_status[intent] = (doc["time"], doc["status"])
-            if not self._may_try():
-                return
-            try:
-                self._flush_locked()
-            except base.KnowledgeBaseUnavailable as exc:
-                self._failed(exc, "put_status")
-            else:
-                self._succeeded()
+        self._queue.put_status(intent, documents.status_document(intent, time, status))
 
     def put_memory(self, intent: str, memory: Mapping[str, Any]) -> None:
-        doc = documents.memory_document(intent, memory)
-        with self._lock:
-            self._pending_memory.pop(intent, None)
-            self._pending_memory[intent] = doc
-            if not self._may_try():
-                return
-            try:
-                self._flush_locked()
-            except base.KnowledgeBaseUnavailable as exc:
-                self._failed(exc, "put_memory")
-            else:
-                self._succeeded()
-
-    def memory(self, intent: str) -> base.Document | None:
-        with self._lock:
-            pending = self._pending_memory.get(intent)
-            if pending is not None:
-                return dict(pending)
-            if not self._may_try():
-                raise base.KnowledgeBaseUnavailable(
-                    f"knowledge base unavailable, memory not read: {self._last_error}")
-            try:
-                self._flush_locked()
-                found = self.inner.memory(intent)
-            except base.KnowledgeBaseUnavailable as exc:
-                self._failed(exc, "memory")
-                raise
-            self._succeeded()
-            return found
+        self._queue.put_memory(intent, documents.memory_document(intent, memory))
 
     def put_effect(self, effect: Mapping[str, Any]) -> str:
-        with self._lock:
-            if not self._may_try():
-                raise base.KnowledgeBaseUnavailable(
-                    f"knowledge base unavailable, effect not stored: {self._last_error}"
-                )
-            try:
-                self._flush_locked()
-                ident = self.inner.put_effect(effect)
-            except base.KnowledgeBaseUnavailable as exc:
-                self._failed(exc, "put_effect")
-                raise
-            self._succeeded()
-            return ident
+        if not self._may_try():
+            raise base.KnowledgeBaseUnavailable(
+                f"knowledge base unavailable, effect not stored: {self._last_error}"
+            )
+        try:
+            self._ensure_prepared()
+            ident = self.inner.put_effect(effect)
+        except base.KnowledgeBaseUnavailable as exc:
+            self._failed(exc, "put_effect")
+            raise
+        self._succeeded()
+        return ident
 
     def apply_retention(self, now: float) -> int:
         return self._read("apply_retention", lambda: self.inner.apply_retention(now))
 
     # -- reads ------------------------------------------------------------------------------
 
-    def _read(self, operation: str, call: Callable[[], T]) -> T:
-        """``call()``; raise ``KnowledgeBaseUnavailable`` (without trying the store during the
-        back-off delay) while the store cannot be reached."""
+    def _read(self, operation: str, call: Callable[[], T], write_first: bool = True) -> T:
+        """``call()`` (after writing the queue, with ``write_first``); raise
+        ``KnowledgeBaseUnavailable`` (without trying the store during the back-off delay)
+        while the store cannot be reached."""
         if not self._may_try():
             with self._lock:
                 self._skipped_reads += 1
@@ -357,9 +280,10 @@ class ResilientKnowledgeBase(base.KnowledgeBase):
                 f"knowledge base unavailable, {operation} not read: {self._last_error}"
             )
         try:
-            if self._unwritten() or not self._prepared:
-                with self._lock:  # reads see what was written before them
-                    self._flush_locked()
+            if write_first and self._queue.unwritten():
+                self._write_queue()  # reads see what was written before them
+            else:
+                self._ensure_prepared()
             result = call()
         except base.KnowledgeBaseUnavailable as exc:
             self._failed(exc, operation)
@@ -387,39 +311,56 @@ class ResilientKnowledgeBase(base.KnowledgeBase):
         with_blob: bool = True,
     ) -> base.Document | None:
         return self._read("effect", lambda: self.inner.effect(intent, objective, now, lookback_s,
-                                                              with_blob))
+                                                              with_blob),
+                          write_first=False)
 
     def effects(self, intent: str | None = None, with_blobs: bool = False) -> list[base.Document]:
-        return self._read("effects", lambda: self.inner.effects(intent, with_blobs))
+        return self._read("effects", lambda: self.inner.effects(intent, with_blobs),
+                          write_first=False)
 
     def statuses(self) -> dict[str, base.Document]:
         return self._read("statuses", self.inner.statuses)
 
+    def memory(self, intent: str) -> base.Document | None:
+        queued = self._queue.memory(intent)
+        if queued is not None:
+            return queued
+        try:
+            return self._read("memory", lambda: self.inner.memory(intent))
+        except base.KnowledgeBaseUnavailable:
+            queued = self._queue.memory(intent)  # a batch that failed came back to the queue
+            if queued is not None:
+                return queued
+            raise
+
     # -- lifecycle --------------------------------------------------------------------------
 
     def lost(self) -> dict[str, int]:
-        """What never reached the store: ``events`` (dropped from the full buffer, refused
-        when written back, or still buffered when :meth:`close` could not write them),
-        ``statuses`` and ``memories`` (still pending at :meth:`close`)."""
-        return {"events": self._dropped + self._lost_at_close[0],
-                "statuses": self._lost_at_close[1], "memories": self._lost_at_close[2]}
+        """What never reached the store: ``events`` (dropped from the full queue, refused by
+        the store, or still queued when :meth:`close` could not write them), ``statuses`` and
+        ``memories`` (refused, or still queued at :meth:`close`)."""
+        q = self._queue
+        return {"events": q.dropped + self._lost_at_close[0],
+                "statuses": q.refused_statuses + self._lost_at_close[1],
+                "memories": q.refused_memories + self._lost_at_close[2]}
 
     def close(self) -> None:
-        """Try a last write-back (even during the back-off), then close the wrapped store.
-        What could not be written is lost: logged at WARNING and counted in :meth:`lost`."""
-        with self._lock:
-            if self._unwritten() and not self.flush(force=True):
-                self._lost_at_close = (len(self._buffer), len(self._pending_status),
-                                       len(self._pending_memory))
-                log.warning(
-                    "closing the knowledge base: %d buffered events, %d statuses and %d "
-                    "planner memories could not be written and are lost (%d events dropped "
-                    "before); last error: %s",
-                    *self._lost_at_close, self._dropped, self._last_error,
-                )
-                self._buffer.clear()
-                self._pending_status.clear()
-                self._pending_memory.clear()
+        """Stop the writer thread, try a last write (even during the back-off), then close the
+        wrapped store. What could not be written is lost: logged at WARNING and counted in
+        :meth:`lost`."""
+        if self._thread is not None:
+            self._thread.stop()
+            self._thread = None
+        if self._queue.unwritten() and not self.flush(force=True):
+            self._lost_at_close = self._queue.clear()
+            log.warning(
+                "closing the knowledge base: %d queued events, %d statuses and %d "
+                "planner memories could not be written and are lost (%d events dropped "
+                "before; %d of the lost events were sent when the connection failed and may "
+                "have arrived); last error: %s",
+                *self._lost_at_close, self._queue.dropped, self._queue.unconfirmed,
+                self._last_error,
+            )
         try:
             self.inner.close()
         except base.KnowledgeBaseUnavailable as exc:

@@ -421,6 +421,105 @@ class KnowledgeBaseConformance:
             assert kb.apply_retention(1e12) == 0
             assert kb.count_events() == 1
 
+    # -- batches ------------------------------------------------------------------------------
+
+    def test_record_events_returns_ids_and_keeps_the_order(self, kb: base.KnowledgeBase) -> None:
+        kb.record_event(event(time=5.0, seq=0))
+        ids = kb.record_events([event(time=5.0, seq=1), event(time=5.0, seq=2)])
+        kb.record_event(event(time=5.0, seq=3))
+        assert len(ids) == 2 and all(isinstance(i, str) and i for i in ids)
+        assert len(set(ids)) == 2
+        assert kb.flush()
+        assert [d["seq"] for d in kb.events()] == [3, 2, 1, 0]
+        assert kb.record_events([]) == []
+
+    def test_record_events_stores_copies(self, kb: base.KnowledgeBase) -> None:
+        docs = [event(time=1.0), event("default/b", time=2.0)]
+        kb.record_events(docs)
+        docs[0]["current"]["p95"] = 99.0
+        assert kb.events() == [event("default/b", time=2.0), event(time=1.0)]
+
+    def test_record_events_with_ids_sent_twice_stores_each_once(
+        self, kb: base.KnowledgeBase
+    ) -> None:
+        docs = [event(time=float(t), seq=t) for t in range(4)]
+        ids = [kb.new_event_id() for _ in docs]
+        assert ids == sorted(ids) and len(set(ids)) == 4
+        kb.record_events(docs[:2], ids[:2])   # as if the first half arrived before a failure
+        kb.record_events(docs, ids)           # and the whole batch was sent again
+        assert kb.flush()
+        assert [d["seq"] for d in kb.events()] == [3, 2, 1, 0]
+
+    def test_record_events_refuses_a_bad_batch_whole(self, kb: base.KnowledgeBase) -> None:
+        with pytest.raises(documents.InvalidDocument, match=r"events\[1\]\.time"):
+            kb.record_events([event(time=1.0), {"intent": "default/a"}])
+        with pytest.raises(ValueError, match="ids"):
+            kb.record_events([event(time=1.0)], [])
+        assert kb.count_events() == 0
+
+    def test_put_statuses_last_wins(self, kb: base.KnowledgeBase) -> None:
+        kb.put_status("default/a", 1.0, {"phase": "old"})
+        status: dict[str, Any] = {"phase": "b", "nan": math.nan}
+        kb.put_statuses([("default/a", 2.0, {"phase": "a1"}), ("default/b", 2.0, status),
+                         ("default/a", 3.0, {"phase": "a2"})])
+        status["phase"] = "mutated"
+        assert kb.statuses() == {
+            "default/a": {"intent": "default/a", "time": 3.0, "status": {"phase": "a2"}},
+            "default/b": {"intent": "default/b", "time": 2.0,
+                          "status": {"phase": "b", "nan": None}},
+        }
+        kb.put_statuses([])
+        with pytest.raises(documents.InvalidDocument, match=r"statuses\[1\]\.time"):
+            kb.put_statuses([("default/c", 1.0, {}), ("default/c", math.nan, {})])
+        assert "default/c" not in kb.statuses()
+
+    def test_put_memories_last_wins(self, kb: base.KnowledgeBase) -> None:
+        kb.put_memory("default/a", {"planner": "old"})
+        mem: dict[str, Any] = {"planner": "q", "planning": {"alarm": 0.5}}
+        kb.put_memories([("default/a", {"planner": "p1"}), ("default/b", mem),
+                         ("default/a", {"planner": "p2"})])
+        mem["planning"]["alarm"] = 9.0
+        assert kb.memory("default/a") == {"intent": "default/a", "planner": "p2"}
+        assert kb.memory("default/b") == {"intent": "default/b", "planner": "q",
+                                          "planning": {"alarm": 0.5}}
+        kb.put_memories([])
+        with pytest.raises(documents.InvalidDocument, match=r"memories\[0\]"):
+            kb.put_memories([("default/c", 5)])  # type: ignore[list-item]
+        assert kb.memory("default/c") is None
+
+    def test_flush_leaves_nothing(self, kb: base.KnowledgeBase) -> None:
+        kb.record_event(event(time=1.0))
+        kb.put_status("default/a", 1.0, {"phase": "x"})
+        kb.put_memory("default/a", {"planner": "p"})
+        assert kb.flush()
+        assert kb.flush(wait=False) or kb.flush()
+        assert kb.count_events() == 1
+
+    @HYPOTHESIS
+    @given(chunks=st.lists(st.lists(st.tuples(st.sampled_from(INTENTS),
+                                              st.integers(0, 6).map(float)), max_size=6),
+                           max_size=6),
+           singles=st.lists(st.booleans(), max_size=6))
+    def test_batches_match_reference_model(
+        self, chunks: list[list[tuple[str, float]]], singles: list[bool]
+    ) -> None:
+        """Batches and single events mixed: the same order and contents as one by one."""
+        with self.open_kb(self.RETENTION_S) as kb:
+            model: list[dict[str, Any]] = []
+            for i, chunk in enumerate(chunks):
+                docs = [{"intent": name, "time": t, "seq": len(model) + j}
+                        for j, (name, t) in enumerate(chunk)]
+                if i < len(singles) and singles[i]:
+                    for doc in docs:
+                        kb.record_event(doc)
+                else:
+                    kb.record_events(docs)
+                model.extend(docs)
+            assert kb.events() == newest_first(model)
+            for intent in INTENTS:
+                assert kb.events(intent, limit=3) == newest_first(
+                    [d for d in model if d["intent"] == intent])[:3]
+
     # -- reference-model properties ------------------------------------------------------------
 
     @HYPOTHESIS

@@ -38,7 +38,7 @@ class TestResilientOverMongomock(kb_conformance.KnowledgeBaseConformance):
         kb = resilient.ResilientKnowledgeBase(inner)
         try:
             yield kb
-            assert kb.healthy and kb.buffered == 0 and kb.dropped == 0
+            assert kb.flush() and kb.healthy and kb.buffered == 0 and kb.dropped == 0
         finally:
             kb.close()
 

@@ -232,7 +232,7 @@ def test_resilient_open_against_a_down_server_degrades(
     assert "unavailable" in caplog.text
     # The back-off keeps a burst of calls from waiting for the server selection timeout each.
     ids = [kb.record_event(ev(i)) for i in range(100)]
-    assert all(i.startswith("buffered:") for i in ids)
+    assert len(set(ids)) == 100  # final ids, given when queued
     # Reads raise (fast): an empty answer would read as "no events, no model".
     for read in READS:
         with pytest.raises(base.KnowledgeBaseUnavailable, match="not read"):
@@ -253,22 +253,24 @@ def test_resilient_open_against_a_down_server_degrades(
 def test_buffers_while_down_then_flushes_in_order() -> None:
     kb, flaky, store, clock = resilient_over_flaky()
     kb.record_event(ev(0))
+    assert kb.flush() and store.count_events() == 1
     flaky.down = True
     ids = [kb.record_event(ev(i, time_=5.0)) for i in range(1, 6)]  # equal times: order matters
-    assert all(i.startswith("buffered:") for i in ids)
+    assert len(set(ids)) == 5 and kb.healthy  # queued: the store was not tried
+    assert not kb.flush() and not kb.flush()
     assert not kb.healthy and kb.buffered == 5
-    assert kb.counters()["failures"] == 1  # the others waited for the back-off
+    assert kb.counters()["failures"] == 1  # the second flush waited for the back-off
     with pytest.raises(base.KnowledgeBaseUnavailable):
         kb.events()
     with pytest.raises(base.KnowledgeBaseUnavailable):
         kb.effect("default/a", "p95", 0.0, 1.0)
     flaky.down = False
-    ident = kb.record_event(ev(6, time_=5.0))  # still inside the back-off delay
-    assert ident.startswith("buffered:") and kb.buffered == 6
+    kb.record_event(ev(6, time_=5.0))
+    assert not kb.flush() and kb.buffered == 6  # still inside the back-off delay
     clock.now += 1.0
-    ident = kb.record_event(ev(7, time_=5.0))
-    assert not ident.startswith("buffered:")
-    assert kb.healthy and kb.buffered == 0 and kb.flushed == 6 and kb.dropped == 0
+    kb.record_event(ev(7, time_=5.0))
+    assert kb.flush()
+    assert kb.healthy and kb.buffered == 0 and kb.flushed == 8 and kb.dropped == 0
     assert [d["seq"] for d in store.events()] == [7, 6, 5, 4, 3, 2, 1, 0]
 
 
@@ -276,6 +278,7 @@ def test_fails_n_times_then_flushes_in_order() -> None:
     kb, _, store, _ = resilient_over_flaky(fail_times=3, retry_interval_s=0.0)
     for i in range(6):
         kb.record_event(ev(i, time_=1.0))
+    assert [kb.flush() for _ in range(4)] == [False, False, False, True]
     assert kb.healthy and kb.buffered == 0
     assert kb.counters()["failures"] == 3
     assert [d["seq"] for d in store.events()] == [5, 4, 3, 2, 1, 0]
@@ -300,6 +303,7 @@ def test_failure_in_the_middle_of_a_flush_keeps_the_rest_in_order() -> None:
 
     flaky._gate = fail_after_two  # type: ignore[method-assign]
     kb.record_event(ev(5, time_=1.0))
+    assert not kb.flush()  # the batch stopped after two events (PartialWrite)
     assert kb.buffered == 4 and kb.flushed == 2 and not kb.healthy
     flaky._gate = original  # type: ignore[method-assign]
     flaky.down = False
@@ -322,18 +326,19 @@ def test_reads_flush_first_so_they_see_earlier_writes() -> None:
 def test_bounded_buffer_drops_oldest_and_counts(caplog: pytest.LogCaptureFixture) -> None:
     kb, flaky, store, clock = resilient_over_flaky(buffer_size=3)
     flaky.down = True
-    with caplog.at_level(logging.WARNING, logger="knowledge.resilient"):
+    with caplog.at_level(logging.WARNING, logger="knowledge.writer"):
         for i in range(7):
-            kb.record_event(ev(i))
+            kb.record_event(ev(i))  # a full queue is written first (back-pressure): fails
     assert kb.buffered == 3 and kb.dropped == 4
     drops = [r for r in caplog.records if "dropped the oldest" in r.getMessage()]
     assert len(drops) == 1  # rate limited: one warning per interval, with the count
     assert "1 dropped so far" in drops[0].getMessage()
     clock.now += 120.0
-    with caplog.at_level(logging.WARNING, logger="knowledge.resilient"):
-        kb._enqueue(documents.event_document(ev(7)))
+    with caplog.at_level(logging.WARNING, logger="knowledge.writer"):
+        kb.record_event(ev(7))
     assert "5 dropped so far" in caplog.text
     flaky.down = False
+    clock.now += 5.0  # past the back-off
     assert kb.flush()
     assert [d["seq"] for d in store.events()] == [7, 6, 5]
     assert kb.counters() == {
@@ -341,8 +346,10 @@ def test_bounded_buffer_drops_oldest_and_counts(caplog: pytest.LogCaptureFixture
         "pending_statuses": 0,
         "pending_memories": 0,
         "dropped": 5,
+        "unconfirmed": 0,
         "flushed": 3,
-        "failures": 1,
+        "batches": 1,
+        "failures": 2,
         "skipped_reads": 0,
     }
 
@@ -351,10 +358,12 @@ def test_back_off_doubles_and_skips_the_store_meanwhile() -> None:
     kb, flaky, _, clock = resilient_over_flaky(retry_interval_s=1.0, max_retry_interval_s=4.0)
     flaky.down = True
     kb.record_event(ev(0))
+    assert not kb.flush()
     delays = []
     for _ in range(5):
         calls = flaky.calls
         kb.record_event(ev(1))
+        assert not kb.flush()
         with pytest.raises(base.KnowledgeBaseUnavailable):
             kb.events()
         assert flaky.calls == calls  # inside the delay: not tried
@@ -381,6 +390,7 @@ def test_statuses_kept_while_down_latest_wins() -> None:
     flaky.down = False
     clock.now += 5.0
     kb.put_status("default/c", 3.0, {"phase": "c"})
+    assert kb.flush()
     got = store.statuses()
     assert {k: v["status"]["phase"] for k, v in got.items()} == {
         "default/a": "two",
@@ -420,7 +430,7 @@ def test_poison_document_at_flush_is_dropped_not_retried_forever() -> None:
     flaky.down = True
     kb.record_event(ev(0))
     kb.record_event(ev(1))
-    kb._buffer[0]["time"] = "not a number"  # corrupt it behind the wrapper's back
+    kb._queue._events[0][1]["time"] = "not a number"  # corrupt it behind the wrapper's back
     flaky.down = False
     clock.now += 5.0
     assert kb.flush()
@@ -437,8 +447,10 @@ def test_index_creation_is_retried_lazily() -> None:
     flaky.down = False
     clock.now += 5.0
     kb.record_event(ev(1))
+    assert kb.flush()
     assert flaky.prepares == 2 and kb.healthy
     kb.record_event(ev(2))
+    assert kb.flush()
     assert flaky.prepares == 2  # once it worked, never again
     indexes = store.client[store.database_name][mongo.EVENTS].index_information()
     assert mongo.INDEX_EVENTS_TTL in indexes

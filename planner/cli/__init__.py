@@ -145,7 +145,7 @@ def run(
     try:
         sc = load_scenario(scenario)
         total = _run_duration(duration, sc)
-        knowledge = _open_kb(kb, _parse_duration(retention, "--retention"))
+        knowledge = _open_kb(kb, _parse_duration(retention, "--retention"), background=True)
         now = time.time()
         start = resumed_start(knowledge, now)
         runner = ScenarioRun(sc, planner, seed, knowledge, start_time=start,
@@ -399,11 +399,14 @@ def _start_api(runner: Any, port: int | None) -> Any:
 app.command("operator")(k8s_command.operator)
 
 
-def _open_kb(uri: str, retention_s: float | None = None) -> Any:
+def _open_kb(uri: str, retention_s: float | None = None, background: bool = False) -> Any:
+    """The ``--kb`` store; its writes are queued and written in batches at the end of each
+    controller cycle (``background``: by a writer thread, for live runs; simulations write
+    them in the cycle, deterministically)."""
     from knowledge.connect import open_knowledge_base
     from knowledge.mongo import DEFAULT_RETENTION_S
 
-    return open_knowledge_base(uri, resilient=True,
+    return open_knowledge_base(uri, resilient=True, background=background,
                                retention_s=retention_s or DEFAULT_RETENTION_S)
 
 
@@ -420,9 +423,13 @@ def _close_kb(runner: Any, uri: str) -> None:
                  "memories": ("planner memory", "planner memories")}
         parts = [f"{n} {names.get(what, (what, what))[n != 1]}" for what, n in lost.items()
                  if n]
+        counters = kb.counters() if callable(getattr(kb, "counters", None)) else {}
+        maybe = counters.get("unconfirmed", 0)
+        note = (f" ({maybe} of the events were sent as the connection failed and may have "
+                "arrived)" if maybe else "")
         err.print(f"warning: the knowledge base (--kb {uri}) could not be reached: "
                   f"{' and '.join([', '.join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)}"
-                  " of this run were not stored", markup=False,
+                  f" of this run were not stored{note}", markup=False,
                   highlight=False, soft_wrap=True)
 
 

@@ -39,7 +39,7 @@ def scenario_runtime(run: ScenarioRun, *, looping: bool = True) -> Runtime:
 def serve_runtime(settings: Settings) -> Runtime:
     """For ``serve``: the settings' scenario and knowledge base, warmed up, then held still."""
     scenario = load_scenario(settings.scenario)
-    kb = open_knowledge_base(settings.kb, resilient=True)
+    kb = open_knowledge_base(settings.kb, resilient=True, background=True)
     run = ScenarioRun(scenario, settings.planner, knowledge=kb,
                       start_time=resumed_start(kb, DEFAULT_START))
     if settings.warmup_s > 0:

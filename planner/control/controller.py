@@ -185,6 +185,8 @@ class IntentController:
                     contention.annotate(pending, decision)
         outcomes = [s if isinstance(s, IntentOutcome) else self._finish_isolated(s)
                     for s in staged]
+        with clock.phase("record"):
+            self._flush_knowledge()
         with clock.phase("retention"):
             self._retention(snapshot.time)
         self.cycles += 1
@@ -268,6 +270,15 @@ class IntentController:
                 view = capacity.reserve(view, s.workload, plan)
                 reserved.append((intent.key, intent.workload_key, plan))
         return reserved
+
+    def _flush_knowledge(self) -> None:
+        """Hand the cycle's events, statuses and memories to the knowledge base's writer: one
+        batch per collection (``KnowledgeBase.flush``; a writer thread, if the store has one,
+        writes them while the next cycle runs)."""
+        try:
+            self.knowledge.flush(wait=False)
+        except TemporaryError as exc:
+            log.warning("knowledge base unavailable, the cycle's writes wait: %s", exc)
 
     def _retention(self, now: float) -> None:
         """Apply the knowledge base's event retention about once an hour."""

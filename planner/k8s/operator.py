@@ -281,17 +281,18 @@ def kube_api_client() -> ApiClient:
 def run(config: OperatorConfig) -> None:
     """Run the operator until SIGINT/SIGTERM (the body of ``intent-planner operator``)."""
     from knowledge.connect import open_knowledge_base
+    from planner.k8s import kbmetrics
     from planner.k8s.health import HealthServer
     from planner.k8s.transport import ApiClientTransport
 
     api_client = kube_api_client()
     cache = WatchCache(ApiClientTransport(api_client), namespaces=config.namespaces or None)
-    knowledge = open_knowledge_base(config.kb, resilient=True)
+    knowledge = open_knowledge_base(config.kb, resilient=True, background=True)
     runtime = OperatorRuntime(config, api_client, cache, knowledge)
     registry = kopf.OperatorRegistry()
     register_handlers(registry, runtime, login=kopf.login_via_client)
     health = HealthServer(config.health_port, runtime.live, runtime.ready,
-                          [cache.registry]).start()
+                          [cache.registry, kbmetrics.registry(knowledge)]).start()
     log.info("intent-planner operator: namespaces %s, health on :%d",
              ", ".join(config.namespaces) or "all", health.port)
     try:
@@ -301,6 +302,7 @@ def run(config: OperatorConfig) -> None:
     finally:
         health.stop()
         runtime.close()
+        knowledge.close()   # writes what the last cycles queued; logs what it could not
         cache.stop()
         close: Any = api_client.close
         close()
