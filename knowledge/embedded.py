@@ -29,7 +29,7 @@ import bisect
 import heapq
 import itertools
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,15 +52,19 @@ class _Events:
 
     keys: list[Key] = field(default_factory=list)
     blobs: list[bytes] = field(default_factory=list)
+    ids: list[str | None] = field(default_factory=list)
+    """The id a batch gave each event (:meth:`KnowledgeBase.record_events`), else ``None``."""
 
-    def add(self, key: Key, blob: bytes) -> None:
+    def add(self, key: Key, blob: bytes, eid: str | None = None) -> None:
         if not self.keys or key >= self.keys[-1]:
             self.keys.append(key)
             self.blobs.append(blob)
+            self.ids.append(eid)
             return
         i = bisect.bisect_right(self.keys, key)
         self.keys.insert(i, key)
         self.blobs.insert(i, blob)
+        self.ids.insert(i, eid)
 
     def span(self, since: float | None, until: float | None) -> tuple[int, int]:
         """Index range of the events with ``since <= time < until``."""
@@ -74,13 +78,15 @@ class _Events:
         for i in range(hi - 1, lo - 1, -1):
             yield (-self.keys[i][0], -self.keys[i][1]), self.blobs[i]
 
-    def drop_before(self, cutoff: float) -> int:
-        i = bisect.bisect_left(self.keys, (cutoff, -1))
-        del self.keys[:i], self.blobs[:i]
-        return i
+    def drop_before(self, cutoff: float) -> list[str | None]:
+        """Drop the events before ``cutoff``; their ids."""
+        return self.drop_oldest(bisect.bisect_left(self.keys, (cutoff, -1)))
 
-    def drop_oldest(self, n: int) -> None:
-        del self.keys[:n], self.blobs[:n]
+    def drop_oldest(self, n: int) -> list[str | None]:
+        """Drop the ``n`` oldest events; their ids."""
+        gone = self.ids[:n]
+        del self.keys[:n], self.blobs[:n], self.ids[:n]
+        return gone
 
 
 def _encode(doc: Mapping[str, Any]) -> bytes:
@@ -110,22 +116,45 @@ class EmbeddedKnowledgeBase(base.KnowledgeBase):
         """Per (intent, objective): (timestamp, sequence), static, document; oldest first."""
         self._status: dict[str, bytes] = {}
         self._memory: dict[str, bytes] = {}
+        self._ids: set[str] = set()
+        """Ids of the stored events a batch named (a batch sent again stores each once)."""
         self.events_evicted = 0
 
     # -- events -----------------------------------------------------------------------------
 
     def record_event(self, event: Mapping[str, Any]) -> str:
-        doc = documents.event_document(event)
-        blob = _encode(doc)
+        return self.record_events([event])[0]
+
+    def record_events(
+        self, events: Sequence[Mapping[str, Any]], ids: Sequence[str] | None = None
+    ) -> list[str]:
+        """Store ``events`` in order; an event whose id (``ids``) is stored already is not
+        stored again (a batch sent again after a failure)."""
+        if ids is not None and len(ids) != len(events):
+            raise ValueError(f"ids: {len(ids)} ids for {len(events)} events; give one per event")
+        docs = [documents.event_document(e, where=f"events[{i}]") for i, e in enumerate(events)]
+        blobs = [_encode(d) for d in docs]
+        out: list[str] = []
         with self._lock:
-            seq = next(self._seq)
-            events = self._events.setdefault(doc["intent"], _Events())
-            events.add((float(doc["time"]), seq), blob)
-            over = len(events.keys) - self.max_events_per_intent
-            if over > 0:
-                events.drop_oldest(over)
-                self.events_evicted += over
-        return f"embedded:{seq}"
+            for i, (doc, blob) in enumerate(zip(docs, blobs, strict=True)):
+                eid = None if ids is None else ids[i]
+                if eid is not None and eid in self._ids:
+                    out.append(eid)
+                    continue
+                seq = next(self._seq)
+                stored = self._events.setdefault(doc["intent"], _Events())
+                stored.add((float(doc["time"]), seq), blob, eid)
+                if eid is not None:
+                    self._ids.add(eid)
+                over = len(stored.keys) - self.max_events_per_intent
+                if over > 0:
+                    self._forget_ids(stored.drop_oldest(over))
+                    self.events_evicted += over
+                out.append(eid if eid is not None else f"embedded:{seq}")
+        return out
+
+    def _forget_ids(self, gone: list[str | None]) -> None:
+        self._ids.difference_update(e for e in gone if e is not None)
 
     def events(
         self,
@@ -161,7 +190,11 @@ class EmbeddedKnowledgeBase(base.KnowledgeBase):
             return 0
         cutoff = now - self.retention_s
         with self._lock:
-            deleted = sum(e.drop_before(cutoff) for e in self._events.values())
+            deleted = 0
+            for e in self._events.values():
+                gone = e.drop_before(cutoff)
+                self._forget_ids(gone)
+                deleted += len(gone)
             for key in [k for k, e in self._events.items() if not e.keys]:
                 del self._events[key]
         return deleted
@@ -233,8 +266,9 @@ class EmbeddedKnowledgeBase(base.KnowledgeBase):
         the stored documents are immutable bytes, so copying the indexes is enough."""
         new = EmbeddedKnowledgeBase(self.retention_s, self.max_events_per_intent)
         with self._lock:
-            new._events = {k: _Events(list(e.keys), list(e.blobs))
+            new._events = {k: _Events(list(e.keys), list(e.blobs), list(e.ids))
                            for k, e in self._events.items()}
+            new._ids = set(self._ids)
             new._effects = {k: list(v) for k, v in self._effects.items()}
             new._status = dict(self._status)
             new._memory = dict(self._memory)
