@@ -31,9 +31,8 @@ from knowledge import base, connect, mongo
 INTENTS = 100
 
 
-def event(t: float) -> dict[str, Any]:
-    """An event of the shipped scenarios' size (a few pods, one plan)."""
-    who = f"shop/w{int(t) % INTENTS}"
+def event(who: str, t: float) -> dict[str, Any]:
+    """An event of ``who`` of the shipped scenarios' size (a few pods, one plan)."""
     return {"time": t, "intent": who, "workload": who,
             "current": {"p95latency": 41.0, "availability": 0.999},
             "desired": {"p95latency": 60.0, "availability": 0.995},
@@ -55,11 +54,11 @@ def fill(kb: base.KnowledgeBase, sizes: list[int], window: int
     stored, out = 0, []
     for size in sizes:
         while stored < size:
-            kb.record_event(event(float(stored)))
+            kb.record_event(event(f"shop/w{stored % INTENTS}", float(stored)))
             stored += 1
         t0 = time.process_time()
         for _ in range(window):
-            kb.record_event(event(float(stored)))
+            kb.record_event(event(f"shop/w{stored % INTENTS}", float(stored)))
             stored += 1
         insert = (time.process_time() - t0) / window * 1000.0
         t0 = time.process_time()

@@ -30,20 +30,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.kb_fill import event
 from knowledge import base, connect, resilient
-
-
-def event(intent: str, t: float) -> dict[str, Any]:
-    """An event of the shipped scenarios' size (a few pods, one plan)."""
-    return {"time": t, "intent": intent, "workload": intent,
-            "current": {"p95latency": 41.0, "availability": 0.999},
-            "desired": {"p95latency": 60.0, "availability": 0.995},
-            "config": {"replicas": 6, "cpu": 1.0, "device": "cpu", "pool": None},
-            "load": {"request_rate": 300.0},
-            "pods": [{"name": f"p-{i}", "node": f"n-{i}", "cpu": 1.0, "ready": True}
-                     for i in range(6)],
-            "plan": {"reason": "current configuration still meets every objective"},
-            "exploratory": False, "planner": "grid"}
 
 
 def status(t: float) -> dict[str, Any]:
