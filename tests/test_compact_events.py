@@ -92,7 +92,7 @@ def test_training_reads_the_summary_as_it_read_the_pods() -> None:
     heterogeneous scenario: pods on several node classes, rollouts between sizes)."""
     run = ScenarioRun(load_scenario("examples/scenarios/heterogeneous.yaml"), seed=1)
     run.controller.pod_detail = EveryPod()
-    run.run(duration=1800)
+    run.run(duration=900)
     for intent in {o.intent.key for o in run.last}:
         events = run.knowledge.events(intent)
         assert len(events) > 5 and all("pods" in e for e in events)
