@@ -1,8 +1,8 @@
 """What one controller cycle's knowledge-base writes cost: one by one, or in one batch (issue 13).
 
 Each cycle writes, for each of N intents, one event, one status and one planner memory. Three
-ways, on each embedded store (``memory``: mongomock; a directory: mongomock plus its journal),
-measured in the same process (CPU time per cycle, median of the cycles):
+ways, on each embedded store (``memory``: the indexed store; a directory: mongomock plus its
+journal), measured in the same process (CPU time per cycle, median of the cycles):
 
 ``one by one``   ``record_event`` + ``put_status`` + ``put_memory`` per intent: what the
                  controller did before the write queue

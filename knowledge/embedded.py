@@ -112,8 +112,9 @@ class EmbeddedKnowledgeBase(base.KnowledgeBase):
         self._lock = threading.Lock()
         self._seq = itertools.count()
         self._events: dict[str, _Events] = {}
-        self._effects: dict[tuple[str, str], list[tuple[Key, bool, bytes]]] = {}
-        """Per (intent, objective): (timestamp, sequence), static, document; oldest first."""
+        self._effects: dict[tuple[str, str], list[tuple[Key, bool, bytes, bytes]]] = {}
+        """Per (intent, objective): (timestamp, sequence), static, the document without its
+        blob, the whole document; oldest first."""
         self._status: dict[str, bytes] = {}
         self._memory: dict[str, bytes] = {}
         self._ids: set[str] = set()
@@ -130,8 +131,7 @@ class EmbeddedKnowledgeBase(base.KnowledgeBase):
     ) -> list[str]:
         """Store ``events`` in order; an event whose id (``ids``) is stored already is not
         stored again (a batch sent again after a failure)."""
-        if ids is not None and len(ids) != len(events):
-            raise ValueError(f"ids: {len(ids)} ids for {len(events)} events; give one per event")
+        base._check_ids(events, ids)
         docs = [documents.event_document(e, where=f"events[{i}]") for i, e in enumerate(events)]
         blobs = [_encode(d) for d in docs]
         out: list[str] = []
@@ -207,8 +207,9 @@ class EmbeddedKnowledgeBase(base.KnowledgeBase):
         with self._lock:
             seq = next(self._seq)
             stored = self._effects.setdefault((doc["intent"], doc["objective"]), [])
+            header = _encode({k: v for k, v in doc.items() if k != "blob"})
             bisect.insort(stored, ((float(doc["timestamp"]), seq), doc.get("static") is True,
-                                   blob))
+                                   header, blob))
         return f"embedded:{seq}"
 
     def effect(
@@ -216,26 +217,22 @@ class EmbeddedKnowledgeBase(base.KnowledgeBase):
         with_blob: bool = True,
     ) -> base.Document | None:
         horizon = self.effect_horizon()
+        found = None
         with self._lock:
-            stored = list(self._effects.get((intent, objective), ()))
-        for (ts, _), static, blob in reversed(stored):  # newest first, last stored among equals
-            if (static and 0 <= ts <= horizon) or now - lookback_s <= ts <= now:
-                doc = _decode(blob)
-                if not with_blob:
-                    doc.pop("blob", None)
-                return doc
-        return None
+            for (ts, _), static, header, blob in reversed(self._effects.get((intent, objective),
+                                                                            ())):
+                if (static and 0 <= ts <= horizon) or now - lookback_s <= ts <= now:
+                    found = blob if with_blob else header  # newest, last stored among equals
+                    break
+        return None if found is None else _decode(found)
 
     def effects(self, intent: str | None = None, with_blobs: bool = False) -> list[base.Document]:
         with self._lock:
-            rows = [(key, blob) for (who, _), stored in self._effects.items()
-                    if intent is None or who == intent for key, _, blob in stored]
+            rows = [(key, blob if with_blobs else header)
+                    for (who, _), stored in self._effects.items()
+                    if intent is None or who == intent for key, _, header, blob in stored]
         rows.sort(key=lambda r: r[0], reverse=True)
-        out = [_decode(blob) for _, blob in rows]
-        if not with_blobs:
-            for doc in out:
-                doc.pop("blob", None)
-        return out
+        return [_decode(doc) for _, doc in rows]
 
     # -- statuses and memory ----------------------------------------------------------------
 

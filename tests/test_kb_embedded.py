@@ -10,7 +10,7 @@ import mongomock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from knowledge import base, connect, embedded, mongo
+from knowledge import base, embedded, mongo
 
 try:
     import kb_conformance
@@ -28,12 +28,6 @@ class TestEmbeddedKnowledgeBase(kb_conformance.KnowledgeBaseConformance):
             yield kb
         finally:
             kb.close()
-
-
-def test_memory_is_the_embedded_store_and_mongomock_the_pymongo_one() -> None:
-    assert isinstance(connect.open_knowledge_base("memory"), embedded.EmbeddedKnowledgeBase)
-    assert isinstance(connect.open_knowledge_base(None), embedded.EmbeddedKnowledgeBase)
-    assert isinstance(connect.open_knowledge_base("mongomock://"), mongo.MongoKnowledgeBase)
 
 
 queries = st.tuples(st.sampled_from([None, "a", "b", "c"]),

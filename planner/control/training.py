@@ -271,7 +271,8 @@ class Trainer:
                 continue
             warm = self.settings.warm_start and prof.spec.type is KPIType.LATENCY
             try:
-                last = last_fit(self.knowledge.effect(intent.key, obj.name, now, now), warm)
+                last = last_fit(self.knowledge.effect(intent.key, obj.name, now, now,
+                                                      with_blob=warm), warm)
             except TemporaryError as exc:
                 log.warning("cannot read the model of %s/%s: %s", intent.key, obj.name, exc)
                 continue

@@ -7,7 +7,7 @@ from typing import Any
 
 from planner.domain.intents import Intent
 from planner.domain.plan import Action, Plan
-from planner.domain.state import ClusterSnapshot, PodState, WorkloadState
+from planner.domain.state import ClusterSnapshot, NodeState, PodState, WorkloadState
 
 
 def build_event(
@@ -28,6 +28,7 @@ def build_event(
     for it when the pods changed, at most every few minutes
     (:class:`planner.control.event_detail.PodDetailSampler`)."""
     cfg = workload.config
+    hosting = snapshot.nodes_named(sorted({p.node for p in workload.pods if p.node}))
     event: dict[str, Any] = {
         "time": snapshot.time,
         "intent": intent.key,
@@ -43,7 +44,7 @@ def build_event(
         "resources": {"cpu_per_pod": cfg.cpu, "device": cfg.device,
                       "ready_replicas": workload.ready_replicas,
                       "cores": sum(p.cpu for p in workload.pods if p.node)},
-        "node_pools": node_pools(workload, snapshot),
+        "node_pools": node_pools(hosting),
         "plan": plan.as_dict() if plan is not None else None,
         "planner": plan.planner if plan is not None else None,
         "exploratory": plan.exploratory if plan is not None else False,
@@ -51,13 +52,12 @@ def build_event(
         "dispatch": dispatch_record(plan, applied, applied_actions),
     }
     if pod_detail:
-        hosting = {p.node for p in workload.pods if p.node}
         event["pods"] = [p.as_dict() for p in workload.pods]
         event["nodes"] = {n.name: {"pool": n.pool, "region": n.region,
                                    "cpu_capacity": n.cpu_capacity,
                                    "cpu_allocated": n.cpu_allocated, "gpus": n.gpus,
                                    "gpus_allocated": n.gpus_allocated}
-                          for n in snapshot.nodes_named(sorted(hosting))}
+                          for n in hosting}
     return event
 
 
@@ -78,14 +78,11 @@ def pod_groups(pods: Sequence[PodState]) -> list[dict[str, Any]]:
     return list(groups.values())
 
 
-def node_pools(workload: WorkloadState, snapshot: ClusterSnapshot) -> dict[str, Any]:
-    """Per node pool of the nodes hosting the workload's pods: how many, their region, their
-    CPU and GPU capacity and allocation (summed)."""
-    hosting = {p.node for p in workload.pods if p.node}
-    if not hosting:
-        return {}
+def node_pools(hosting: Sequence[NodeState]) -> dict[str, Any]:
+    """Per node pool of ``hosting`` (the nodes hosting a workload's pods): how many, their
+    region, their CPU and GPU capacity and allocation (summed)."""
     out: dict[str, dict[str, Any]] = {}
-    for n in snapshot.nodes_named(sorted(hosting)):
+    for n in hosting:
         pool = out.setdefault(n.pool or "", {"region": n.region, "nodes": 0,
                                              "cpu_capacity": 0.0, "cpu_allocated": 0.0,
                                              "gpus": 0, "gpus_allocated": 0})

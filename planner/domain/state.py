@@ -117,8 +117,8 @@ class ClusterSnapshot:
 
     def with_allocation(self, nodes: tuple[NodeState, ...]) -> ClusterSnapshot:
         """This snapshot with ``nodes`` (the same nodes in the same order, other allocations:
-        room taken by plans); facts computed already carry over (none depends on allocation),
-        and so does the node index for the nodes that did not change."""
+        room taken by plans); facts computed already carry over (none depends on allocation);
+        :attr:`memo` does not (its owners carry over what they can update)."""
         out = replace(self, nodes=nodes)
         if "facts" in self.__dict__:
             out.__dict__["facts"] = self.__dict__["facts"]

@@ -21,15 +21,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from planner.k8s.resources import ResourceType
-from planner.k8s.watchcache import RESYNC, Key, Subscription, WatchCache
+from planner.k8s.watchcache import RESYNC, Key, Subscription, WatchCache, key_of
 
 Changes = dict[Key, Mapping[str, Any] | None]
 """Net changes: the new object per key, ``None`` for a deleted one."""
-
-
-def key_of(obj: Mapping[str, Any]) -> Key:
-    meta = obj.get("metadata") or {}
-    return meta.get("namespace"), str(meta.get("name"))
 
 
 class ChangeFeed:

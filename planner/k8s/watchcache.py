@@ -240,7 +240,7 @@ class _Reflector:
             page = data.get("items") or []
             share = len(body) // max(1, len(page))
             for raw in page:
-                key = _key(raw)
+                key = key_of(raw)
                 items[key] = self.projection(raw, self.interner)
                 sizes[key] = share
             self.stats.upstream_objects += len(page)
@@ -311,7 +311,7 @@ class _Reflector:
             stream.close()
 
     def _apply(self, kind: str, raw: Mapping[str, Any], size: int) -> None:
-        key = _key(raw)
+        key = key_of(raw)
         obj = self.projection(raw, self.interner)
         with self.lock:
             if kind == "DELETED":
@@ -379,7 +379,7 @@ class _Reflector:
             self.stats.subscribers = len(self.subscribers)
 
 
-def _key(raw: Mapping[str, Any]) -> Key:
+def key_of(raw: Mapping[str, Any]) -> Key:
     meta = raw.get("metadata") or {}
     return meta.get("namespace"), str(meta.get("name"))
 

@@ -134,9 +134,13 @@ def reserve_config(snapshot: ClusterSnapshot, workload: WorkloadState,
     out = snapshot.with_allocation(tuple(nodes))
     room: dict[Shape, int] | None = snapshot.memo.get(ROOM)
     if room:  # the free room counted so far, less what the placed pods took
-        out.memo[ROOM] = {
-            shape: total + sum(_room(nodes[i], cfg) - _room(snapshot.nodes[i], cfg)
-                               for i in changed)
-            for shape, total in room.items()
-            for cfg in (WorkloadConfig(1, shape[0], shape[1], shape[2]),)}
+        out.memo[ROOM] = {shape: total + _taken(shape, changed, snapshot.nodes, nodes)
+                          for shape, total in room.items()}
     return out
+
+
+def _taken(shape: Shape, changed: set[int], before: tuple[NodeState, ...],
+           after: list[NodeState]) -> int:
+    """How the free slots of ``shape`` changed on the ``changed`` nodes (<= 0)."""
+    cfg = WorkloadConfig(1, *shape)
+    return sum(_room(after[i], cfg) - _room(before[i], cfg) for i in changed)
