@@ -17,6 +17,20 @@ register_actuator = REGISTRY.register
 available = REGISTRY.available
 
 
+EXPLORING = ("device", "placement")
+"""Actuators whose unobserved shapes are tried through a canary first."""
+
+
+def enabled_names(admin: AdminConfig) -> tuple[str, ...]:
+    """The admin's actuators, plus ``canary`` where a shape is tried before the workload moves
+    to it (``device`` or ``placement`` enabled, ``canary.enabled`` on)."""
+    names = tuple(admin.actuators)
+    if (admin.canary.enabled and "canary" not in names
+            and any(n in names for n in EXPLORING)):
+        names = (*names, "canary")
+    return names
+
+
 def create(names: Iterable[str], admin: AdminConfig) -> dict[str, Actuator]:
     """Instantiate the enabled actuators; an unknown name is a :class:`SpecError`."""
     out: dict[str, Actuator] = {}

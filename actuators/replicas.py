@@ -57,6 +57,17 @@ class ReplicasActuator(Actuator):
         return [Action("replicas", workload, {"replicas": new, "from": current.replicas},
                        f"{verb} {current.replicas} -> {new}{clipped}")]
 
+    def finish_rollout(self, workload: str, current: WorkloadConfig,
+                       replicas: int) -> Action:
+        """The action that ends a rollout whose new pods already number ``replicas``: the
+        replica count drops to them at once and only pods of the old shape leave, as a
+        Deployment's rollout removes its old pods (no scale-in step, so ``max_step`` and the
+        scale-down cooldown do not apply)."""
+        b = self.admin.replicas
+        want = min(b.max, max(b.min, replicas))
+        return Action("replicas", workload, {"replicas": want, "from": current.replicas},
+                      f"rollout finished: {current.replicas} -> {want}, the old pods leave")
+
     def apply(self, action: Action, backend: ClusterBackend) -> None:
         backend.scale(action.workload, int(action.params["replicas"]))
 

@@ -17,7 +17,14 @@ import numpy as np
 from planner.domain.errors import PermanentError
 from planner.domain.intents import Intent, KPIProfile, KPIType
 from planner.domain.ports import ClusterBackend, KPISource, UnsupportedOperation
-from planner.domain.state import ClusterSnapshot, NodeState, PodState, WorkloadConfig, WorkloadState
+from planner.domain.state import (
+    CanaryState,
+    ClusterSnapshot,
+    NodeState,
+    PodState,
+    WorkloadConfig,
+    WorkloadState,
+)
 from simulator import queueing
 from simulator.scenario import PoolSpec, Scenario, WorkloadSpec
 from simulator.scheduling import NodeIndex
@@ -51,8 +58,9 @@ class SimPod:
     down_until: float = -math.inf
     restarts: int = 0
     utilization: float = 0.0
-    utilization_samples: deque[tuple[float, float, float]] = field(default_factory=deque)
-    """(time, dt, utilisation) of the steps the pod served while ready (metrics window)."""
+    utilization_samples: deque[tuple[float, float, float, float]] = field(default_factory=deque)
+    """(time, dt, utilisation, requests/s) of the steps the pod served while ready (metrics
+    window)."""
 
     def ready(self, t: float) -> bool:
         return self.node is not None and t >= self.ready_at and t >= self.down_until
@@ -85,6 +93,9 @@ class SimWorkload:
     config: WorkloadConfig
     trace: Trace
     pods: list[SimPod] = field(default_factory=list)
+    canary: WorkloadConfig | None = None
+    """The canary's shape and pod count (a second Deployment behind the same Service)."""
+    canary_pods: list[SimPod] = field(default_factory=list)
     weights: dict[str, int] = field(default_factory=dict)
     history: deque[StepRecord] = field(default_factory=deque)
     next_pod: int = 0
@@ -143,9 +154,11 @@ class SimulatedCluster(ClusterBackend, KPISource):
             self._serve(w, t, dt)
         self.time = t + dt
 
-    def _new_pod(self, w: SimWorkload, started: bool = False) -> SimPod:
-        cfg = w.config
-        pod = SimPod(f"{w.spec.name}-{w.next_pod}", cfg.cpu, cfg.device, cfg.pool, self.time)
+    def _new_pod(self, w: SimWorkload, started: bool = False,
+                 cfg: WorkloadConfig | None = None) -> SimPod:
+        cfg = w.config if cfg is None else cfg
+        name = f"{w.spec.name}-{'canary-' if cfg is w.canary else ''}{w.next_pod}"
+        pod = SimPod(name, cfg.cpu, cfg.device, cfg.pool, self.time)
         w.next_pod += 1
         self._schedule(pod, w.spec, immediate=started)
         return pod
@@ -168,8 +181,25 @@ class SimulatedCluster(ClusterBackend, KPISource):
             pod.node.gpus_allocated -= pod.gpus
             self.node_index.changed(pod.node)
             pod.node = None
-        w.pods.remove(pod)
+        (w.canary_pods if pod in w.canary_pods else w.pods).remove(pod)
         w.weights.pop(pod.name, None)
+
+    def _reconcile_canary(self, w: SimWorkload) -> None:
+        """The canary's own Deployment: its pod count of its shape; a new shape replaces the
+        canary's pods at once (a canary is small and serves beside the workload)."""
+        cfg = w.canary
+        for pod in list(w.canary_pods):
+            if cfg is None or not pod.matches(cfg):
+                self._delete(w, pod)
+            elif pod.node is None:
+                self._schedule(pod, w.spec)
+        if cfg is None:
+            return
+        while len(w.canary_pods) < cfg.replicas:
+            w.canary_pods.append(self._new_pod(w, cfg=cfg))
+        for pod in sorted(w.canary_pods, key=lambda p: -p.created_at)[
+                : len(w.canary_pods) - cfg.replicas]:
+            self._delete(w, pod)
 
     def _reconcile(self, w: SimWorkload, t: float) -> None:
         """A Deployment controller: converge pods on the desired config, rolling updates."""
@@ -194,11 +224,13 @@ class SimulatedCluster(ClusterBackend, KPISource):
         old.sort(key=lambda p: (not p.ready(t), p.created_at))
         for pod in old[keep_old:]:
             self._delete(w, pod)
+        if w.canary is not None or w.canary_pods:
+            self._reconcile_canary(w)
 
     def _serve(self, w: SimWorkload, t: float, dt: float) -> None:
         svc = w.spec.service
         lam = w.trace.rate(t - self.start)
-        ready = [p for p in w.pods if p.ready(t)]
+        ready = [p for p in (*w.pods, *w.canary_pods) if p.ready(t)]
         failed = np.zeros(len(ready))
         if svc.failure_rate_per_hour > 0 and ready:
             p_fail = 1.0 - math.exp(-svc.failure_rate_per_hour * dt / 3600.0)
@@ -217,16 +249,17 @@ class SimulatedCluster(ClusterBackend, KPISource):
         servers = np.array([max(1, int(p.cpu)) for p in ready], dtype=np.int64)
         out = queueing.step_outcome(lam, shares, mu, base, svc.timeout_ms, failed, servers)
         metrics_start = t - self.metrics_window_s
-        for pod, u in zip(ready, out.utilization, strict=True):
+        served = out.served_per_pod if out.served_per_pod is not None else np.zeros(len(ready))
+        for pod, u, r in zip(ready, out.utilization, served, strict=True):
             pod.utilization = float(u)
-            pod.utilization_samples.append((t, dt, float(u)))
+            pod.utilization_samples.append((t, dt, float(u), float(r)))
         serving = {id(p) for p in ready}       # (a list's `in` compared every pod's fields)
-        for pod in w.pods:
+        for pod in (*w.pods, *w.canary_pods):
             if id(pod) not in serving:
                 pod.utilization = 0.0
             while pod.utilization_samples and pod.utilization_samples[0][0] < metrics_start:
                 pod.utilization_samples.popleft()
-        scheduled = [p for p in w.pods if p.node is not None]
+        scheduled = [p for p in (*w.pods, *w.canary_pods) if p.node is not None]
         cores = sum(p.cpu for p in scheduled)
         gpus = sum(p.gpus for p in scheduled)
         cost = sum(p.cpu * p.node.pool.cost_per_core_hour + p.gpus * p.node.pool.cost_per_gpu_hour
@@ -251,25 +284,33 @@ class SimulatedCluster(ClusterBackend, KPISource):
             recs = self.window(key, self.metrics_window_s)
             rate = _mean([r.offered for r in recs])
             util = _mean([r.mean_utilization for r in recs if r.mean_utilization is not None])
-            pods = tuple(
-                PodState(p.name, p.node.name if p.node else None, p.cpu, p.device, p.ready(t),
-                         p.restarts, p.created_at, self._pod_utilization(p, t),
-                         p.node.pool.name if p.node else None)
-                for p in w.pods
-            )
+            pods = tuple(self._pod_state(p, t) for p in w.pods)
+            canary = None if w.canary is None else CanaryState(
+                w.canary, tuple(self._pod_state(p, t) for p in w.canary_pods))
             workloads[key] = WorkloadState(w.spec.namespace, w.spec.name, w.config, pods,
-                                           request_rate=rate, cpu_utilization=util)
+                                           request_rate=rate, cpu_utilization=util,
+                                           canary=canary)
         return ClusterSnapshot(t, nodes, workloads)
 
-    def _pod_utilization(self, pod: SimPod, t: float) -> float:
-        """CPU utilisation over the metrics window (as metrics-server reports it): the
-        time-weighted mean over the steps the pod served while ready; 0 when not ready."""
+    def _pod_state(self, p: SimPod, t: float) -> PodState:
+        util, rate = self._pod_metrics(p, t)
+        return PodState(p.name, p.node.name if p.node else None, p.cpu, p.device, p.ready(t),
+                        p.restarts, p.created_at, util, p.node.pool.name if p.node else None,
+                        rate)
+
+    def _pod_metrics(self, pod: SimPod, t: float) -> tuple[float, float | None]:
+        """CPU utilisation and requests per second over the metrics window (as metrics-server
+        and per-pod request metrics report them): time-weighted means over the steps the pod
+        served while ready; 0 (and no rate) when not ready."""
         if not pod.ready(t):
-            return 0.0
-        recent = [(dt, u) for (at, dt, u) in pod.utilization_samples
+            return 0.0, None
+        recent = [(dt, u, r) for (at, dt, u, r) in pod.utilization_samples
                   if at >= t - self.metrics_window_s]
-        span = sum(dt for dt, _ in recent)
-        return sum(dt * u for dt, u in recent) / span if span > 0 else pod.utilization
+        span = sum(dt for dt, _, _ in recent)
+        if span <= 0:
+            return pod.utilization, None
+        return (sum(dt * u for dt, u, _ in recent) / span,
+                sum(dt * r for dt, _, r in recent) / span)
 
     def _workload(self, key: str) -> SimWorkload:
         try:
@@ -307,6 +348,14 @@ class SimulatedCluster(ClusterBackend, KPISource):
                 w.config = w.config.with_(replicas=max(0, w.config.replicas - 1))
                 return
 
+    def set_canary(self, workload: str, canary: WorkloadConfig | None) -> None:
+        w = self._workload(workload)
+        if canary is not None and canary.device not in ("cpu", "gpu"):
+            raise UnsupportedOperation(f"unknown device {canary.device!r}")
+        if canary is not None and canary.pool is not None and canary.pool not in self.pools:
+            raise PermanentError(f"no node pool {canary.pool!r}")
+        w.canary = canary if canary is not None and canary.replicas > 0 else None
+
     def set_weights(self, workload: str, weights: dict[str, int]) -> None:
         """Per-pod dispatch weights, level-based (replaces the previous set); see
         :func:`dispatch_shares` for how they are used."""
@@ -316,7 +365,7 @@ class SimulatedCluster(ClusterBackend, KPISource):
     def traffic_shares(self, workload: str) -> dict[str, float]:
         """Share of the workload's arrivals each ready pod receives now (sums to 1)."""
         w = self._workload(workload)
-        ready = [p.name for p in w.pods if p.ready(self.time)]
+        ready = [p.name for p in (*w.pods, *w.canary_pods) if p.ready(self.time)]
         return dict(zip(ready, (float(x) for x in dispatch_shares(ready, w.weights)),
                         strict=True))
 

@@ -68,6 +68,8 @@ class StepOutcome:
     """Latency mixture of the served requests, weighted by requests per second."""
     utilization: FloatArray
     """Per pod ``lam_i / mu_i`` (capped at 1)."""
+    served_per_pod: FloatArray | None = None
+    """Per pod, the requests per second it served (``None``: none served)."""
 
 
 def erlang_c(c: int, a: float) -> float:
@@ -127,7 +129,7 @@ def step_outcome(
     arr = np.asarray(terms, dtype=float).reshape(-1, 3)
     util = np.minimum(1.0, lam_i / mu)
     comps = Components(arr[:, 0].copy(), arr[:, 1].copy(), arr[:, 2].copy())
-    return StepOutcome(float(served_i.sum()), dropped, comps, util)
+    return StepOutcome(float(served_i.sum()), dropped, comps, util, served_i)
 
 
 def survival(t: float, c: Components) -> float:

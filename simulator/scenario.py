@@ -346,7 +346,7 @@ def check_admin_names(admin: AdminConfig, source: str) -> None:
         except SpecError as exc:
             raise SpecError(source, f"admin.{exc.field}", exc.problem, exc.fix) from None
     try:
-        actuators.create(admin.actuators, admin)
+        actuators.create(actuators.enabled_names(admin), admin)
     except SpecError as exc:
         raise SpecError(source, f"admin.{exc.field}", exc.problem, exc.fix) from None
 

@@ -69,7 +69,7 @@ class IntentController:
         self.knowledge = knowledge
         self.admin = admin or AdminConfig()
         self.actuators = dict(actuators) if actuators is not None else actuator_registry.create(
-            self.admin.actuators, self.admin)
+            actuator_registry.enabled_names(self.admin), self.admin)
         self._planners: dict[str, Planner] = dict(planners or {})
         self._statuses: dict[str, dict[str, Any]] = {}
         self._stored_statuses: dict[str, dict[str, Any]] = {}

@@ -48,7 +48,7 @@ def build_controller(backend: ClusterBackend, kpis: KPISource, source: IntentSou
     ``training.executor`` may name another place, e.g. worker processes or a Dask cluster)."""
     planner_registry.check_admin(admin)
     knowledge.follow_clock(backend.now)  # effects stamped by this clock are not "the future"
-    actuators = actuator_registry.create(admin.actuators, admin)
+    actuators = actuator_registry.create(actuator_registry.enabled_names(admin), admin)
     controller = IntentController(backend, kpis, source, knowledge, admin, actuators=actuators)
     trainer = None
     if needs_training(admin):

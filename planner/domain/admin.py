@@ -197,6 +197,21 @@ DEFAULT_TRAINING_CPU_S_PER_HOUR = 3600.0
 """One core's worth of model fitting per hour (about 500 latency fits of 7 CPU seconds)."""
 
 
+class CanarySettings(_Cfg):
+    """Bounded trials of configuration shapes no model has observed (another device or node
+    pool): a canary of a few pods beside the workload (:mod:`planner.planners.canary`).
+    Enabled with the ``device`` or ``placement`` actuator; off here turns them off."""
+
+    enabled: bool = True
+    fraction: float = Field(default=0.1, gt=0, le=0.5)
+    """The canary's pods as a fraction of the workload's replicas (at least one pod)."""
+    analysis_s: float = Field(default=120.0, gt=0, alias="analysisSeconds")
+    """How long every canary pod serves before its speed is judged."""
+    timeout_s: float = Field(default=600.0, gt=0, alias="timeoutSeconds")
+    """A canary whose pods are not all ready and judged by then is abandoned (e.g. it cannot
+    be scheduled)."""
+
+
 class TrainingSettings(_Cfg):
     """How the training hook refits effect models (:mod:`planner.control.training`)."""
 
@@ -274,6 +289,8 @@ class AdminConfig(_Cfg):
     """Dispatch weights (used by the ``weights`` actuator only)."""
     training: TrainingSettings = TrainingSettings()
     """Model training: CPU budget, where fits run, warm start."""
+    canary: CanarySettings = CanarySettings()
+    """Trials of unobserved shapes through a canary (:class:`CanarySettings`)."""
 
     def planner_for(self, namespace: str) -> str:
         return self.planners_by_namespace.get(namespace, self.planner)

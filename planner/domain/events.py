@@ -51,6 +51,10 @@ def build_event(
         "applied": applied,
         "dispatch": dispatch_record(plan, applied, applied_actions),
     }
+    if workload.canary is not None:
+        # Its pods served part of the load: the KPIs are not the configuration's own.
+        event["canary"] = {"config": workload.canary.config.as_dict(),
+                           "pod_groups": pod_groups(workload.canary.pods)}
     if pod_detail:
         event["pods"] = [p.as_dict() for p in workload.pods]
         event["nodes"] = {n.name: {"pool": n.pool, "region": n.region,

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from planner.domain.errors import PermanentError
 from planner.domain.intents import Intent, KPIProfile
-from planner.domain.state import ClusterSnapshot
+from planner.domain.state import ClusterSnapshot, WorkloadConfig
 
 
 class UnsupportedOperation(PermanentError):
@@ -64,6 +64,12 @@ class ClusterBackend(ABC):
     def set_weights(self, workload: str, weights: dict[str, int]) -> None:
         """Set per-pod dispatch weights for the workload's load balancer."""
         raise UnsupportedOperation(f"{self.name} backend has no dispatch weights")
+
+    def set_canary(self, workload: str, canary: WorkloadConfig | None) -> None:
+        """Run ``canary.replicas`` pods of ``canary``'s shape beside the workload, behind the
+        same Service (``None``, or 0 replicas: no canary). Observed as
+        :attr:`planner.domain.state.WorkloadState.canary`."""
+        raise UnsupportedOperation(f"{self.name} backend cannot run a canary of {workload}")
 
 
 class KPISource(ABC):

@@ -55,11 +55,26 @@ class PodState:
     cpu_utilization: float | None = None
     pool: str | None = None
     """Node pool of the pod's node, if scheduled."""
+    request_rate: float | None = None
+    """Requests per second the pod served over the metrics window, if known (per-pod request
+    metrics: a service mesh's or the application's own)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "node": self.node, "cpu": self.cpu, "device": self.device,
                 "ready": self.ready, "restarts": self.restarts, "started_at": self.started_at,
-                "cpu_utilization": self.cpu_utilization, "pool": self.pool}
+                "cpu_utilization": self.cpu_utilization, "pool": self.pool,
+                "request_rate": self.request_rate}
+
+
+@dataclass(frozen=True)
+class CanaryState:
+    """A canary beside a workload: a few pods of another shape (CPU size, device, pool) behind
+    the same Service, run as a second Deployment, so a shape no model has observed is tried on
+    a bounded share of the load (:mod:`planner.planners.canary`). ``config.replicas`` is the
+    canary's pod count."""
+
+    config: WorkloadConfig
+    pods: tuple[PodState, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -73,6 +88,8 @@ class WorkloadState:
     """Requests per second arriving at the workload, if known."""
     cpu_utilization: float | None = None
     """Mean CPU usage over ready pods as a fraction of their CPU request, if known."""
+    canary: CanaryState | None = None
+    """The workload's canary, if one runs; its pods are not in :attr:`pods`."""
 
     @property
     def key(self) -> str:

@@ -62,6 +62,8 @@ def settled(events: Sequence[Mapping[str, Any]], settle_s: float = 60.0) -> list
         ready = res.get("ready_replicas")
         if ready is not None and ready != cfg.get("replicas"):
             continue
+        if ev.get("canary"):
+            continue  # a canary's pods served part of the load
         groups = ready_groups(ev)
         if groups is not None and not _pods_match(groups, cfg):
             continue  # a rollout is under way: old pods still serve

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -89,6 +90,47 @@ def rollout_in_progress(ctx: PlanningContext) -> bool:
     return stale or ctx.workload.ready_replicas < min(cfg.replicas, len(pods))
 
 
+@dataclass
+class Canary:
+    """A canary on trial: its shape, when it was started, when all its pods were first seen
+    ready (``None``: not yet) and when it was judged."""
+
+    shape: Shape
+    since: float
+    ready_since: float | None = None
+    judged_at: float | None = None
+    """When its speed was measured; a judged canary serves on while the workload moves to
+    its shape, and stops once the workload's own pods run there (or it does not move)."""
+
+    def as_list(self) -> list[Any]:
+        return [list(self.shape), self.since, self.ready_since, self.judged_at]
+
+    @staticmethod
+    def of(data: Sequence[Any]) -> Canary:
+        def opt(i: int) -> float | None:
+            return None if len(data) <= i or data[i] is None else float(data[i])
+        return Canary(_shape(data[0]), float(data[1]), opt(2), opt(3))
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A speed a canary measured: relative to ``reference`` (device, pool), at ``at``."""
+
+    reference: tuple[str, str | None]
+    factor: float
+    at: float
+
+    def as_list(self, place: tuple[str, str | None]) -> list[Any]:
+        return [list(place), list(self.reference), self.factor, self.at]
+
+    @staticmethod
+    def of(data: Sequence[Any]) -> tuple[tuple[str, str | None], Measured]:
+        place, ref = data[0], data[1]
+        return ((str(place[0]), None if place[1] is None else str(place[1])),
+                Measured((str(ref[0]), None if ref[1] is None else str(ref[1])),
+                         float(data[2]), float(data[3])))
+
+
 class Explorer:
     """Per-intent exploration state of one planner (see the module doc)."""
 
@@ -100,6 +142,20 @@ class Explorer:
         self.violated_at: dict[str, float] = {}
         """Per intent, the last violation (or first sight)."""
         self.seen_at: dict[str, float] = {}
+        self.canaries: dict[str, Canary] = {}
+        """Per intent, the canary on trial (:mod:`planner.planners.canary`)."""
+        self.speeds: dict[str, dict[tuple[str, str | None], Measured]] = {}
+        """Per intent, the speeds canaries measured, by (device, pool)."""
+
+    def calm(self, key: str, now: float) -> bool:
+        """No objective violated for ``EXPLORE_CALM_S`` (nor an intent first seen since)."""
+        return now - self.violated_at.get(key, -math.inf) >= EXPLORE_CALM_S
+
+    def was_tried(self, key: str, shape: Shape, now: float) -> bool:
+        return now - self.tried.get(key, {}).get(shape, -math.inf) < EXPLORE_RETRY_S
+
+    def mark_tried(self, key: str, shape: Shape, now: float) -> None:
+        self.tried.setdefault(key, {})[shape] = now
 
     def observe(self, key: str, now: float, violated: bool) -> Shape | None:
         """Record this cycle's verdict; the shape on trial, if it is still on."""
@@ -118,17 +174,22 @@ class Explorer:
 
     def propose(self, ctx: PlanningContext, batch: CandidateBatch,
                 feasible: NDArray[np.bool_], supported: NDArray[np.bool_],
-                score: NDArray[np.float64], best: int) -> int | None:
+                score: NDArray[np.float64], best: int, same_place: bool = False) -> int | None:
         """Index in ``batch`` of an unobserved shape worth trying now (recorded as on trial),
-        or ``None``. ``best`` is the best known candidate."""
+        or ``None``. ``best`` is the best known candidate; ``same_place``: only other CPU
+        sizes on the current device and pool."""
         key = ctx.intent.key
-        calm = ctx.now - self.violated_at.get(key, -math.inf) >= EXPLORE_CALM_S
-        if not calm or key in self.trials or rollout_in_progress(ctx):
+        if not self.calm(key, ctx.now) or key in self.trials or rollout_in_progress(ctx):
             return None
         # Only shapes the model has not observed: a known shape's candidates that are
         # unsupported for their load (beyond the range the model saw) are not a shape to try.
         cand = feasible & unobserved_shapes(batch, supported) & (
             score < score[best] * (1.0 - EXPLORE_GAIN))
+        if same_place:              # other devices and pools are tried through a canary
+            cfg = ctx.config
+            cand &= shape_mask(batch, None) | (
+                ((batch.gpu > 0.5) == (cfg.device == "gpu"))
+                & np.array([p == cfg.pool for p in batch.pool], dtype=bool))
         tried = self.tried.setdefault(key, {})
         for i in np.flatnonzero(cand):
             if ctx.now - tried.get(shape_of(batch.config(int(i))), -math.inf) \
@@ -157,6 +218,8 @@ class Explorer:
             "tried": [[list(shape), t] for shape, t in self.tried.get(key, {}).items()],
             "violated_at": self.violated_at.get(key),
             "seen_at": self.seen_at.get(key),
+            "canary": None if (c := self.canaries.get(key)) is None else c.as_list(),
+            "speeds": [m.as_list(place) for place, m in self.speeds.get(key, {}).items()],
         }
 
     def recall(self, key: str, memory: Mapping[str, Any]) -> None:
@@ -170,13 +233,19 @@ class Explorer:
         for table, name in ((self.violated_at, "violated_at"), (self.seen_at, "seen_at")):
             if memory.get(name) is not None:
                 table[key] = float(memory[name])
+        if memory.get("canary") is not None:
+            self.canaries[key] = Canary.of(memory["canary"])
+        speeds = memory.get("speeds") or []
+        if speeds:
+            self.speeds[key] = dict(Measured.of(row) for row in speeds)
 
     def _forget(self, now: float) -> None:
         if len(self.seen_at) < 64:
             return
         for key in [k for k, t in self.seen_at.items() if now - t > FORGET_S]:
-            for table in (self.trials, self.tried, self.violated_at, self.seen_at):
-                table.pop(key, None)
+            for table in (self.trials, self.tried, self.violated_at, self.seen_at,
+                          self.canaries, self.speeds):
+                table.pop(key, None)  # type: ignore[attr-defined]
 
 
 def load_correction(ctx: PlanningContext, preds: dict[str, Predictor],

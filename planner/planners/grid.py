@@ -39,12 +39,14 @@ import numpy as np
 import optuna
 from numpy.typing import NDArray
 
-from planner.domain.intents import objective_met
+from actuators.canary import CanaryActuator
+from actuators.replicas import ReplicasActuator
+from planner.domain.intents import KPIType, objective_met
 from planner.domain.plan import Action, Plan, ReasonPart
 from planner.domain.state import WorkloadConfig
 from planner.models.forecast import Forecast, LoadForecast
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
-from planner.planners import fallback, feedback, plan_details
+from planner.planners import canary, fallback, feedback, plan_details
 from planner.planners.base import (
     Planner,
     PlanningContext,
@@ -52,6 +54,7 @@ from planner.planners.base import (
     clip_target,
     steps_towards,
 )
+from planner.planners.canary import place_of
 from planner.planners.predictors import PredictorMemory, PredictorSource
 from planner.planners.search_space import SearchSpace, gpu_capacity_ok, prices, space_for
 
@@ -140,6 +143,11 @@ def _met(pred: NDArray[np.float64], target: float, minimize: bool, slack: float)
     out: NDArray[np.bool_] = (pred <= target * (1 + slack)) if minimize else (
         pred >= target * (1 - slack))
     return out
+
+
+def _throughput_objectives(ctx: PlanningContext) -> set[str]:
+    return {o.name for o in ctx.intent.spec.objectives
+            if ctx.profiles[o.name].spec.type is KPIType.THROUGHPUT}
 
 
 def _violated_any(ctx: PlanningContext) -> bool:
@@ -300,22 +308,43 @@ class GridPlanner(Planner):
         return (self.score(ctx, CandidateBatch.of(uniq), rate, inp),
                 f"optuna TPE, {len(study.trials)} trials")
 
+    def _feasibility(self, ctx: PlanningContext, batch: CandidateBatch, rate: float,
+                     inp: Inputs) -> tuple[NDArray[np.bool_], NDArray[np.bool_],
+                                           NDArray[np.float64]]:
+        s = self.score(ctx, batch, rate, inp)
+        return s.feasible, s.supported, s.score
+
     def _holds_at(self, ctx: PlanningContext, cfg: WorkloadConfig, rate: float,
                   inp: Inputs) -> bool:
         return bool(self.score(ctx, CandidateBatch.of([cfg]), rate, inp).feasible[0])
 
     # ---------------------------------------------------------------- transitions
     def _safe_step(self, ctx: PlanningContext, target: WorkloadConfig, rate: float,
-                   inp: Inputs) -> tuple[WorkloadConfig, str, list[Action]]:
+                   inp: Inputs, covered: bool = False
+                   ) -> tuple[WorkloadConfig, str, list[Action]]:
         """This cycle's step towards ``target`` without an unsafe intermediate state.
 
         Changing CPU size, device or pool replaces every pod (a rolling update sized by the
         new replica count), so the replica count must not drop in the same cycle; and while
         such a change is held back (cooldown), the replicas must suffice for the pods as they
         are now. Returns the step's target, why it differs from ``target`` and its actions
-        (each actuator is asked once per cycle).
+        (each actuator is asked once per cycle). ``covered``: the move is to a shape a canary
+        measured (:func:`planner.planners.canary.measured_move`); once as many of its pods
+        are ready as the target has, the replica count drops (only old pods leave) instead
+        of waiting for every held replica to be replaced (a GPU pod may do the work of
+        thirty, and the cluster may not have a GPU for each held replica): in one step, as
+        :meth:`actuators.replicas.ReplicasActuator.finish_rollout` says.
         """
         cur = ctx.config
+        scaler = ctx.actuators.get("replicas")
+        if (covered and isinstance(scaler, ReplicasActuator) and target.replicas < cur.replicas
+                and place_of(target) == place_of(cur)
+                and canary.ready_of(ctx, target) >= target.replicas):
+            # Enough pods of the new shape are ready: the old ones leave at once (gradually,
+            # the slow old pods would carry a growing round-robin share each).
+            acts = [a for a in steps_towards(ctx, target) if a.actuator != scaler.name]
+            return target, "", [*acts, scaler.finish_rollout(ctx.workload.key, cur,
+                                                               target.replicas)]
         if target.replicas < cur.replicas and feedback.rollout_in_progress(ctx):
             # Pods of an earlier shape change are still starting: the old ones leave as the
             # new ones become ready, so removing replicas now takes capacity twice.
@@ -384,6 +413,9 @@ class GridPlanner(Planner):
         if not preds:
             return plan_details.no_action(ctx, self.name, "no-model",
                                           "no action: no model yet (load too low to estimate)")
+        # Shapes a canary measured count as known, at their measured speed.
+        preds = canary.with_speeds(preds, canary.measured_speeds(ctx, mem.explorer),
+                                   _throughput_objectives(ctx))
         return Inputs(preds, mem.alarm), violated, trial
 
     def shape_options(self, ctx: PlanningContext) -> list[ShapeOption] | None:
@@ -410,6 +442,13 @@ class GridPlanner(Planner):
             return taken
         inp, violated, trial = taken
         preds = inp.preds
+        tester = ctx.actuators.get("canary")
+        tester = tester if isinstance(tester, CanaryActuator) else None
+        trying: list[Action] = []
+        trying_why: list[ReasonPart] = []
+        canary_on = False
+        if tester is not None:
+            trying, trying_why, canary_on = canary.follow(ctx, mem.explorer, tester, violated)
         rate, corrected, fc = self._planned_rate(ctx, mem, preds)
         kinds = sorted({p.kind for p in preds.values()})
         blind = [o.name for o in ctx.intent.spec.objectives if o.name not in preds]
@@ -435,7 +474,21 @@ class GridPlanner(Planner):
             why = "cheapest configuration predicted to meet every objective"
             if "learned" in kinds and not violated:
                 probe = mem.explorer.propose(ctx, scored.batch, scored.feasible, supported,
-                                              scored.score, idx)
+                                              scored.score, idx, same_place=tester is not None)
+            if (tester is not None and probe is None and not canary_on and not trying
+                    and "learned" in kinds and not violated):
+                best_score = float(scored.score[idx])
+                if keep_current:
+                    best_score = min(best_score, float(current.score[0]))
+                observed = {("gpu" if scored.batch.gpu[i] > 0.5 else "cpu",
+                             scored.batch.pool[i]) for i in np.flatnonzero(supported).tolist()}
+                trying, trying_why = canary.propose(
+                    ctx, mem.explorer, tester,
+                    [(d, p) for d in space.devices for p in space.pools], observed,
+                    space.replicas,
+                    preds, _throughput_objectives(ctx),
+                    lambda b, ps: self._feasibility(ctx, b, rate, Inputs(dict(ps), inp.alarm)),
+                    best_score)
             if probe is not None:
                 gain = 1.0 - float(scored.score[probe] / scored.score[idx])
                 idx, exploratory, why_kind = probe, True, "exploration"
@@ -476,7 +529,12 @@ class GridPlanner(Planner):
         predicted = {n: float(p.mean[i_chosen]) for n, p in chosen.predictions.items()
                      if math.isfinite(float(p.mean[i_chosen]))}
         target = clip_target(ctx, best)
-        _, transition, actions = self._safe_step(ctx, target, rate, inp)
+        covered = tester is not None and canary.measured_move(ctx, mem.explorer, target)
+        _, transition, actions = self._safe_step(ctx, target, rate, inp, covered)
+        if tester is not None and not trying:
+            trying, verdict = canary.after_verdict(ctx, mem.explorer, tester, target)
+            trying_why.extend(verdict)
+        actions = [*actions, *trying]
         pretty = (f"{target.replicas} x {target.cpu:g} cpu {target.device}"
                   + (f" in {target.pool}" if target.pool else ""))
         parts = [ReasonPart(why_kind, (
@@ -494,6 +552,7 @@ class GridPlanner(Planner):
                                     f"no model for {', '.join(blind)}: not planned for"))
         if self.source is not None and (stale := self.source.stale_note(ctx, preds)):
             parts.append(ReasonPart("stale-model", stale))
+        parts.extend(trying_why)
         if transition:
             parts.append(ReasonPart("transition", transition))
         parts.extend(plan_details.held_parts(ctx, actions))

@@ -204,7 +204,10 @@ def guard(ctx: PlanningContext, plan: Plan, memory: Memory,
         parts.append(ReasonPart("capacity", "; ".join(fitted)))
     if target == plan.target:
         return _with_parts(plan, parts), watch.as_memory()
-    actions = steps_towards(ctx, target)
+    # Actions that turn no knob of the workload (a canary beside it) stay as planned.
+    actions = [*steps_towards(ctx, target),
+               *(a for a in plan.actions if a.actuator in ctx.actuators
+                 and not ctx.actuators[a.actuator].knobs)]
     known = {s.config: dict(s.predicted) for s in plan.steps}
     steps = tuple(replace(s, predicted=known.get(s.config, s.predicted))
                   for s in plan_details.plan_steps(ctx, actions, target))

@@ -1,0 +1,322 @@
+"""Trying a shape no model has observed on a bounded share of the load: a canary.
+
+A learned model vouches only for the devices and node pools it was trained on, and it cannot
+know how fast a GPU or another node generation serves this workload until it has seen it. So a
+planner that only follows its model never tries them. The canary is the bounded trial:
+
+* **Proposal.** While every objective holds (the explorer's calm rule,
+  :class:`planner.planners.feedback.Explorer`), each (device, pool) the admin's knobs reach
+  that the model has not observed is scored at an *optimistic* speed: the prior is price
+  parity (a pod priced ``k`` times the current one is taken to be ``k`` times as fast), widened
+  by :data:`PRIOR_SPREAD`. A shape whose fewest feasible pods at that speed would cost at least
+  ``EXPLORE_GAIN`` less than the best known configuration is worth a canary; a shape that could
+  not be cheaper even then (one GPU pod already dearer than the whole workload) is never tried.
+* **Trial.** ``ceil(canary.fraction x replicas)`` pods (at least one) of that device and pool,
+  at the current CPU size, serve beside the workload behind the same Service (a second
+  Deployment). The workload keeps every pod it has: the canary only adds capacity. The canary
+  stops at the first observed violation, when its pods are not ready and judged within
+  ``canary.timeout_s`` (e.g. unschedulable), or once judged.
+* **Verdict.** After every canary pod has served for ``canary.analysis_s``, the canary's
+  capacity per pod (requests per second over utilisation) is compared with the workload's own
+  pods': the ratio is the shape's measured speed relative to the current shape. It is kept as
+  planner memory (data) and used by :class:`MeasuredShapes`: until a model is trained on the
+  shape itself, a candidate of that shape is predicted as the known shape at the load divided
+  by the measured speed. The planner then moves the workload there if that is the cheapest
+  configuration predicted feasible, and not otherwise.
+
+Per-pod request rates are needed for the verdict (the simulator has them; a Kubernetes
+workload needs per-pod request metrics); without them the canary is stopped unjudged.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from actuators.canary import CanaryActuator, describe
+from planner.domain.plan import Action, ReasonPart
+from planner.domain.state import CanaryState, PodState, WorkloadConfig, WorkloadState
+from planner.models.predictor import CandidateBatch, FloatArray, Prediction, Predictor
+from planner.planners.base import PlanningContext
+from planner.planners.capacity import runs
+from planner.planners.feedback import EXPLORE_GAIN, Canary, Explorer, Measured, rollout_in_progress
+from planner.planners.search_space import prices
+
+PRIOR_SPREAD = 3.0
+"""How much faster than price parity an unobserved device or pool may turn out to be: the
+optimistic end of the prior used to decide whether a canary is worth running."""
+MIN_UTILIZATION = 0.005
+"""Pods busier than this are used to estimate capacity: 5 millicores of a one-core pod, five
+steps of the millicore resolution CPU metrics have (an idler pod's ratio is noise). A GPU pod
+many times faster than the others is this idle under round-robin dispatch."""
+MEASURED_TTL_S = 24 * 3600.0
+"""A measured speed is used for this long (the workload may change)."""
+
+Place = tuple[str, str | None]
+"""(device, pool): what a canary tries and a measurement is about."""
+
+
+def place_of(cfg: WorkloadConfig) -> Place:
+    return (cfg.device, cfg.pool)
+
+
+def place_mask(batch: CandidateBatch, place: Place) -> NDArray[np.bool_]:
+    device, pool = place
+    out: NDArray[np.bool_] = ((batch.gpu > 0.5) == (device == "gpu")) & np.array(
+        [p == pool for p in batch.pool], dtype=bool)
+    return out
+
+
+@dataclass(frozen=True)
+class Speed:
+    """A shape's speed relative to a reference shape the model knows."""
+
+    reference: Place
+    factor: float
+
+
+class MeasuredShapes(Predictor):
+    """``inner``'s predictions, except for candidates on a (device, pool) in ``speeds`` that
+    ``inner`` does not vouch for: those are predicted as the reference shape at the load
+    divided by the shape's speed (a ``throughput`` KPI scaled back up), and vouched for when the
+    reference shape is. A faster pod at the same utilisation answers sooner than the reference
+    pod does, so for latency this errs on the slow side."""
+
+    def __init__(self, inner: Predictor, speeds: Mapping[Place, Speed],
+                 throughput: bool = False) -> None:
+        self.inner = inner
+        self.speeds = dict(speeds)
+        self.throughput = throughput
+        self.kind = inner.kind
+
+    def _remapped(self, batch: CandidateBatch, supported: NDArray[np.bool_]
+                  ) -> list[tuple[NDArray[np.bool_], CandidateBatch, float]]:
+        out = []
+        for place, speed in self.speeds.items():
+            rows = place_mask(batch, place) & ~supported
+            if not rows.any() or speed.factor <= 0:
+                continue
+            n = int(rows.sum())
+            device, pool = speed.reference
+            sub = CandidateBatch(batch.replicas[rows], batch.cpu[rows],
+                                 np.full(n, 1.0 if device == "gpu" else 0.0), (pool,) * n)
+            out.append((rows, sub, speed.factor))
+        return out
+
+    def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
+        pr = self.inner.predict(batch, rate)
+        parts = self._remapped(batch, pr.supported)
+        if not parts:
+            return pr
+        mean, bound, ok = pr.mean.copy(), pr.bound.copy(), pr.supported.copy()
+        for rows, sub, f in parts:
+            p = self.inner.predict(sub, rate / f)
+            scale = f if self.throughput else 1.0
+            mean[rows], bound[rows], ok[rows] = p.mean * scale, p.bound * scale, p.supported
+        return Prediction(mean, bound, ok)
+
+    def predict_mean(self, batch: CandidateBatch, rate: float) -> FloatArray:
+        return self.predict(batch, rate).mean
+
+
+def with_speeds(preds: Mapping[str, Predictor], speeds: Mapping[Place, Speed],
+                throughput: set[str]) -> dict[str, Predictor]:
+    """``preds`` with :class:`MeasuredShapes` around each (unchanged when ``speeds`` is empty);
+    ``throughput`` names the objectives whose KPI is a throughput."""
+    if not speeds:
+        return dict(preds)
+    return {n: MeasuredShapes(p, speeds, n in throughput) for n, p in preds.items()}
+
+
+def optimistic_speeds(ctx: PlanningContext, places: list[Place]) -> dict[Place, Speed]:
+    """Per unobserved ``place``, the optimistic end of its prior relative to the current
+    shape: :data:`PRIOR_SPREAD` times the ratio of its pod price to the current pod's."""
+    cur = ctx.config
+    configs = [cur.with_(replicas=1), *(cur.with_(replicas=1, device=d, pool=p)
+                                        for d, p in places)]
+    price = prices(ctx.snapshot, CandidateBatch.of(configs))
+    here = float(price[0])
+    out: dict[Place, Speed] = {}
+    for place, p in zip(places, price[1:].tolist(), strict=True):
+        if here > 0 and p > 0:
+            out[place] = Speed(place_of(cur), PRIOR_SPREAD * p / here)
+    return out
+
+
+def capacity_ratio(canary: CanaryState, workload: WorkloadState) -> float | None:
+    """The canary pods' capacity per pod over the workload's own pods' (median requests per
+    second over CPU utilisation of the ready, busy pods); ``None`` when either side has no
+    pod with a known request rate."""
+    def per_pod(pods: tuple[PodState, ...]) -> float | None:
+        caps = [p.request_rate / p.cpu_utilization for p in pods
+                if p.ready and p.request_rate and p.cpu_utilization is not None
+                and p.cpu_utilization > MIN_UTILIZATION]
+        return float(np.median(caps)) if caps else None
+
+    mine, theirs = per_pod(canary.pods), per_pod(workload.pods)
+    if mine is None or theirs is None or theirs <= 0:
+        return None
+    return mine / theirs
+
+
+def canary_size(ctx: PlanningContext) -> int:
+    return max(1, math.ceil(ctx.admin.canary.fraction * ctx.config.replicas))
+
+
+def _stop(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
+          why: str) -> tuple[list[Action], list[ReasonPart]]:
+    key = ctx.intent.key
+    trial = explorer.canaries.pop(key, None)
+    if trial is not None:
+        explorer.mark_tried(key, trial.shape, ctx.now)
+    return [actuator.stop(ctx.workload.key, why)], [ReasonPart("exploration",
+                                                               f"canary stopped: {why}")]
+
+
+def follow(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
+           violated: bool) -> tuple[list[Action], list[ReasonPart], bool]:
+    """This cycle's step of a canary on trial: the actions (a stop), the reason parts, and
+    whether a canary is still on (no new one is proposed then)."""
+    key, now, settings = ctx.intent.key, ctx.now, ctx.admin.canary
+    running = ctx.workload.canary
+    trial = explorer.canaries.get(key)
+    if running is None and trial is None:
+        return [], [], False
+    if trial is None:                      # observed without a record: judge it from now
+        assert running is not None
+        trial = explorer.canaries[key] = Canary(
+            (running.config.cpu, running.config.device, running.config.pool), now)
+    what = f"{trial.shape[0]:g} cpu {trial.shape[1]}" + (
+        f" in {trial.shape[2]}" if trial.shape[2] else "")
+    if trial.judged_at is not None:
+        if running is None:                # gone (deleted by hand): nothing left to follow
+            del explorer.canaries[key]
+            return [], [], False
+        return [], [], True                # the plan decides: see :func:`after_verdict`
+    if violated:
+        return (*_stop(ctx, explorer, actuator,
+                       f"{what}: an objective was observed violated during the trial"), False)
+    if running is None:
+        if now - trial.since > settings.timeout_s:
+            del explorer.canaries[key]
+            explorer.mark_tried(key, trial.shape, now)
+            return [], [ReasonPart("exploration", f"canary {what} never appeared")], False
+        return [], [], True
+    pods = running.pods
+    ready = len(pods) >= running.config.replicas and all(p.ready for p in pods)
+    if ready and trial.ready_since is None:
+        trial.ready_since = now
+    elif not ready:
+        trial.ready_since = None
+    if trial.ready_since is not None and now - trial.ready_since >= settings.analysis_s:
+        ratio = capacity_ratio(running, ctx.workload)
+        if ratio is None:
+            return (*_stop(ctx, explorer, actuator, f"{what}: no busy pod with a known "
+                           "request rate to judge it by"), False)
+        place = (trial.shape[1], trial.shape[2])
+        explorer.speeds.setdefault(key, {})[place] = Measured(place_of(ctx.config), ratio,
+                                                              now)
+        trial.judged_at = now
+        explorer.mark_tried(key, trial.shape, now)
+        return [], [ReasonPart("exploration", f"canary {what} judged: {ratio:.2f}x the "
+                               "capacity per pod of the current pods")], True
+    if now - trial.since > settings.timeout_s:
+        return (*_stop(ctx, explorer, actuator, f"{what}: not ready and judged within "
+                       f"{settings.timeout_s:g} s"), False)
+    return [], [ReasonPart("exploration", f"canary {what} on trial")], True
+
+
+def measured_move(ctx: PlanningContext, explorer: Explorer, target: WorkloadConfig) -> bool:
+    """Whether ``target`` moves the workload to a device or pool a canary measured."""
+    return (place_of(target) != place_of(ctx.config)
+            or rollout_in_progress(ctx)) and place_of(target) in measured_speeds(ctx, explorer)
+
+
+def ready_of(ctx: PlanningContext, target: WorkloadConfig) -> int:
+    """The workload's ready pods of ``target``'s shape."""
+    return sum(1 for p in ctx.workload.pods if p.ready and runs(p, target))
+
+
+def after_verdict(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
+                  target: WorkloadConfig) -> tuple[list[Action], list[ReasonPart]]:
+    """A judged canary once the plan is made (from the cycle after its verdict): stopped,
+    its room free for the workload's own pods when the plan moves there, or no longer
+    needed when it does not."""
+    trial = explorer.canaries.get(ctx.intent.key)
+    if (trial is None or trial.judged_at is None or ctx.workload.canary is None
+            or trial.judged_at >= ctx.now):    # judged this cycle: planned from next cycle
+        return [], []
+    if place_of(target) == (trial.shape[1], trial.shape[2]):
+        return _stop(ctx, explorer, actuator, "judged; the workload moves to its shape")
+    return _stop(ctx, explorer, actuator, "judged; the workload stays on its shape, the "
+                 "cheapest predicted")
+
+
+def measured_speeds(ctx: PlanningContext, explorer: Explorer) -> dict[Place, Speed]:
+    """The speeds canaries measured for this intent that are still fresh."""
+    table = explorer.speeds.get(ctx.intent.key, {})
+    return {place: Speed(m.reference, m.factor) for place, m in table.items()
+            if ctx.now - m.at < MEASURED_TTL_S}
+
+
+Scorer = Callable[[CandidateBatch, Mapping[str, Predictor]], tuple[NDArray[np.bool_],
+                                                                    NDArray[np.bool_],
+                                                                    NDArray[np.float64]]]
+"""Scores a batch with the given predictors: (feasible, supported, score) per candidate."""
+
+
+def propose(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
+            places: list[Place], observed: set[Place], replicas: tuple[int, ...],
+            preds: Mapping[str, Predictor], throughput: set[str], score: Scorer,
+            best_score: float) -> tuple[list[Action], list[ReasonPart]]:
+    """Start a canary of the (device, pool) in ``places`` that is not ``observed`` (no
+    candidate of it vouched for by the models), has not been tried lately, and at the
+    optimistic end of its prior would serve the load for at least ``EXPLORE_GAIN`` less than
+    ``best_score``. Only while the canary's round-robin share of the requests,
+    ``size / (replicas + size)``, stays within ``canary.fraction`` (a canary pod slower than
+    hoped then carries that much of the load at most)."""
+    key, cfg, now = ctx.intent.key, ctx.config, ctx.now
+    if not explorer.calm(key, now) or key in explorer.trials or rollout_in_progress(ctx):
+        return [], []
+    size = canary_size(ctx)
+    if size / (cfg.replicas + size) > ctx.admin.canary.fraction + 1e-9:
+        return [], []
+    known = set(measured_speeds(ctx, explorer))
+    facts = ctx.snapshot.facts
+    fresh = [pl for pl in places if pl != place_of(cfg) and pl not in known
+             and pl not in observed
+             and not explorer.was_tried(key, (cfg.cpu, *pl), now)
+             and (pl[0] != "gpu" or (facts.has_gpu if pl[1] is None
+                                     else pl[1] in facts.first_gpu_in_pool))]
+    if not fresh:
+        return [], []
+    optimistic = optimistic_speeds(ctx, fresh)
+    if not optimistic:
+        return [], []
+    reps = np.asarray(replicas, dtype=float)
+    order = list(optimistic)
+    batch = CandidateBatch(np.tile(reps, len(order)), np.full(len(reps) * len(order), cfg.cpu),
+                           np.repeat([1.0 if d == "gpu" else 0.0 for d, _ in order], len(reps)),
+                           tuple(p for _, p in order for _ in reps))
+    feasible, _, scores = score(batch, with_speeds(preds, optimistic, throughput))
+    ok = feasible & (scores < best_score * (1.0 - EXPLORE_GAIN))
+    if not ok.any():
+        for pl in fresh:                   # not worth it even at its best: not for a while
+            explorer.mark_tried(key, (cfg.cpu, *pl), now)
+        return [], []
+    i = int(np.flatnonzero(ok)[np.argmin(scores[ok])])
+    device, pool = order[i // len(reps)]
+    if device == "gpu" and size > ctx.snapshot.facts.total_gpus:
+        return [], []
+    shape = cfg.with_(replicas=size, device=device, pool=pool)
+    explorer.canaries[key] = Canary((shape.cpu, device, pool), now)
+    gain = 1.0 - float(scores[i]) / best_score
+    why = (f"not observed yet; at {optimistic[(device, pool)].factor:.1f}x the current pods' "
+           f"speed (price parity x{PRIOR_SPREAD:g}) it would cost up to {gain:.0%} less than "
+           "the best known configuration")
+    return [actuator.start(ctx.workload.key, shape, why)], [
+        ReasonPart("exploration", f"canary {describe(shape)} started: {why}")]
