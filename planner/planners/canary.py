@@ -276,14 +276,14 @@ def propose(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
     """Start a canary of the (device, pool) in ``places`` that is not ``observed`` (no
     candidate of it vouched for by the models), has not been tried lately, and at the
     optimistic end of its prior would serve the load for at least ``EXPLORE_GAIN`` less than
-    ``best_score``. Only while the canary's round-robin share of the requests,
-    ``size / (replicas + size)``, stays within ``canary.fraction`` (a canary pod slower than
-    hoped then carries that much of the load at most)."""
+    ``best_score``; not beside a single pod. By round robin a canary of ``size`` pods takes
+    ``size / (replicas + size)`` of the requests (a third beside two pods): the trial is
+    bounded in pods and in time (it stops at the first violation), not in risk-free share."""
     key, cfg, now = ctx.intent.key, ctx.config, ctx.now
     if not explorer.calm(key, now) or key in explorer.trials or rollout_in_progress(ctx):
         return [], []
     size = canary_size(ctx)
-    if size / (cfg.replicas + size) > ctx.admin.canary.fraction + 1e-9:
+    if cfg.replicas < 2:                   # beside one pod a canary takes half the requests
         return [], []
     known = set(measured_speeds(ctx, explorer))
     facts = ctx.snapshot.facts
