@@ -3,6 +3,8 @@ the ``random_walk`` trace; ``intent-planner generate``; the collapse count of be
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import sys
 from pathlib import Path
@@ -46,6 +48,32 @@ def test_same_seed_same_document_and_seeds_differ(docs: dict[int, dict[str, Any]
     assert generate(7) == docs[7]
     assert generate(7) is not docs[7]
     assert len({yaml.safe_dump(d) for d in docs.values()}) == len(docs)
+
+
+DEFAULT_DIGESTS = {
+    1: "78337bd2226a7daa", 2: "a2853814d9646ea2", 3: "9e55e75fd0ecce2a", 4: "bacd67b8bfddb2d6",
+    5: "e684f039b9486adb", 6: "fca15c4ee8f77a9a", 7: "e9f5024409100a95", 8: "f34936d6560cc118",
+    9: "14af68d01b1e50d8", 10: "97efaa1a79d735f5", 11: "618262d8694582e8", 12: "30282f5248054eaa",
+    13: "1fdb78087d2c38d9", 14: "e8a3ff24ea909770", 15: "bada43aa3f972d4a", 16: "b808b9a3bcdb8f22",
+    17: "a9178dc651e5763c", 18: "eb8d77bf705b774a", 19: "7288c6679158087b", 20: "60cd9c3cd2f70890",
+    21: "40d6adc2d9277f0e", 22: "db240ca674bdb4f0", 23: "2ff3066d20d27e48", 24: "098204bc63cfe725",
+    25: "9c3d615f7980f7b2", 26: "74cf6c8faf559c1d", 27: "b7f5031b1ac52aa8", 28: "81a9aca4ebe7e0d0",
+    29: "d50ac6c6de469533", 30: "50185e1876b5c0f9", 31: "53a96d2e7d5fe6af", 32: "51c82fac4a461468",
+    33: "ae5239b43cf594ea", 34: "88ea05554509dea7", 35: "c447d4300df329c4", 36: "ce69ee8e21aaa631",
+    37: "5401588ad3329fe2", 38: "603a3b9b67a3f661", 39: "c24cc9ba419278a2", 40: "1d7e484e409ce223",
+}
+"""sha256 (first 16 hex digits) of ``json.dumps(generate(seed))`` for seeds 1..40, computed at
+commit fdf77e9, before ``generate`` took options: default generation must not move (the
+benchmarks' generated scenarios are named by seed alone)."""
+
+
+def digest(doc: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(doc).encode()).hexdigest()[:16]
+
+
+def test_default_generation_is_unchanged(docs: dict[int, dict[str, Any]]) -> None:
+    """Every value and the order of every key, as the CLI writes them."""
+    assert {s: digest(d) for s, d in docs.items()} == DEFAULT_DIGESTS
 
 
 def test_every_generated_scenario_parses(docs: dict[int, dict[str, Any]]) -> None:
