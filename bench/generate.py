@@ -1,9 +1,11 @@
 """Write generated scenarios (``simulator/generate.py``) as YAML files, one per seed.
 
     python bench/generate.py --seeds 1..40 --out /tmp/generated     # or --seeds 3 7 12
+    python bench/generate.py --seeds 1..5 --contention tight --out /tmp/tight
 
-Each file is ``<out>/gen-<seed>.yaml``; a recorded trace it replays is named relative to
-``<out>`` when that is near the checkout, else by its absolute path.
+Each file is ``<out>/<name>.yaml`` (``gen-<seed>``, ``gen-<seed>-tight``); a recorded trace
+it replays is named relative to ``<out>`` when that is near the checkout, else by its
+absolute path.
 """
 
 from __future__ import annotations
@@ -35,12 +37,14 @@ def parse_seeds(words: list[str]) -> list[int]:
 def main() -> None:
     import yaml
 
-    from simulator.generate import generate, relocate
+    from simulator.generate import CONTENTION, generate, relocate
     from simulator.scenario import parse_scenario
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", nargs="+", default=["1..10"], help="N or A..B (inclusive)")
     ap.add_argument("--out", type=Path, required=True, help="directory to write to")
+    ap.add_argument("--contention", choices=CONTENTION, default=None,
+                    help="the generator's contention option (default: drawn from the seed)")
     args = ap.parse_args()
     try:
         seeds = parse_seeds(args.seeds)
@@ -48,10 +52,11 @@ def main() -> None:
         ap.error(str(exc))
     args.out.mkdir(parents=True, exist_ok=True)
     for seed in seeds:
-        doc = relocate(generate(seed), args.out)
-        path = args.out / f"gen-{seed}.yaml"
+        doc = relocate(generate(seed, args.contention), args.out)
+        path = args.out / f"{doc['name']}.yaml"
         parse_scenario(doc, str(path), args.out)      # every file written is valid
-        path.write_text(f"# python bench/generate.py --seeds {seed}\n"
+        option = "" if args.contention is None else f" --contention {args.contention}"
+        path.write_text(f"# python bench/generate.py --seeds {seed}{option}\n"
                         + yaml.safe_dump(doc, sort_keys=False, width=100))
         print(f"{path}: {doc['description']}")
 

@@ -17,9 +17,14 @@ characterize``) seeded the knowledge base; ``grid`` starts cold. Totals count ac
 only (a shadow-mode intent is never acted on by any planner).
 
     python bench/slo.py [--seeds 1 2 3] [--planners hpa@80 queueing grid] [--generated 20]
-                        [--scenarios] [--json]
+                        [--contention tight] [--scenarios] [--json]
 
-``--scenarios`` with no files runs the generated scenarios only.
+``--scenarios`` with no files runs the generated scenarios only. ``--contention tight`` draws
+the generated scenarios with the generator's option of that name (workloads competing for one
+pool below their summed peak need; ``simulator/generate.py``). Each run also counts its active
+plans capped by capacity (a ``capacity`` part in the plan's reason), those planned together
+with the intents competing for capacity (a ``contention`` part) and the cycles in which the
+joint step ran (a plan was capped).
 """
 
 from __future__ import annotations
@@ -41,27 +46,58 @@ PLANNERS = ["hpa@50", "hpa@60", "hpa@70", "hpa@80", "queueing", "astar", "grid"]
 OURS = "grid"
 """The default planner: its ratios against every other planner and its collapses are printed."""
 GENERATED = "generated:"
-"""Prefix of a generated scenario's reference (``generated:7``): drawn in each worker."""
+"""Prefix of a generated scenario's reference (``generated:7``; with the generator's
+``contention`` option, ``generated:7:tight``): drawn in each worker."""
+COUNTS = ("active_plans", "capped_plans", "contention_plans", "joint_cycles")
+"""What :class:`ContentionCount` counts per run (absent from runs saved before it)."""
 COLLAPSE_SHARE = 0.2
 """A run collapses when it violates more than this share of its objective-minutes while the
 oracle had no infeasible minute."""
 
 
 def load(ref: str, duration: float | None = None) -> Any:
-    """The scenario a reference names: a YAML path, or ``generated:<seed>``; with ``duration``
-    its spec says that duration (so the oracle covers what the runs cover)."""
+    """The scenario a reference names: a YAML path, or ``generated:<seed>[:<contention>]``;
+    with ``duration`` its spec says that duration (so the oracle covers what the runs cover)."""
     from simulator.generate import SCENARIO_DIR, generate
     from simulator.scenario import Scenario, load_scenario, parse_scenario
 
     if ref.startswith(GENERATED):
-        seed = int(ref.removeprefix(GENERATED))
-        sc = parse_scenario(generate(seed), f"gen-{seed}", SCENARIO_DIR)
+        seed, _, contention = ref.removeprefix(GENERATED).partition(":")
+        doc = generate(int(seed), contention or None)
+        sc = parse_scenario(doc, doc["name"], SCENARIO_DIR)
     else:
         sc = load_scenario(ref)
     if duration is None:
         return sc
     return Scenario(sc.spec.model_copy(update={"duration": duration}), sc.intents, sc.profiles,
                     sc.base_dir)
+
+
+def generated(seed: int, contention: str | None = None) -> str:
+    """The reference of the scenario the generator draws from ``seed`` (with its option)."""
+    return f"{GENERATED}{seed}" + ("" if contention is None else f":{contention}")
+
+
+class ContentionCount:
+    """A cycle hook counting active plans capped by capacity (the safety layer's ``capacity``
+    reason), plans planned together with competing intents (``contention``) and the cycles in
+    which the joint step ran: those with a plan of either kind (when the joint assignment is
+    not used, the capped plans stand; when it is, every plan it shaped says so)."""
+
+    def __init__(self) -> None:
+        self.plans = self.capped = self.together = self.joint_cycles = 0
+
+    def __call__(self, _sim: Any, outcomes: list[Any]) -> None:
+        kinds = [{p.kind for p in o.plan.reason_parts} for o in outcomes
+                 if o.intent.spec.active and o.plan is not None]
+        self.plans += len(kinds)
+        self.capped += sum("capacity" in k for k in kinds)
+        self.together += sum("contention" in k for k in kinds)
+        self.joint_cycles += any(k & {"capacity", "contention"} for k in kinds)
+
+    def as_dict(self) -> dict[str, int]:
+        return {"active_plans": self.plans, "capped_plans": self.capped,
+                "contention_plans": self.together, "joint_cycles": self.joint_cycles}
 
 
 def run_one(path: str, planner: str, seed: int, trials: int,
@@ -78,7 +114,9 @@ def run_one(path: str, planner: str, seed: int, trials: int,
         for w in {i.workload_key for i in sc.intents if i.spec.active}:
             characterize(sc, w, trials, kb, seed=seed + 100, end_time=START)
     t0 = time.perf_counter()
-    report = ScenarioRun(sc, name, seed, kb, start_time=START).run(duration).as_dict()
+    count = ContentionCount()
+    report = ScenarioRun(sc, name, seed, kb, start_time=START).run(duration,
+                                                                   on_cycle=count).as_dict()
     active = {i.key for i in sc.intents if i.spec.active}
     intents = {k: v for k, v in report["intents"].items() if k in active}
     return {
@@ -92,6 +130,7 @@ def run_one(path: str, planner: str, seed: int, trials: int,
         "plan_ms_p50": report["totals"]["plan_ms_p50"],
         "plan_ms_p99": report["totals"]["plan_ms_p99"],
         "wall_s": time.perf_counter() - t0,
+        **count.as_dict(),
     }
 
 
@@ -158,6 +197,8 @@ def summarise(rows: list[dict[str, Any]], planners: list[str]) -> dict[str, Any]
             "plan_ms_p50": [], "plan_ms_p99": []})
         for k in ("violation_minutes", "core_hours", "cost", "actions"):
             d[k] += r[k]
+        for k in COUNTS:
+            d[k] = d.get(k, 0) + r.get(k, 0)
         d["runs"] += 1
         d["plan_ms_p50"].append(r["plan_ms_p50"])
         d["plan_ms_p99"].append(r["plan_ms_p99"])
@@ -170,6 +211,7 @@ def summarise(rows: list[dict[str, Any]], planners: list[str]) -> dict[str, Any]
             "cost": round(sum(r["cost"] for r in sel), 3),
             "actions": sum(r["actions"] for r in sel),
             "plan_ms_p99_max": max((r["plan_ms_p99"] for r in sel), default=0.0),
+            **{k: sum(r.get(k, 0) for r in sel) for k in COUNTS},
         }
     for s in out["per_scenario"].values():
         for d in s.values():
@@ -219,6 +261,8 @@ def where_not_better(per_scenario: dict[str, dict[str, Any]],
 
 
 def main() -> None:
+    from simulator.generate import CONTENTION
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     ap.add_argument("--planners", nargs="+", default=PLANNERS,
@@ -229,6 +273,9 @@ def main() -> None:
                     help="also run N generated scenarios (simulator/generate.py)")
     ap.add_argument("--generated-seed-base", type=int, default=0, metavar="B",
                     help="the generated scenarios are drawn from seeds B+1..B+N")
+    ap.add_argument("--contention", choices=CONTENTION, default=None,
+                    help="draw the generated scenarios with this contention (tight: workloads "
+                    "competing for one pool below their summed peak need)")
     ap.add_argument("--characterize-trials", type=int, default=40)
     ap.add_argument("--duration", type=float, default=None, help="seconds (default: scenario)")
     ap.add_argument("--workers", type=int, default=2)
@@ -240,7 +287,7 @@ def main() -> None:
         reprint(args.from_json)
         return
     check_args(ap, args)
-    scenarios = [*args.scenarios, *(f"{GENERATED}{args.generated_seed_base + i}"
+    scenarios = [*args.scenarios, *(generated(args.generated_seed_base + i, args.contention)
                                     for i in range(1, args.generated + 1))]
     jobs = [(s, p, seed, args.characterize_trials, args.duration)
             for s in scenarios for seed in args.seeds for p in args.planners]
@@ -316,6 +363,8 @@ def check_args(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         ap.error("--generated and --generated-seed-base must be >= 0")
     if not args.scenarios and not args.generated:
         ap.error("no scenarios: give scenario files or --generated N")
+    if args.contention is not None and not args.generated:
+        ap.error("--contention applies to generated scenarios: give --generated N")
     for spec in args.planners:
         try:
             registry.parse_spec(spec.removesuffix("+char"), "--planners")
@@ -339,6 +388,11 @@ def print_summary(summary: dict[str, Any], planners: list[str], n_seeds: int,
               f"  core-h {d['core_hours']:>8}"
               f"  cost {d['cost']:>7}  actions {d['actions']:>5}  "
               f"worst plan p99 {d['plan_ms_p99_max']:.2f} ms")
+    for p, d in summary["totals"].items():
+        if d["active_plans"]:
+            print(f"  {p:<12} plans capped by capacity {d['capped_plans']}, planned together "
+                  f"(contention) {d['contention_plans']}, of {d['active_plans']} active plans; "
+                  f"the joint step ran in {d['joint_cycles']} cycles")
     print(f"  {'oracle':<12} core-h {summary['oracle_core_hours']:>8}  cost "
           f"{summary['oracle_cost']:>7}  infeasible minutes "
           f"{summary['oracle_infeasible_minutes']}  (every latency objective kept with perfect "

@@ -13,13 +13,35 @@ so the same seed always gives the same document. It draws:
   latency and their own prices, sometimes tight capacity;
 * the admin's actuators (only those the cluster makes meaningful) and bounds;
 * intents: latency at p50/p90/p95/p99, availability, throughput, priorities; sometimes two or
-  three workloads competing for one small pool.
+  three workloads competing for one small pool (one that holds their summed peak need, 1-1.4x;
+  ``contention="tight"`` draws one that does not, below).
 
 Targets are derived from the service itself, never from a planner: a latency target is the
 simulator's own quantile (:mod:`simulator.queueing`) of one reference pod (the best pod shape
 and pool the admin's knobs reach, base and network latency included) at a drawn utilisation
 between 30 and 80 %, so some configuration meets it whenever the cluster has the capacity. A
 throughput target is a share of the least load the trace offers.
+
+**Options.** ``generate(seed, contention="tight")`` (``intent-planner generate --seed N
+--contention tight``, ``bench/slo.py --generated N --contention tight``) always draws two or
+three workloads competing for one pool (no GPU, no other pool), and sizes that pool below
+their summed peak need. A workload's *peak need* is the cores its reference pods (the ones its
+latency targets were derived from) need at the peak rate of its trace (noise-free; a random
+walk's upper bound), at its tightest latency objective's drawn utilisation; ``S`` is the sum
+over the workloads and ``L`` the largest. The pool holds whole nodes of at least ``S - L`` and
+below ``S`` cores: a point drawn uniformly in that range, rounded to whole nodes of the drawn
+node size (where those miss the range, of the first halving of it whose nodes land in it,
+down to 2 cores and the largest pod the admin's knobs allow; failing that, as many nodes of
+the largest pod's size as stay below ``S``). So if the workloads peaked together, not all of
+them would fit, while all but the largest would (in about half of the draws the largest alone
+needs more than the pool). Their peaks need not coincide: how often the pool actually runs
+short depends on the load shapes, which are drawn as without the option. The intents'
+priorities are drawn as always but redrawn on a tie, so that priority always orders them. A
+seed that draws a shared pool without the option draws the same workloads, intents, knobs and
+bounds with it: only the pool's nodes differ (unless two priorities tie: the redraw shifts
+what is drawn after it). The scenario is named ``gen-<seed>-tight``. Without the option
+(``contention=None``) the document is exactly what it was before the option existed
+(``tests/test_generate.py`` pins it).
 
 A ``csv`` trace names its file relative to ``examples/scenarios`` (:data:`SCENARIO_DIR`): parse
 a generated document with ``base_dir=SCENARIO_DIR``, or :func:`relocate` it first to where the
@@ -43,6 +65,8 @@ from simulator.traces import CsvTrace
 SCENARIO_DIR = Path(__file__).resolve().parents[1] / "examples" / "scenarios"
 """Where the shipped scenarios and their recorded traces are; ``csv`` files are relative to it."""
 CSV_TRACES = ("traces/inference-2h.csv",)
+CONTENTION = ("tight",)
+"""What ``generate(seed, contention=...)`` accepts besides ``None`` (the default draw)."""
 SHAPES = ("diurnal", "bursty", "step", "flash", "random_walk", "csv")
 PERCENTILES = (50, 90, 95, 99)
 CPU_SIZES = (0.25, 0.5, 1.0, 2.0, 4.0)
@@ -96,6 +120,8 @@ class _Workload:
     pods_at_peak: float = 0.0
     """Reference pods the peak needs at the tightest objective's utilisation."""
     pods_at_start: float = 0.0
+    need_cores: float = 0.0
+    """Cores the reference pods need at the peak (``pods_at_peak`` x their CPU size)."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -206,18 +232,40 @@ def _round_up(x: float) -> float:
 
 
 # ------------------------------------------------------------------------------ the scenario
-def generate(seed: int) -> dict[str, Any]:
-    """A scenario document drawn from ``seed`` (see the module's docstring)."""
+def _tight_nodes(target: float, low: float, high: float, node_cpu: float,
+                 largest_pod: float) -> tuple[float, int]:
+    """Node size and count of a pool of at least ``low`` cores and below ``high``, as near
+    ``target`` (within them) as whole nodes allow: nodes of the drawn size ``node_cpu``, else
+    of the first halving of it (down to 2 cores and the largest pod) whose nodes land in the
+    range; when none does, nodes of the largest pod's size, as many as stay below ``high``."""
+    size = node_cpu
+    while size >= max(2.0, largest_pod):
+        nodes = max(math.floor(target / size), math.ceil(low / size), 1)
+        if low <= nodes * size < high:
+            return size, nodes
+        size /= 2
+    size = float(max(2, math.ceil(largest_pod)))
+    return size, max(1, math.ceil(high / size) - 1)
+
+
+def generate(seed: int, contention: str | None = None) -> dict[str, Any]:
+    """A scenario document drawn from ``seed`` (see the module's docstring); ``contention``
+    ``"tight"`` draws workloads competing for one pool too small for their summed peak."""
+    if contention is not None and contention not in CONTENTION:
+        raise ValueError(f"contention {contention!r}: use one of {', '.join(CONTENTION)} "
+                         "(or none, the default draw)")
+    tight_contention = contention == "tight"
     rng = np.random.default_rng(seed)
     duration = float(rng.choice([3600, 5400, 7200, 9000, 10800]))
-    contention = _chance(rng, 0.25)
-    n_workloads = int(rng.integers(2, 4)) if contention else 1
+    # Drawn whatever the option says, so that everything after it is drawn as for the seed.
+    shared = _chance(rng, 0.25) or tight_contention
+    n_workloads = int(rng.integers(2, 4)) if shared else 1
     notes: list[str] = []
 
     # ---- the cluster's shape: regions, node generations, a GPU pool
     pools: list[_Pool] = []
     base_price = _log_uniform(rng, 0.02, 0.06)
-    if contention:
+    if shared:
         node_cpu = float(rng.choice([8, 16, 32]))
         pools.append(_Pool("shared", str(rng.choice(REGIONS)), 1.0, node_cpu,
                            _r(base_price, 3), _r(rng.uniform(0, 3))))
@@ -277,12 +325,13 @@ def generate(seed: int) -> dict[str, Any]:
     # ---- workloads: service, load, objectives
     names = [str(n) for n in rng.choice(NAMES, size=n_workloads, replace=False)]
     spaces = ([str(s) for s in rng.choice(NAMESPACES, size=n_workloads, replace=False)]
-              if contention and _chance(rng, 0.5)
+              if shared and _chance(rng, 0.5)
               else [str(rng.choice(NAMESPACES))] * n_workloads)
     workloads: list[_Workload] = []
     manifests: list[dict[str, Any]] = []
     profiles: dict[tuple[str, str], dict[str, Any]] = {}
-    tight = contention or _chance(rng, 0.25)
+    tight = shared or _chance(rng, 0.25)
+    priorities: list[float] = []
     for name, ns in zip(names, spaces, strict=True):
         rate_per_core = _r(_log_uniform(rng, 5.0, 300.0))
         service: dict[str, Any] = {
@@ -298,7 +347,7 @@ def generate(seed: int) -> dict[str, Any]:
         if sizes is not None and cpu not in sizes:
             cpu = 1.0
         pool = None
-        if multi_pool and not contention and _chance(rng, 0.5):
+        if multi_pool and not shared and _chance(rng, 0.5):
             pool = cpu_pools[int(rng.integers(0, len(cpu_pools)))].name
         if has_gpu:
             gpu = pools[-1]
@@ -347,10 +396,14 @@ def generate(seed: int) -> dict[str, Any]:
         if _chance(rng, 0.3):
             for o in objectives:
                 o["tolerance"] = 0.05
+        priority = _r(rng.uniform(0.2, 1.0))
+        while tight_contention and priority in priorities:     # who comes first is drawn
+            priority = _r(rng.uniform(0.2, 1.0))
+        priorities.append(priority)
         manifests.append({"apiVersion": API_VERSION, "kind": "Intent",
                           "metadata": {"name": name, "namespace": ns},
                           "spec": {"targetRef": {"kind": "Deployment", "name": name},
-                                   "priority": _r(rng.uniform(0.2, 1.0)),
+                                   "priority": priority,
                                    "objectives": objectives}})
         mu_ref = queueing.service_rate(rate_per_core, ref_cpu, service["cpu_exponent"], 1.0,
                                        "cpu") * ref_speed
@@ -365,17 +418,31 @@ def generate(seed: int) -> dict[str, Any]:
         for p in homes:
             p.need_cores += need / len(homes)
         workloads[-1].pods_at_peak = pods_at_peak
+        workloads[-1].need_cores = need
         workloads[-1].pods_at_start = load.initial / (utilisation * mu_ref)
 
-    # ---- capacity: tight (1.1-1.5x the peak need) or ample (2.5-6x)
-    factor = rng.uniform(1.0, 1.4) if contention else (
-        rng.uniform(1.1, 1.5) if tight else rng.uniform(2.5, 6.0))
-    if tight and not contention:
+    # ---- capacity: tight (1.1-1.5x the peak need) or ample (2.5-6x); with
+    # contention="tight", below the summed peak need by up to the largest workload's
+    factor = below = 0.0
+    if tight_contention:
+        below = rng.uniform(0.0, 1.0)       # one draw, in place of the factor's
+    else:
+        factor = rng.uniform(1.0, 1.4) if shared else (
+            rng.uniform(1.1, 1.5) if tight else rng.uniform(2.5, 6.0))
+    if tight and not shared:
         notes.append("tight capacity")
     pool_docs = []
     for p in pools:
         if p.gpus:
             nodes = int(rng.integers(1, 5))
+        elif tight_contention:
+            largest = max(w.need_cores for w in workloads)
+            largest_pod = max(sizes) if sizes is not None else max(w.cpu for w in workloads)
+            p.cpu, nodes = _tight_nodes(p.need_cores - largest * (1.0 - below),
+                                        p.need_cores - largest, p.need_cores, p.cpu,
+                                        largest_pod)
+            notes.append(f"tight contention: {nodes * p.cpu:g} cores for a summed peak need "
+                         f"of {p.need_cores:.1f} (the largest workload's {largest:.1f})")
         else:
             nodes = max(1, math.ceil(p.need_cores * factor / p.cpu))
         pool_docs.append(p.doc(nodes))
@@ -412,7 +479,7 @@ def generate(seed: int) -> dict[str, Any]:
         *notes, f"actuators {', '.join(actuators)}",
         *(n for w in workloads for n in w.notes)])
     return {
-        "name": f"gen-{seed}",
+        "name": f"gen-{seed}-tight" if tight_contention else f"gen-{seed}",
         "description": description,
         "seed": int(seed),
         "duration": duration,

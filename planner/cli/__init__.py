@@ -248,6 +248,9 @@ def generate(
                                       "(the same seed gives the same scenario).")],
     output: Annotated[Path | None, typer.Option("--out", "-o", help="Write to this file "
                                                 "(default: stdout).")] = None,
+    contention: Annotated[str | None, typer.Option(
+        "--contention", help="'tight': two or three workloads competing for one pool below "
+        "their summed peak need (default: drawn from the seed).")] = None,
 ) -> None:
     """Print a random but realistic scenario (YAML) drawn from a seed: load shape, service,
     cluster, admin knobs and intents the planner has never seen (see simulator/generate.py)."""
@@ -256,20 +259,25 @@ def generate(
     from simulator import generate as gen
     from simulator.scenario import parse_scenario
 
+    if contention is not None and contention not in gen.CONTENTION:
+        raise _fail(SpecError("", "--contention", f"{contention!r} is not a contention the "
+                              "generator draws", f"use --contention {' or '.join(gen.CONTENTION)}"
+                              ", or leave it out"))
     try:
-        doc = gen.generate(seed)
+        doc = gen.generate(seed, contention)
     except OSError as exc:
         raise _fail(SpecError("", "--seed", f"seed {seed} replays a recorded trace that cannot "
                               f"be read: {exc}", "run from a checkout with examples/scenarios/"
                               "traces, or choose another seed")) from None
     try:
-        parse_scenario(gen.relocate(doc, None), f"gen-{seed}")
+        parse_scenario(gen.relocate(doc, None), doc["name"])
     except SpecError as exc:
         raise _fail(exc) from None
     # Recorded traces are named so that they resolve from where the file goes (stdout:
     # absolute, as the text may be saved anywhere).
     doc = gen.relocate(doc, None if output is None else output.resolve().parent)
-    text = (f"# intent-planner generate --seed {seed}\n"
+    option = "" if contention is None else f" --contention {contention}"
+    text = (f"# intent-planner generate --seed {seed}{option}\n"
             + yaml.safe_dump(doc, sort_keys=False, width=100))
     if output is None:
         sys.stdout.write(text)
@@ -279,7 +287,7 @@ def generate(
     except OSError as exc:
         raise _fail(SpecError(str(output), "--out", f"cannot write: {exc}",
                               "give a writable file path")) from None
-    err.print(f"{output}: scenario gen-{seed}", highlight=False)
+    err.print(f"{output}: scenario {doc['name']}", highlight=False)
 
 
 @app.command("planners")
