@@ -58,10 +58,10 @@ from planner.k8s.changefeed import ChangeFeed
 from planner.k8s.convert import LabelKeys as LabelKeys
 from planner.k8s.loadmetrics import LoadMetrics
 from planner.k8s.projections import DELETION_COST
-from planner.k8s.quantities import cpu_quantity
 from planner.k8s.resources import DEPLOYMENTS, NODES, PODS, STATEFULSETS
 from planner.k8s.snapshot_builder import SnapshotBuilder
 from planner.k8s.snapshot_full import full_snapshot
+from planner.k8s.templates import containers_with_cpu
 from planner.k8s.watchcache import WatchCache
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,6 @@ MERGE_PATCH = "application/merge-patch+json"
 LOWEST_DELETION_COST = str(-(2**31))
 
 
-_cpu = convert.quantity
 containers_cpu = convert.containers_cpu
 containers_device = convert.containers_device
 
@@ -233,29 +232,12 @@ class KubernetesBackend(ClusterBackend):
         kind, ns, name, _ = self._find(workload)
         fresh = self._read_workload(kind, ns, name)
         tspec = ((fresh.get("spec") or {}).get("template") or {}).get("spec") or {}
-        containers = [dict(c) for c in tspec.get("containers") or ()]
+        containers = tspec.get("containers") or ()
         if not containers:
             raise PermanentError(f"resize {workload}: the pod template has no containers")
-        total = containers_cpu(containers)
-        if abs(total - cpu) < 0.0005:
+        if abs(containers_cpu(containers) - cpu) < 0.0005:
             return
-        for i, c in enumerate(containers):
-            res = {k: dict(v) for k, v in (c.get("resources") or {}).items()}
-            requests, limits = res.setdefault("requests", {}), res.get("limits")
-            old = _cpu(requests.get("cpu", 0))
-            if total > 0:
-                if old <= 0:
-                    continue
-                new = max(0.001, cpu * old / total)
-            elif i == 0:
-                new = cpu
-            else:
-                continue
-            requests["cpu"] = cpu_quantity(new)
-            if limits and "cpu" in limits and old > 0:
-                limits["cpu"] = cpu_quantity(max(new, _cpu(limits["cpu"]) * new / old))
-            c["resources"] = res
-            containers[i] = c
+        containers = containers_with_cpu(containers, cpu)
         body = {"metadata": {"resourceVersion": (fresh.get("metadata") or {}).get(
                     "resourceVersion")},
                 "spec": {"template": {"spec": {"containers": containers}}}}
@@ -321,3 +303,4 @@ class KubernetesBackend(ClusterBackend):
                                                       _request_timeout=self.timeout))
         except NotFound:
             pass
+
