@@ -10,9 +10,13 @@ StatefulSets from :class:`planner.k8s.watchcache.WatchCache` (no API request per
   ``-gpu-hour`` label or annotation when present; CPU and GPUs allocated are the requests of
   the running pods bound to it;
 * a workload's pods are the non-terminated pods in its namespace matching its
-  ``spec.selector``; a pod's CPU is the sum of its containers' CPU requests, its device ``gpu``
-  when a container asks for a ``*/gpu`` resource, ``ready`` its ``Ready`` condition, restarts
-  the sum of ``containerStatuses[].restartCount``, ``started_at`` its ``startTime``;
+  ``spec.selector``, except canary pods (labelled ``intent-planner.io/canary: "true"``); a
+  pod's CPU is the sum of its containers' CPU requests, its device ``gpu`` when a container
+  asks for a ``*/gpu`` resource, ``ready`` its ``Ready`` condition, restarts the sum of
+  ``containerStatuses[].restartCount``, ``started_at`` its ``startTime``;
+* a workload's canary is the Deployment ``<name>-canary`` carrying that label, reported as
+  :attr:`~planner.domain.state.WorkloadState.canary` (its config read as a workload's, the pods
+  its selector matches), not as a workload of its own (:mod:`planner.k8s.canary`);
 * a workload's config: ``spec.replicas``; CPU from the pod template's requests (1 core if it
   has none); device from the template; pool from the template's ``nodeSelector`` on the pool
   (or zone) label. Request rate and CPU utilisation come from an optional
