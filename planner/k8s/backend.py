@@ -37,9 +37,11 @@ ratio to the request) as a JSON merge patch of the whole container list read jus
 guarded by ``metadata.resourceVersion``; :meth:`~KubernetesBackend.place` patches the template's
 ``nodeSelector`` on the pool label; :meth:`~KubernetesBackend.remove_pod` gives the pod the
 lowest ``controller.kubernetes.io/pod-deletion-cost``, scales down by one (so the ReplicaSet
-controller removes that pod) and deletes it (a 404 is fine). Every method is a no-op when the
-workload already has the value. API failures become temporary or permanent errors
-(:mod:`planner.k8s.apierrors`).
+controller removes that pod) and deletes it (a 404 is fine);
+:meth:`~KubernetesBackend.set_canary` creates, patches or deletes the Deployment
+``<name>-canary`` (:mod:`planner.k8s.canary`; RBAC in ``deploy/optional/canary-rbac.yaml``).
+Every method is a no-op when the workload already has the value. API failures become temporary
+or permanent errors (:mod:`planner.k8s.apierrors`).
 """
 
 from __future__ import annotations
@@ -51,11 +53,13 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api
+from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api, V1DeleteOptions, V1Preconditions
+from kubernetes.client.exceptions import ApiException
 
 from planner.domain.errors import PermanentError
 from planner.domain.ports import ClusterBackend, UnsupportedOperation
-from planner.domain.state import ClusterSnapshot, WorkloadState
+from planner.domain.state import ClusterSnapshot, WorkloadConfig, WorkloadState
+from planner.k8s import canary as canaries
 from planner.k8s import convert, resources
 from planner.k8s.apierrors import NotFound, api_call
 from planner.k8s.changefeed import ChangeFeed
@@ -65,7 +69,7 @@ from planner.k8s.projections import DELETION_COST
 from planner.k8s.resources import DEPLOYMENTS, NODES, PODS, STATEFULSETS
 from planner.k8s.snapshot_builder import SnapshotBuilder
 from planner.k8s.snapshot_full import full_snapshot
-from planner.k8s.templates import containers_with_cpu
+from planner.k8s.templates import containers_with_cpu, node_selector_on
 from planner.k8s.watchcache import WatchCache
 
 log = logging.getLogger(__name__)
@@ -114,6 +118,7 @@ class KubernetesBackend(ClusterBackend):
         self.ready_wait_s = ready_wait_s
         self.timeout = request_timeout_s
         self.field_manager = field_manager
+        self.api_client = api_client
         self.apps = AppsV1Api(api_client)
         self.core = CoreV1Api(api_client)
         self.last_snapshot: ClusterSnapshot | None = None
@@ -308,3 +313,98 @@ class KubernetesBackend(ClusterBackend):
         except NotFound:
             pass
 
+    # ------------------------------------------------------------------ canary
+    def set_canary(self, workload: str, canary: WorkloadConfig | None) -> None:
+        """Create, update or delete the Deployment ``<name>-canary`` (:mod:`planner.k8s.canary`);
+        no request but reads when it already is as asked."""
+        if canary is None or canary.replicas == 0:
+            self._delete_canary(*_split(workload))
+            return
+        if canary.replicas < 0 or not canary.cpu > 0:
+            raise PermanentError(f"set_canary {workload}: replicas must be >= 0 and cpu > 0, "
+                                 f"got {canary.replicas} x {canary.cpu!r}")
+        kind, ns, name, obj = self._find(workload)
+        self._check_canary_target(workload, kind, obj, canary)
+        main = self._read_workload(kind, ns, name)
+        tspec = ((main.get("spec") or {}).get("template") or {}).get("spec") or {}
+        if not tspec.get("containers"):
+            raise PermanentError(f"set_canary {workload}: the pod template has no containers")
+        selector = node_selector_on(
+            tspec.get("nodeSelector") or {}, (self.labels.pool, self.labels.zone),
+            self._pool_label(canary.pool) if canary.pool is not None else None, canary.pool)
+        want = canaries.desired(main, canary, selector)
+        cname = canaries.canary_name(name)
+        current = self._read_canary(ns, name)
+        if current is None:
+            self._request("POST", DEPLOYMENTS.path(ns), f"create canary Deployment {ns}/{cname}",
+                          want)
+            return
+        body = canaries.patch(current, want)
+        if body:
+            self._patch_workload("Deployment", ns, cname, body,
+                                 f"update canary Deployment {ns}/{cname}")
+
+    def _check_canary_target(self, workload: str, kind: str, obj: Mapping[str, Any],
+                             canary: WorkloadConfig) -> None:
+        if kind != "Deployment":
+            raise UnsupportedOperation(f"set_canary {workload}: a canary runs beside a "
+                                       f"Deployment, and {workload} is a {kind}")
+        if canaries.is_canary(obj):
+            raise PermanentError(f"set_canary {workload}: {workload} is itself a canary")
+        device = convert.workload_config(obj, self.labels).device
+        if canary.device not in ("cpu", "gpu"):
+            raise UnsupportedOperation(f"set_canary {workload}: unknown device "
+                                       f"{canary.device!r}")
+        if canary.device != device:
+            raise UnsupportedOperation(
+                f"set_canary {workload}: a {canary.device} canary of a {device} workload "
+                f"changes the device, which the Kubernetes backend cannot do yet (GPU support "
+                f"is issue 15)")
+
+    def _read_canary(self, ns: str, name: str) -> dict[str, Any] | None:
+        """The canary Deployment of ``ns/name`` read from the API server (``None``: absent);
+        :class:`PermanentError` for a Deployment of that name that is not a canary."""
+        cname = canaries.canary_name(name)
+        try:
+            current = self._read_workload("Deployment", ns, cname)
+        except NotFound:
+            return None
+        if not canaries.is_canary(current):
+            raise PermanentError(
+                f"Deployment {ns}/{cname} exists but is not an intent-planner canary (no "
+                f"{canaries.CANARY_LABEL}={canaries.CANARY_VALUE} label): not touching it")
+        return current
+
+    def _delete_canary(self, ns: str, name: str) -> None:
+        current = self._read_canary(ns, name)
+        if current is None:
+            return
+        cname = canaries.canary_name(name)
+        uid = (current.get("metadata") or {}).get("uid")
+        options = V1DeleteOptions(propagation_policy="Background",
+                                  preconditions=V1Preconditions(uid=uid))
+        try:
+            with api_call(f"delete canary Deployment {ns}/{cname}"):
+                _read(self.apps.delete_namespaced_deployment(
+                    cname, ns, body=options, _preload_content=False,
+                    _request_timeout=self.timeout))
+        except NotFound:
+            pass
+
+    def _request(self, method: str, path: str, what: str, body: Any = None) -> dict[str, Any]:
+        """One JSON request without the client's models (a Deployment copied from the API
+        server keeps every field, even those this client version does not know)."""
+        client = self.api_client
+        with api_call(what):
+            m, url, headers, data, _ = client.param_serialize(
+                method, path, query_params=[("fieldManager", self.field_manager)],
+                header_params={"Accept": "application/json",
+                               "Content-Type": "application/json"},
+                body=body, auth_settings=["BearerToken"])
+            resp = client.call_api(m, url, headers, data, _request_timeout=self.timeout)
+            raw: bytes = resp.response.data or b""
+            if not 200 <= resp.status <= 299:
+                raise ApiException(status=resp.status, reason=resp.reason,
+                                   body=raw.decode(errors="replace"))
+            out: dict[str, Any] = json.loads(raw) if raw else {}
+            return out
