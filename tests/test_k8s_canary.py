@@ -17,6 +17,7 @@ from planner.domain.ports import UnsupportedOperation
 from planner.domain.state import WorkloadConfig
 from planner.k8s.backend import KubernetesBackend
 from planner.k8s.canary import CANARY_LABEL
+from planner.k8s.loadmetrics import Load
 from planner.k8s.resources import DEPLOYMENTS
 from planner.k8s.transport import ApiClientTransport
 from planner.k8s.watchcache import CacheSettings, WatchCache
@@ -127,6 +128,14 @@ def test_observe_reports_the_canary_apart_from_the_workload(
     assert [(p.name, p.cpu, p.pool) for p in web.canary.pods] == [("web-canary-x1", 1.0,
                                                                    "pool-b")]
     assert snap == backend.observe_full()
+    # Per-pod utilisation from the load source reaches the canary's pods too.
+    backend.load = lambda workloads: {WEB: Load(10.0, 0.4, {"web-0": 0.4,
+                                                            "web-canary-x1": 0.2})}
+    measured = backend.observe().workloads[WEB]
+    assert measured.canary is not None
+    assert [p.cpu_utilization for p in measured.canary.pods] == [0.2]
+    assert [p.cpu_utilization for p in measured.pods] == [0.4, None]
+    backend.load = None
     # Incremental: a second canary pod, one of web's going, then the canary going.
     kube.create(canary_pod("web-canary-x2", "node-a1"))
     kube.delete("Pod", NS, "web-1")

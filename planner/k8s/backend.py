@@ -58,7 +58,7 @@ from kubernetes.client.exceptions import ApiException
 
 from planner.domain.errors import PermanentError
 from planner.domain.ports import ClusterBackend, UnsupportedOperation
-from planner.domain.state import ClusterSnapshot, WorkloadConfig, WorkloadState
+from planner.domain.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
 from planner.k8s import canary as canaries
 from planner.k8s import convert, resources
 from planner.k8s.apierrors import NotFound, api_call
@@ -99,6 +99,13 @@ def _read(resp: Any) -> dict[str, Any]:
             release()
     out: dict[str, Any] = json.loads(data) if data else {}
     return out
+
+
+def _utilized(pods: tuple[PodState, ...], per_pod: Mapping[str, float]
+              ) -> tuple[PodState, ...]:
+    """``pods`` with the CPU utilisation measured per pod, where there is one."""
+    return tuple(dataclasses.replace(p, cpu_utilization=per_pod.get(p.name, p.cpu_utilization))
+                 for p in pods)
 
 
 class KubernetesBackend(ClusterBackend):
@@ -166,12 +173,11 @@ class KubernetesBackend(ClusterBackend):
             for key, load in loads.items():
                 if key in workloads:
                     wl = workloads[key]
-                    measured = tuple(dataclasses.replace(
-                        p, cpu_utilization=load.pod_utilization.get(p.name, p.cpu_utilization))
-                        for p in wl.pods)
+                    canary = None if wl.canary is None else dataclasses.replace(
+                        wl.canary, pods=_utilized(wl.canary.pods, load.pod_utilization))
                     workloads[key] = dataclasses.replace(
-                        wl, pods=measured, request_rate=load.request_rate,
-                        cpu_utilization=load.cpu_utilization)
+                        wl, pods=_utilized(wl.pods, load.pod_utilization), canary=canary,
+                        request_rate=load.request_rate, cpu_utilization=load.cpu_utilization)
             snap = ClusterSnapshot(snap.time, snap.nodes, workloads)
         self.last_snapshot = snap
         return snap
