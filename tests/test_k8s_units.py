@@ -100,3 +100,22 @@ def test_load_metrics_per_pod_utilisation_and_unbiased_mean() -> None:
     load = lm({"shop/w": wl})["shop/w"]
     assert load.pod_utilization == {"a": 0.5, "b": 0.75}
     assert load.cpu_utilization == pytest.approx(2.0 / 3.0)
+
+
+def test_load_metrics_measure_canary_pods_apart() -> None:
+    """A canary's pods get their own utilisation; the workload's mean is over its own pods."""
+    from planner.domain.state import CanaryState, PodState, WorkloadConfig, WorkloadState
+    from planner.k8s.loadmetrics import PrometheusLoadMetrics
+
+    lm = PrometheusLoadMetrics("http://127.0.0.1:1")
+    answers = iter([
+        [({"namespace": "shop", "service": "w"}, 120.0)],
+        [({"namespace": "shop", "pod": "a"}, 0.5), ({"namespace": "shop", "pod": "w-c"}, 0.1)],
+    ])
+    lm._vector = lambda promql: next(answers)  # type: ignore[method-assign]
+    canary = CanaryState(WorkloadConfig(1, 0.5), (PodState("w-c", "n", 0.5),))
+    wl = WorkloadState("shop", "w", WorkloadConfig(1, 1.0), (PodState("a", "n", 1.0),),
+                       canary=canary)
+    load = lm({"shop/w": wl})["shop/w"]
+    assert load.pod_utilization == {"a": 0.5, "w-c": pytest.approx(0.2)}
+    assert load.cpu_utilization == pytest.approx(0.5)

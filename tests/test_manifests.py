@@ -1077,6 +1077,20 @@ def test_role_grants_configmaps_in_the_planner_namespace_only() -> None:
     assert not allows(role["rules"], "", "configmaps", "delete")
 
 
+def test_optional_canary_role_creates_and_deletes_deployments_only() -> None:
+    docs = load_docs(DEPLOY_DIR / "optional" / "canary-rbac.yaml")
+    for doc in docs:
+        kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+    role, binding = docs
+    assert role["rules"] == [{"apiGroups": ["apps"], "resources": ["deployments"],
+                              "verbs": ["create", "delete"]}]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    (account,) = _one("ServiceAccount")
+    assert binding["subjects"] == [{"kind": "ServiceAccount",
+                                    "name": account["metadata"]["name"],
+                                    "namespace": account["metadata"]["namespace"]}]
+
+
 def test_bindings_tie_the_service_account_to_the_roles() -> None:
     (account,) = _one("ServiceAccount")
     subject = {

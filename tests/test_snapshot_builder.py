@@ -13,12 +13,14 @@ from kubernetes.client import ApiClient, Configuration
 
 from bench.harness.apiserver import deployment, node, pod
 from bench.harness.feed import FeedTransport
-from planner.domain.state import ClusterSnapshot
+from planner.domain.state import ClusterSnapshot, WorkloadConfig
 from planner.k8s.backend import KubernetesBackend
+from planner.k8s.canary import CANARY_LABEL, desired
 from planner.k8s.resources import DEPLOYMENTS, NODES, PODS, STATEFULSETS, ResourceType
 from planner.k8s.watchcache import CacheSettings, WatchCache
 
 OBSERVED = (NODES, PODS, DEPLOYMENTS, STATEFULSETS)
+CANARY = {CANARY_LABEL: "true"}
 Obj = dict[str, Any]
 
 
@@ -65,7 +67,7 @@ NODE_NAMES = ("n0", "n1", "n2", "n3")
 @st.composite
 def a_pod(draw: st.DrawFn) -> Obj:
     ns = draw(st.sampled_from(NAMESPACES))
-    extra = draw(st.sampled_from([{}, {"tier": "front"}, {"tier": "back"}]))
+    extra = draw(st.sampled_from([{}, {"tier": "front"}, {"tier": "back"}, CANARY, CANARY]))
     p = pod(ns, draw(st.sampled_from(APPS)), draw(st.sampled_from((None, *NODE_NAMES))),
             cpu=draw(st.sampled_from(["100m", "500m", "1", "0.1"])),
             ready=draw(st.booleans()), restarts=draw(st.integers(0, 2)),
@@ -100,11 +102,22 @@ SELECTORS: list[dict[str, Any]] = [
 
 @st.composite
 def a_workload(draw: st.DrawFn) -> tuple[ResourceType, Obj]:
+    """A Deployment or StatefulSet; sometimes labelled a canary, its selector then asking for
+    the canary label too: named ``<app>-canary`` and selecting the app's pods (as
+    ``set_canary`` makes it), or named otherwise (then it belongs to no workload)."""
     kind = draw(st.sampled_from(["Deployment", "Deployment", "StatefulSet"]))
-    w = deployment(draw(st.sampled_from(NAMESPACES)), draw(st.sampled_from(APPS)),
+    canary = draw(st.sampled_from(["no", "no", "named", "named", "misnamed"]))
+    app = draw(st.sampled_from(APPS))
+    w = deployment(draw(st.sampled_from(NAMESPACES)),
+                   f"{app}-canary" if canary == "named" else app,
                    draw(st.integers(0, 4)), cpu=draw(st.sampled_from(["250m", "1"])),
                    kind=kind)
-    w["spec"]["selector"] = draw(st.sampled_from(SELECTORS))
+    selector = ({"matchLabels": {"app": app}} if canary == "named"
+                else draw(st.sampled_from(SELECTORS)))
+    if canary != "no":
+        w["metadata"]["labels"] = {**w["metadata"]["labels"], **CANARY}
+        selector = {**selector, "matchLabels": {**selector.get("matchLabels", {}), **CANARY}}
+    w["spec"]["selector"] = selector
     if draw(st.booleans()):
         w["spec"]["template"]["spec"]["nodeSelector"] = {"intent-planner.io/pool": "pa"}
     return (DEPLOYMENTS if kind == "Deployment" else STATEFULSETS), w
@@ -197,4 +210,41 @@ def test_a_node_changing_pool_repools_its_pods(cluster: Cluster) -> None:
     assert b.builder.counts.pods_converted == 0
     on_n0 = [p for w in snap.workloads.values() for p in w.pods if p.node == "n0"]
     assert on_n0 and all(p.pool == "pz" for p in on_n0)
+    same(snap, b.observe_full())
+
+
+def test_a_canary_is_observed_with_its_workload_and_rebuilds_only_it(cluster: Cluster) -> None:
+    b = cluster.backend
+    first = b.observe()
+    cluster.push(DEPLOYMENTS, "ADDED",
+                 desired(deployment("shop", "web", 10), WorkloadConfig(2, 1.0), {}))
+    for i in range(2):
+        cluster.push(PODS, "ADDED", pod("shop", "web", "n1", cpu="1", name=f"web-canary-{i}",
+                                        extra_labels=CANARY))
+    cluster.sync()
+    snap = b.observe()
+    web = snap.workloads["shop/web"]
+    assert "shop/web-canary" not in snap.workloads
+    assert web.pods == first.workloads["shop/web"].pods
+    assert web.canary is not None and web.canary.config == WorkloadConfig(2, 1.0, "cpu", None)
+    assert [p.name for p in web.canary.pods] == ["web-canary-0", "web-canary-1"]
+    assert snap.workloads["shop/api"] is first.workloads["shop/api"]
+    same(snap, b.observe_full())
+
+    cluster.push(PODS, "MODIFIED", pod("shop", "web", "n1", cpu="1", name="web-canary-1",
+                                       ready=False, extra_labels=CANARY))
+    cluster.sync()
+    snap = b.observe()
+    assert b.builder.counts.workloads_rebuilt == 1
+    assert snap.workloads["shop/web"].canary is not None
+    assert [p.ready for p in snap.workloads["shop/web"].canary.pods] == [True, False]
+    same(snap, b.observe_full())
+
+    # The canary Deployment goes first; its pods, until collected, are nobody's.
+    cluster.push(DEPLOYMENTS, "DELETED", desired(deployment("shop", "web", 10),
+                                                 WorkloadConfig(2, 1.0), {}))
+    cluster.sync()
+    snap = b.observe()
+    assert snap.workloads["shop/web"].canary is None
+    assert snap.workloads["shop/web"].pods == first.workloads["shop/web"].pods
     same(snap, b.observe_full())

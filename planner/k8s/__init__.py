@@ -8,6 +8,8 @@
 * :mod:`planner.k8s.quantities` - Kubernetes quantities and label selectors.
 * :mod:`planner.k8s.apierrors` - API errors mapped to temporary / permanent errors.
 * :mod:`planner.k8s.backend` - ``KubernetesBackend``: observe from the cache, act via the API.
+* :mod:`planner.k8s.canary` - a workload's canary as a second Deployment ``<name>-canary``.
+* :mod:`planner.k8s.templates` - pod template edits (CPU, node selector) and merge patches.
 * :mod:`planner.k8s.source` - ``KubernetesIntentSource``: Intents and KPIProfiles, and status.
 * :mod:`planner.k8s.kpi` - Prometheus KPIs with availability from pod restarts.
 * :mod:`planner.k8s.loadmetrics` - request rate and CPU utilisation of workloads (Prometheus).

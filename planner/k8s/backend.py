@@ -10,9 +10,13 @@ StatefulSets from :class:`planner.k8s.watchcache.WatchCache` (no API request per
   ``-gpu-hour`` label or annotation when present; CPU and GPUs allocated are the requests of
   the running pods bound to it;
 * a workload's pods are the non-terminated pods in its namespace matching its
-  ``spec.selector``; a pod's CPU is the sum of its containers' CPU requests, its device ``gpu``
-  when a container asks for a ``*/gpu`` resource, ``ready`` its ``Ready`` condition, restarts
-  the sum of ``containerStatuses[].restartCount``, ``started_at`` its ``startTime``;
+  ``spec.selector``, except canary pods (labelled ``intent-planner.io/canary: "true"``); a
+  pod's CPU is the sum of its containers' CPU requests, its device ``gpu`` when a container
+  asks for a ``*/gpu`` resource, ``ready`` its ``Ready`` condition, restarts the sum of
+  ``containerStatuses[].restartCount``, ``started_at`` its ``startTime``;
+* a workload's canary is the Deployment ``<name>-canary`` carrying that label, reported as
+  :attr:`~planner.domain.state.WorkloadState.canary` (its config read as a workload's, the pods
+  its selector matches), not as a workload of its own (:mod:`planner.k8s.canary`);
 * a workload's config: ``spec.replicas``; CPU from the pod template's requests (1 core if it
   has none); device from the template; pool from the template's ``nodeSelector`` on the pool
   (or zone) label. Request rate and CPU utilisation come from an optional
@@ -33,9 +37,11 @@ ratio to the request) as a JSON merge patch of the whole container list read jus
 guarded by ``metadata.resourceVersion``; :meth:`~KubernetesBackend.place` patches the template's
 ``nodeSelector`` on the pool label; :meth:`~KubernetesBackend.remove_pod` gives the pod the
 lowest ``controller.kubernetes.io/pod-deletion-cost``, scales down by one (so the ReplicaSet
-controller removes that pod) and deletes it (a 404 is fine). Every method is a no-op when the
-workload already has the value. API failures become temporary or permanent errors
-(:mod:`planner.k8s.apierrors`).
+controller removes that pod) and deletes it (a 404 is fine);
+:meth:`~KubernetesBackend.set_canary` creates, patches or deletes the Deployment
+``<name>-canary`` (:mod:`planner.k8s.canary`; RBAC in ``deploy/optional/canary-rbac.yaml``).
+Every method is a no-op when the workload already has the value. API failures become temporary
+or permanent errors (:mod:`planner.k8s.apierrors`).
 """
 
 from __future__ import annotations
@@ -47,21 +53,23 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api
+from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api, V1DeleteOptions, V1Preconditions
+from kubernetes.client.exceptions import ApiException
 
 from planner.domain.errors import PermanentError
 from planner.domain.ports import ClusterBackend, UnsupportedOperation
-from planner.domain.state import ClusterSnapshot, WorkloadState
+from planner.domain.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
+from planner.k8s import canary as canaries
 from planner.k8s import convert, resources
 from planner.k8s.apierrors import NotFound, api_call
 from planner.k8s.changefeed import ChangeFeed
 from planner.k8s.convert import LabelKeys as LabelKeys
 from planner.k8s.loadmetrics import LoadMetrics
 from planner.k8s.projections import DELETION_COST
-from planner.k8s.quantities import cpu_quantity
 from planner.k8s.resources import DEPLOYMENTS, NODES, PODS, STATEFULSETS
 from planner.k8s.snapshot_builder import SnapshotBuilder
 from planner.k8s.snapshot_full import full_snapshot
+from planner.k8s.templates import containers_with_cpu, node_selector_on
 from planner.k8s.watchcache import WatchCache
 
 log = logging.getLogger(__name__)
@@ -70,7 +78,6 @@ MERGE_PATCH = "application/merge-patch+json"
 LOWEST_DELETION_COST = str(-(2**31))
 
 
-_cpu = convert.quantity
 containers_cpu = convert.containers_cpu
 containers_device = convert.containers_device
 
@@ -94,6 +101,13 @@ def _read(resp: Any) -> dict[str, Any]:
     return out
 
 
+def _utilized(pods: tuple[PodState, ...], per_pod: Mapping[str, float]
+              ) -> tuple[PodState, ...]:
+    """``pods`` with the CPU utilisation measured per pod, where there is one."""
+    return tuple(dataclasses.replace(p, cpu_utilization=per_pod.get(p.name, p.cpu_utilization))
+                 for p in pods)
+
+
 class KubernetesBackend(ClusterBackend):
     """A :class:`planner.domain.ports.ClusterBackend` over a real cluster; see the module doc."""
 
@@ -111,6 +125,7 @@ class KubernetesBackend(ClusterBackend):
         self.ready_wait_s = ready_wait_s
         self.timeout = request_timeout_s
         self.field_manager = field_manager
+        self.api_client = api_client
         self.apps = AppsV1Api(api_client)
         self.core = CoreV1Api(api_client)
         self.last_snapshot: ClusterSnapshot | None = None
@@ -158,12 +173,11 @@ class KubernetesBackend(ClusterBackend):
             for key, load in loads.items():
                 if key in workloads:
                     wl = workloads[key]
-                    measured = tuple(dataclasses.replace(
-                        p, cpu_utilization=load.pod_utilization.get(p.name, p.cpu_utilization))
-                        for p in wl.pods)
+                    canary = None if wl.canary is None else dataclasses.replace(
+                        wl.canary, pods=_utilized(wl.canary.pods, load.pod_utilization))
                     workloads[key] = dataclasses.replace(
-                        wl, pods=measured, request_rate=load.request_rate,
-                        cpu_utilization=load.cpu_utilization)
+                        wl, pods=_utilized(wl.pods, load.pod_utilization), canary=canary,
+                        request_rate=load.request_rate, cpu_utilization=load.cpu_utilization)
             snap = ClusterSnapshot(snap.time, snap.nodes, workloads)
         self.last_snapshot = snap
         return snap
@@ -233,29 +247,12 @@ class KubernetesBackend(ClusterBackend):
         kind, ns, name, _ = self._find(workload)
         fresh = self._read_workload(kind, ns, name)
         tspec = ((fresh.get("spec") or {}).get("template") or {}).get("spec") or {}
-        containers = [dict(c) for c in tspec.get("containers") or ()]
+        containers = tspec.get("containers") or ()
         if not containers:
             raise PermanentError(f"resize {workload}: the pod template has no containers")
-        total = containers_cpu(containers)
-        if abs(total - cpu) < 0.0005:
+        if abs(containers_cpu(containers) - cpu) < 0.0005:
             return
-        for i, c in enumerate(containers):
-            res = {k: dict(v) for k, v in (c.get("resources") or {}).items()}
-            requests, limits = res.setdefault("requests", {}), res.get("limits")
-            old = _cpu(requests.get("cpu", 0))
-            if total > 0:
-                if old <= 0:
-                    continue
-                new = max(0.001, cpu * old / total)
-            elif i == 0:
-                new = cpu
-            else:
-                continue
-            requests["cpu"] = cpu_quantity(new)
-            if limits and "cpu" in limits and old > 0:
-                limits["cpu"] = cpu_quantity(max(new, _cpu(limits["cpu"]) * new / old))
-            c["resources"] = res
-            containers[i] = c
+        containers = containers_with_cpu(containers, cpu)
         body = {"metadata": {"resourceVersion": (fresh.get("metadata") or {}).get(
                     "resourceVersion")},
                 "spec": {"template": {"spec": {"containers": containers}}}}
@@ -321,3 +318,99 @@ class KubernetesBackend(ClusterBackend):
                                                       _request_timeout=self.timeout))
         except NotFound:
             pass
+
+    # ------------------------------------------------------------------ canary
+    def set_canary(self, workload: str, canary: WorkloadConfig | None) -> None:
+        """Create, update or delete the Deployment ``<name>-canary`` (:mod:`planner.k8s.canary`);
+        no request but reads when it already is as asked."""
+        if canary is None or canary.replicas == 0:
+            self._delete_canary(*_split(workload))
+            return
+        if canary.replicas < 0 or not canary.cpu > 0:
+            raise PermanentError(f"set_canary {workload}: replicas must be >= 0 and cpu > 0, "
+                                 f"got {canary.replicas} x {canary.cpu!r}")
+        kind, ns, name, obj = self._find(workload)
+        self._check_canary_target(workload, kind, obj, canary)
+        main = self._read_workload(kind, ns, name)
+        tspec = ((main.get("spec") or {}).get("template") or {}).get("spec") or {}
+        if not tspec.get("containers"):
+            raise PermanentError(f"set_canary {workload}: the pod template has no containers")
+        selector = node_selector_on(
+            tspec.get("nodeSelector") or {}, (self.labels.pool, self.labels.zone),
+            self._pool_label(canary.pool) if canary.pool is not None else None, canary.pool)
+        want = canaries.desired(main, canary, selector)
+        cname = canaries.canary_name(name)
+        current = self._read_canary(ns, name)
+        if current is None:
+            self._request("POST", DEPLOYMENTS.path(ns), f"create canary Deployment {ns}/{cname}",
+                          want)
+            return
+        body = canaries.patch(current, want)
+        if body:
+            self._patch_workload("Deployment", ns, cname, body,
+                                 f"update canary Deployment {ns}/{cname}")
+
+    def _check_canary_target(self, workload: str, kind: str, obj: Mapping[str, Any],
+                             canary: WorkloadConfig) -> None:
+        if kind != "Deployment":
+            raise UnsupportedOperation(f"set_canary {workload}: a canary runs beside a "
+                                       f"Deployment, and {workload} is a {kind}")
+        if canaries.is_canary(obj):
+            raise PermanentError(f"set_canary {workload}: {workload} is itself a canary")
+        device = convert.workload_config(obj, self.labels).device
+        if canary.device not in ("cpu", "gpu"):
+            raise UnsupportedOperation(f"set_canary {workload}: unknown device "
+                                       f"{canary.device!r}")
+        if canary.device != device:
+            raise UnsupportedOperation(
+                f"set_canary {workload}: a {canary.device} canary of a {device} workload "
+                f"changes the device, which the Kubernetes backend cannot do yet (GPU support "
+                f"is issue 15)")
+
+    def _read_canary(self, ns: str, name: str) -> dict[str, Any] | None:
+        """The canary Deployment of ``ns/name`` read from the API server (``None``: absent);
+        :class:`PermanentError` for a Deployment of that name that is not a canary."""
+        cname = canaries.canary_name(name)
+        try:
+            current = self._read_workload("Deployment", ns, cname)
+        except NotFound:
+            return None
+        if not canaries.is_canary(current):
+            raise PermanentError(
+                f"Deployment {ns}/{cname} exists but is not an intent-planner canary (no "
+                f"{canaries.CANARY_LABEL}={canaries.CANARY_VALUE} label): not touching it")
+        return current
+
+    def _delete_canary(self, ns: str, name: str) -> None:
+        current = self._read_canary(ns, name)
+        if current is None:
+            return
+        cname = canaries.canary_name(name)
+        uid = (current.get("metadata") or {}).get("uid")
+        options = V1DeleteOptions(propagation_policy="Background",
+                                  preconditions=V1Preconditions(uid=uid))
+        try:
+            with api_call(f"delete canary Deployment {ns}/{cname}"):
+                _read(self.apps.delete_namespaced_deployment(
+                    cname, ns, body=options, _preload_content=False,
+                    _request_timeout=self.timeout))
+        except NotFound:
+            pass
+
+    def _request(self, method: str, path: str, what: str, body: Any = None) -> dict[str, Any]:
+        """One JSON request without the client's models (a Deployment copied from the API
+        server keeps every field, even those this client version does not know)."""
+        client = self.api_client
+        with api_call(what):
+            m, url, headers, data, _ = client.param_serialize(
+                method, path, query_params=[("fieldManager", self.field_manager)],
+                header_params={"Accept": "application/json",
+                               "Content-Type": "application/json"},
+                body=body, auth_settings=["BearerToken"])
+            resp = client.call_api(m, url, headers, data, _request_timeout=self.timeout)
+            raw: bytes = resp.response.data or b""
+            if not 200 <= resp.status <= 299:
+                raise ApiException(status=resp.status, reason=resp.reason,
+                                   body=raw.decode(errors="replace"))
+            out: dict[str, Any] = json.loads(raw) if raw else {}
+            return out

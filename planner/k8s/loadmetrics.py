@@ -10,7 +10,7 @@ workloads at once:
   default KPI templates);
 * CPU usage: ``sum by (namespace, pod) (rate(container_cpu_usage_seconds_total{container!=""}
   [w]))`` (cAdvisor, scraped by every standard Prometheus set-up), summed over each workload's
-  ready pods and divided by their CPU requests.
+  ready pods and divided by their CPU requests; per pod, the canary's pods included.
 
 Any failure leaves the values unknown (``None``); it never raises. The backend applies the
 result with :meth:`planner.k8s.backend.KubernetesBackend.observe`.
@@ -40,7 +40,8 @@ class Load:
     request_rate: float | None = None
     cpu_utilization: float | None = None
     pod_utilization: Mapping[str, float] = dataclasses.field(default_factory=dict)
-    """CPU usage / request per pod name (pods without data are absent)."""
+    """CPU usage / request per pod name, the canary's pods included (pods without data are
+    absent)."""
 
 
 class LoadMetrics(Protocol):
@@ -104,7 +105,9 @@ class PrometheusLoadMetrics:
             used = sum(usage[(w.namespace, p.name)] for p in measured)
             requested = sum(p.cpu for p in measured)
             util = used / requested if measured and requested > 0 else None
-            per_pod = {p.name: usage[(w.namespace, p.name)] / p.cpu for p in measured
-                       if p.cpu > 0}
+            canary = w.canary.pods if w.canary is not None else ()
+            per_pod = {p.name: usage[(w.namespace, p.name)] / p.cpu
+                       for p in (*measured, *canary)
+                       if p.ready and p.cpu > 0 and (w.namespace, p.name) in usage}
             out[key] = Load(rates.get(key), util, per_pod)
         return out

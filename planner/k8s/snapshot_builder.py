@@ -16,8 +16,10 @@ from scratch, and each cycle applies only what changed:
   groups of its namespace;
 * a workload's :class:`~planner.domain.state.WorkloadState` is rebuilt only when its config,
   kind or set of pods changed, or one of its pods did (its pods sorted by name, as the full
-  snapshot does); otherwise the previous object is reused. The node tuple is rebuilt only when
-  a node changed.
+  snapshot does), or its canary Deployment did (:mod:`planner.k8s.canary`: kept like a
+  workload whose pods are the ones carrying the canary label, under a key of its own, and
+  shown as the workload's ``canary``); otherwise the previous object is reused. The node tuple
+  is rebuilt only when a node changed.
 
 The result equals :func:`~planner.k8s.snapshot_full.full_snapshot` over the same objects, field
 for field and in the same order (a property test checks it over random sequences of changes).
@@ -33,9 +35,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from operator import attrgetter
 from typing import Any
 
-from planner.domain.state import ClusterSnapshot, NodeState, PodState, WorkloadConfig, WorkloadState
+from planner.domain.state import (
+    CanaryState,
+    ClusterSnapshot,
+    NodeState,
+    PodState,
+    WorkloadConfig,
+    WorkloadState,
+)
+from planner.k8s import canary as canaries
 from planner.k8s import convert
-from planner.k8s.quantities import selector_matches
 from planner.k8s.snapshot_full import effective_workloads
 
 Raw = Mapping[str, Any]
@@ -84,12 +93,22 @@ class _Group:
         self.workloads: set[str] = set()
 
 
-class _Workload:
-    __slots__ = ("config", "groups", "key", "kind", "name", "namespace", "raw", "selector",
-                 "state")
+def _canary_key(owner: str) -> str:
+    """The builder's key for the canary Deployment of workload ``owner`` (``#`` is in no
+    Kubernetes name, so it is no workload's key)."""
+    return f"{owner}#canary"
 
-    def __init__(self, key: str, kind: str, raw: Raw, keys: convert.LabelKeys) -> None:
+
+class _Workload:
+    """A workload, or a canary Deployment (``owner``: the key of its workload)."""
+
+    __slots__ = ("config", "groups", "key", "kind", "name", "namespace", "owner", "raw",
+                 "selector", "state")
+
+    def __init__(self, key: str, kind: str, raw: Raw, keys: convert.LabelKeys,
+                 owner: str | None = None) -> None:
         self.key = key
+        self.owner = owner
         self.groups: set[_Group] = set()
         self.state: WorkloadState | None = None
         self.set(kind, raw, keys)
@@ -102,6 +121,13 @@ class _Workload:
         self.selector: Mapping[str, Any] = (raw.get("spec") or {}).get("selector") or {}
         self.name = (str(meta.get("namespace")), str(meta["name"]))
         self.config: WorkloadConfig = convert.workload_config(raw, keys)
+
+
+def _pods(w: _Workload) -> tuple[PodState, ...]:
+    """The workload's pods, sorted by name (as the full snapshot has them)."""
+    pods: list[PodState] = [p for g in w.groups for p in g.pods.values()]
+    pods.sort(key=_by_name)
+    return tuple(pods)
 
 
 @dataclasses.dataclass
@@ -232,7 +258,7 @@ class SnapshotBuilder:
             for wkey in candidates:
                 w = self._workloads[wkey]
                 self.counts.selector_checks += 1
-                if selector_matches(w.selector, labels):
+                if canaries.selects(w.selector, labels, w.owner is not None):
                     group.workloads.add(wkey)
                     w.groups.add(group)
         return group
@@ -309,14 +335,20 @@ class SnapshotBuilder:
     # ------------------------------------------------------------------ workloads
     def _update_workloads(self, raw_workloads: Iterable[tuple[str, Raw]]
                           ) -> dict[str, WorkloadState]:
-        effective = effective_workloads(raw_workloads)
-        keep = {key for key, _, _ in effective}
+        plain, by_owner = canaries.split(raw_workloads)
+        effective = effective_workloads(plain)
+        entries: list[tuple[str, str, Raw, str | None]] = [
+            (key, kind, raw, None) for key, kind, raw in effective]
+        entries += [(_canary_key(owner), kind, raw, owner)
+                    for owner, (kind, raw) in by_owner.items()]
+        keep = {key for key, _, _, _ in entries}
         for key in [k for k in self._workloads if k not in keep]:
             self._drop_workload(key)
-        for key, kind, raw in effective:
-            self._set_workload(key, kind, raw)
+        for key, kind, raw, owner in entries:
+            self._set_workload(key, kind, raw, owner)
         out: dict[str, WorkloadState] = {}
         dirty = self._dirty_workloads
+        dirty.update([owner for key in dirty if (owner := self._owner(key)) is not None])
         for key, _, _ in effective:
             w = self._workloads[key]
             if w.state is None or key in dirty:
@@ -325,10 +357,14 @@ class SnapshotBuilder:
         self._dirty_workloads = set()
         return out
 
-    def _set_workload(self, key: str, kind: str, raw: Raw) -> None:
+    def _owner(self, key: str) -> str | None:
+        w = self._workloads.get(key)
+        return None if w is None else w.owner
+
+    def _set_workload(self, key: str, kind: str, raw: Raw, owner: str | None) -> None:
         w = self._workloads.get(key)
         if w is None:
-            w = self._workloads[key] = _Workload(key, kind, raw, self.keys)
+            w = self._workloads[key] = _Workload(key, kind, raw, self.keys, owner)
             self._match(w)
             return
         if w.raw is raw and w.kind == kind:
@@ -351,7 +387,7 @@ class SnapshotBuilder:
             candidates = self._group_index.get(w.namespace, {}).get(pair, ())
         for group in candidates:
             self.counts.selector_checks += 1
-            if selector_matches(w.selector, group.labels):
+            if canaries.selects(w.selector, group.labels, w.owner is not None):
                 group.workloads.add(w.key)
                 w.groups.add(group)
         self._dirty_workloads.add(w.key)
@@ -374,12 +410,15 @@ class SnapshotBuilder:
         w = self._workloads.pop(key)
         self._unmatch(w, w.namespace, w.selector)
         self._dirty_workloads.discard(key)
+        if w.owner is not None:
+            self._dirty_workloads.add(w.owner)
 
     def _workload_state(self, w: _Workload) -> WorkloadState:
         self.counts.workloads_rebuilt += 1
-        pods: list[PodState] = [p for g in w.groups for p in g.pods.values()]
-        pods.sort(key=_by_name)
-        return WorkloadState(w.name[0], w.name[1], w.config, tuple(pods), kind=w.kind)
+        c = self._workloads.get(_canary_key(w.key))
+        canary = None if c is None else CanaryState(c.config, _pods(c))
+        return WorkloadState(w.name[0], w.name[1], w.config, _pods(w), kind=w.kind,
+                             canary=canary)
 
     # ------------------------------------------------------------------ introspection
     def pods_known(self) -> int:

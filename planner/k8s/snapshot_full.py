@@ -8,7 +8,10 @@ incremental builder is tested against, and as the baseline ``bench/observe.py`` 
 Semantics (shared through :mod:`planner.k8s.convert`): a workload's pods are the running pods
 of its namespace matching its ``spec.selector``, sorted by name, each with its node's pool;
 nodes are sorted by name; workloads keep the order given (Deployments first; a StatefulSet
-whose ``namespace/name`` a Deployment has is left out).
+whose ``namespace/name`` a Deployment has is left out). A canary Deployment is no workload: it
+is the :attr:`~planner.domain.state.WorkloadState.canary` of the workload it belongs to, with
+the pods carrying the canary label; the workload's pods are those without it
+(:mod:`planner.k8s.canary`).
 """
 
 from __future__ import annotations
@@ -17,9 +20,9 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from planner.domain.state import ClusterSnapshot, PodState, WorkloadState
+from planner.domain.state import CanaryState, ClusterSnapshot, PodState, WorkloadState
+from planner.k8s import canary as canaries
 from planner.k8s import convert
-from planner.k8s.quantities import selector_matches
 
 Raw = Mapping[str, Any]
 
@@ -34,6 +37,20 @@ def effective_workloads(raw_workloads: Iterable[tuple[str, Raw]]) -> list[tuple[
             seen.add(key)
             out.append((key, kind, w))
     return out
+
+
+def _pods_of(groups: Iterable[tuple[Mapping[str, str], list[PodState]]],
+             pool_of: Mapping[str, str], w: Raw, canary: bool) -> tuple[PodState, ...]:
+    """The pods of ``w`` (``canary``: a canary Deployment) among its namespace's ``groups``
+    of pods (label set, pods), sorted by name, each with its node's pool."""
+    selector = (w.get("spec") or {}).get("selector") or {}
+    pods: list[PodState] = []
+    for labels, members in groups:
+        if canaries.selects(selector, labels, canary):
+            pods.extend(members)
+    pods = [dataclasses.replace(p, pool=pool_of.get(p.node)) if p.node else p for p in pods]
+    pods.sort(key=lambda p: p.name)
+    return tuple(pods)
 
 
 def full_snapshot(now: float, raw_nodes: Iterable[Raw], raw_pods: Iterable[Raw],
@@ -60,18 +77,18 @@ def full_snapshot(now: float, raw_nodes: Iterable[Raw], raw_pods: Iterable[Raw],
             pods_by_node.get(convert.node_name(n), ()))) for n in raw_nodes),
         key=lambda n: n.name))
     pool_of = {n.name: n.pool for n in nodes}
+    raw_workloads, raw_canaries = canaries.split(raw_workloads)
+
+    def pods_of(w: Raw, canary: bool) -> tuple[PodState, ...]:
+        return _pods_of(groups.get(convert.namespace_of(w), {}).values(), pool_of, w, canary)
+
     workloads: dict[str, WorkloadState] = {}
     for key, kind, w in effective_workloads(raw_workloads):
         meta = w["metadata"]
-        selector = (w.get("spec") or {}).get("selector") or {}
-        pods: list[PodState] = []
-        for labels, members in groups.get(convert.namespace_of(w), {}).values():
-            if selector_matches(selector, labels):
-                pods.extend(members)
-        pods = [dataclasses.replace(p, pool=pool_of.get(p.node)) if p.node else p
-                for p in pods]
-        pods.sort(key=lambda p: p.name)
-        workloads[key] = WorkloadState(str(meta.get("namespace")), str(meta["name"]),
-                                       convert.workload_config(w, keys), tuple(pods),
-                                       kind=kind)
+        canary = raw_canaries.get(key)
+        workloads[key] = WorkloadState(
+            str(meta.get("namespace")), str(meta["name"]), convert.workload_config(w, keys),
+            pods_of(w, False), kind=kind,
+            canary=None if canary is None else CanaryState(
+                convert.workload_config(canary[1], keys), pods_of(canary[1], True)))
     return ClusterSnapshot(now, nodes, workloads)
