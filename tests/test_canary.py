@@ -6,6 +6,7 @@ and the default planner tries a GPU that is cheaper and moves there, but not one
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -124,22 +125,32 @@ def test_the_explorer_remembers_canaries_and_measured_speeds() -> None:
 
 # ---------------------------------------------------------------------- the planner
 def _run(speedup: float, gpu_price: float, minutes: int = 26) -> dict[str, Any]:
+    """Per cycle of grid on the scenario: the device, the planned cost per hour and whether
+    an objective was observed violated; the canaries started and stopped, and the speeds
+    their verdicts measured."""
     run = ScenarioRun(parse_scenario(_scenario(speedup, gpu_price, minutes, step_s=15),
                                      "gpu-trial"), "grid", 1)
-    started: list[str] = []
-    stopped: list[str] = []
-    devices: list[str] = []
-    violated = 0
+    out: dict[str, Any] = {"started": [], "stopped": [], "devices": [], "cost": [],
+                           "violated": [], "judged": []}
     while run.elapsed < minutes * 60:
         for o in run.advance() or ():
             if o.plan is None:
                 continue
-            devices.append(o.plan.current.device)
+            out["devices"].append(o.plan.current.device)
+            out["cost"].append(o.plan.cost_per_hour)
+            out["violated"].append(any(v is False for v in o.met.values()))
             for a in o.plan.actions:
                 if a.actuator == "canary":
-                    (started if a.params["canary"] else stopped).append(a.reason)
-            violated += any(v is False for v in o.met.values())
-    return {"started": started, "stopped": stopped, "devices": devices, "violated": violated}
+                    out["started" if a.params["canary"] else "stopped"].append(a.reason)
+                    out.setdefault("first_canary", len(out["devices"]) - 1)
+            out["judged"].extend(float(m) for p in o.plan.reason_parts
+                                 if (m := _speed(p.text)) is not None)
+    return out
+
+
+def _speed(text: str) -> str | None:
+    found = re.search(r"cpu gpu(?: in \S+)? judged: ([0-9.]+)x", text)   # GPU canaries
+    return found.group(1) if found else None
 
 
 def test_the_planner_tries_a_cheaper_gpu_through_a_canary_and_moves_there() -> None:
@@ -147,14 +158,18 @@ def test_the_planner_tries_a_cheaper_gpu_through_a_canary_and_moves_there() -> N
     # so two of them (the minimum) carry it for 0.68/h.
     out = _run(30.0, 0.3)
     assert out["started"], "no canary was started"
-    assert any("judged" in r for r in out["stopped"]), out["stopped"]
+    assert out["judged"] and all(v == pytest.approx(30.0, rel=0.05) for v in out["judged"])
     assert out["devices"][-1] == "gpu", out["stopped"]
     assert "gpu" not in out["devices"][: len(out["devices"]) // 4]   # not before the trial
+    moved = out["devices"].index("gpu")
+    before = out["cost"][out["first_canary"]]        # planned cost/h when trying started
+    assert out["cost"][-1] < 0.5 * before, (before, out["cost"][-1])
+    assert not any(out["violated"][moved:]), "an objective was violated after the move"
 
 
 def test_a_gpu_that_is_not_cheaper_is_judged_and_not_moved_to() -> None:
     # The same price, but the GPU only 3x as fast: two GPU pods would not pay.
     out = _run(3.0, 0.3)
     assert any("gpu" in r for r in out["started"]), "the GPU was never tried"
-    assert any("judged" in r for r in out["stopped"]), out["stopped"]
+    assert out["judged"] and all(v == pytest.approx(3.0, rel=0.05) for v in out["judged"])
     assert set(out["devices"]) == {"cpu"}

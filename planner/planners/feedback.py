@@ -243,9 +243,10 @@ class Explorer:
         if len(self.seen_at) < 64:
             return
         for key in [k for k, t in self.seen_at.items() if now - t > FORGET_S]:
-            for table in (self.trials, self.tried, self.violated_at, self.seen_at,
-                          self.canaries, self.speeds):
-                table.pop(key, None)  # type: ignore[attr-defined]
+            for table in (self.trials, self.tried, self.violated_at, self.seen_at):
+                table.pop(key, None)
+            self.canaries.pop(key, None)
+            self.speeds.pop(key, None)
 
 
 def load_correction(ctx: PlanningContext, preds: dict[str, Predictor],
