@@ -23,12 +23,13 @@ from simulator.scenario import parse_scenario
 
 def _scenario(speedup: float, gpu_price: float, minutes: int = 40,
               actuators: tuple[str, ...] = ("replicas", "device", "placement"),
-              step_s: int = 5) -> dict[str, Any]:
+              step_s: int = 5, gpu_nodes: int = 2, gpus: int = 4) -> dict[str, Any]:
     return {
         "name": "gpu-trial", "duration": f"{minutes}m", "step_s": step_s,
         "cluster": {"pools": [
             {"name": "general", "nodes": 8, "cpu": 16, "cost_per_core_hour": 0.04},
-            {"name": "gpu", "nodes": 2, "cpu": 16, "cost_per_core_hour": 0.04, "gpus": 4,
+            {"name": "gpu", "nodes": gpu_nodes, "cpu": 16, "cost_per_core_hour": 0.04,
+             "gpus": gpus,
              "cost_per_gpu_hour": gpu_price}]},
         "workloads": [{"name": "infer", "namespace": "ml", "replicas": 24, "cpu": 1,
                        "pool": "general",
@@ -124,14 +125,15 @@ def test_the_explorer_remembers_canaries_and_measured_speeds() -> None:
 
 
 # ---------------------------------------------------------------------- the planner
-def _run(speedup: float, gpu_price: float, minutes: int = 26) -> dict[str, Any]:
+def _run(speedup: float, gpu_price: float, minutes: int = 26,
+         **cluster: int) -> dict[str, Any]:
     """Per cycle of grid on the scenario: the device, the planned cost per hour and whether
-    an objective was observed violated; the canaries started and stopped, and the speeds
-    their verdicts measured."""
-    run = ScenarioRun(parse_scenario(_scenario(speedup, gpu_price, minutes, step_s=15),
-                                     "gpu-trial"), "grid", 1)
+    an objective was observed violated; the canaries started (their reasons and pod counts)
+    and stopped, and the speeds their verdicts measured."""
+    run = ScenarioRun(parse_scenario(_scenario(speedup, gpu_price, minutes, step_s=15,
+                                               **cluster), "gpu-trial"), "grid", 1)
     out: dict[str, Any] = {"started": [], "stopped": [], "devices": [], "cost": [],
-                           "violated": [], "judged": []}
+                           "violated": [], "judged": [], "canary_pods": []}
     while run.elapsed < minutes * 60:
         for o in run.advance() or ():
             if o.plan is None:
@@ -142,6 +144,9 @@ def _run(speedup: float, gpu_price: float, minutes: int = 26) -> dict[str, Any]:
             for a in o.plan.actions:
                 if a.actuator == "canary":
                     out["started" if a.params["canary"] else "stopped"].append(a.reason)
+                    if a.params["canary"]:
+                        c = a.params["canary"]
+                        out["canary_pods"].append((c["device"], c["replicas"]))
                     out.setdefault("first_canary", len(out["devices"]) - 1)
             out["judged"].extend(float(m) for p in o.plan.reason_parts
                                  if (m := _speed(p.text)) is not None)
@@ -173,3 +178,13 @@ def test_a_gpu_that_is_not_cheaper_is_judged_and_not_moved_to() -> None:
     assert any("gpu" in r for r in out["started"]), "the GPU was never tried"
     assert out["judged"] and all(v == pytest.approx(3.0, rel=0.05) for v in out["judged"])
     assert set(out["devices"]) == {"cpu"}
+
+
+def test_a_gpu_pool_smaller_than_the_canary_fraction_is_tried_with_the_gpus_it_has() -> None:
+    # 24 pods ask for a canary of ceil(0.1 x 24) = 3 pods; the cluster has 2 GPUs. The canary
+    # is as many pods as the free room holds, not skipped every cycle without a word.
+    out = _run(30.0, 0.3, gpu_nodes=1, gpus=2)
+    gpu_pods = [n for device, n in out["canary_pods"] if device == "gpu"]
+    assert gpu_pods and max(gpu_pods) <= 2, out["canary_pods"]
+    assert out["judged"] and all(v == pytest.approx(30.0, rel=0.05) for v in out["judged"])
+    assert out["devices"][-1] == "gpu", out["stopped"]

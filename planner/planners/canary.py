@@ -11,8 +11,10 @@ planner that only follows its model never tries them. The canary is the bounded 
   by :data:`PRIOR_SPREAD`. A shape whose fewest feasible pods at that speed would cost at least
   ``EXPLORE_GAIN`` less than the best known configuration is worth a canary; a shape that could
   not be cheaper even then (one GPU pod already dearer than the whole workload) is never tried.
-* **Trial.** ``ceil(canary.fraction x replicas)`` pods (at least one) of that device and pool,
-  at the current CPU size, serve beside the workload behind the same Service (a second
+* **Trial.** ``ceil(canary.fraction x replicas)`` pods (at least one; at most what the free
+  room of that device and pool can schedule, and a place with no room is not tried until it
+  has some) of that device and pool, at the current CPU size, serve beside the workload
+  behind the same Service (a second
   Deployment). The workload keeps every pod it has: the canary only adds capacity. The canary
   stops at the first observed violation, when its pods are not ready and judged within
   ``canary.timeout_s`` (e.g. unschedulable), or once judged.
@@ -42,7 +44,7 @@ from planner.domain.plan import Action, ReasonPart
 from planner.domain.state import CanaryState, PodState, WorkloadConfig, WorkloadState
 from planner.models.predictor import CandidateBatch, FloatArray, Prediction, Predictor
 from planner.planners.base import PlanningContext
-from planner.planners.capacity import runs
+from planner.planners.capacity import free_slots, runs
 from planner.planners.feedback import EXPLORE_GAIN, Canary, Explorer, Measured, rollout_in_progress
 from planner.planners.search_space import prices
 
@@ -282,16 +284,20 @@ def propose(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
     key, cfg, now = ctx.intent.key, ctx.config, ctx.now
     if not explorer.calm(key, now) or key in explorer.trials or rollout_in_progress(ctx):
         return [], []
-    size = canary_size(ctx)
     if cfg.replicas < 2:                   # beside one pod a canary takes half the requests
         return [], []
     known = set(measured_speeds(ctx, explorer))
     facts = ctx.snapshot.facts
-    fresh = [pl for pl in places if pl != place_of(cfg) and pl not in known
-             and pl not in observed
-             and not explorer.was_tried(key, (cfg.cpu, *pl), now)
-             and (pl[0] != "gpu" or (facts.has_gpu if pl[1] is None
-                                     else pl[1] in facts.first_gpu_in_pool))]
+    candidates = [pl for pl in places if pl != place_of(cfg) and pl not in known
+                  and pl not in observed
+                  and not explorer.was_tried(key, (cfg.cpu, *pl), now)
+                  and (pl[0] != "gpu" or (facts.has_gpu if pl[1] is None
+                                          else pl[1] in facts.first_gpu_in_pool))]
+    # A place with no free room for one pod of the shape cannot run a canary now (a GPU pool
+    # whose GPUs are taken); it is looked at again while it stays untried.
+    room = {pl: free_slots(ctx.snapshot, cfg.with_(replicas=1, device=pl[0], pool=pl[1]))
+            for pl in candidates}
+    fresh = [pl for pl in candidates if room[pl] > 0]
     if not fresh:
         return [], []
     optimistic = optimistic_speeds(ctx, fresh)
@@ -310,9 +316,8 @@ def propose(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
         return [], []
     i = int(np.flatnonzero(ok)[np.argmin(scores[ok])])
     device, pool = order[i // len(reps)]
-    if device == "gpu" and size > ctx.snapshot.facts.total_gpus:
-        return [], []
-    shape = cfg.with_(replicas=size, device=device, pool=pool)
+    shape = cfg.with_(replicas=min(canary_size(ctx), room[(device, pool)]), device=device,
+                      pool=pool)
     explorer.canaries[key] = Canary((shape.cpu, device, pool), now)
     gain = 1.0 - float(scores[i]) / best_score
     why = (f"not observed yet; at {optimistic[(device, pool)].factor:.1f}x the current pods' "
