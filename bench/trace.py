@@ -76,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--every", type=int, default=1, help="print every Nth cycle")
     parser.add_argument("--from", dest="start", type=float, default=0.0,
                         help="first simulated second to print")
-    parser.add_argument("--to", type=float, default=None, help="last simulated second")
+    parser.add_argument("--to", type=float, default=None,
+                        help="last simulated second (the run stops there; totals up to it)")
     parser.add_argument("--intent", default=None, help="only this intent (namespace/name)")
     parser.add_argument("--violated", action="store_true",
                         help="only cycles where an objective is observed violated")
@@ -114,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['pods']:<10} -> {r['target'] or '-':<16} {kpis}  "
                   f"{r['reason'][:args.reason_chars]}", flush=True)
 
-    report = run.run(on_cycle=on_cycle).as_dict()
+    report = run.run(duration=args.to, on_cycle=on_cycle).as_dict()
     print(json.dumps({"totals": report["totals"]}) if args.json else
           f"# totals: {json.dumps(report['totals'])}")
     return 0
