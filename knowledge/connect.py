@@ -82,20 +82,21 @@ def open_knowledge_base(
         client: Any = mongomock.MongoClient()
         name = database or _uri_database(text) or mongo.DEFAULT_DATABASE
     elif sep and scheme.lower() in MONGODB_SCHEMES:
-        client = _pymongo_client(text, server_selection_timeout_ms, socket_timeout_ms)
         name = database or _uri_database(text) or mongo.DEFAULT_DATABASE
+        # Checked before pymongo parses the URI: its own message may not name the database.
+        _check_database_name(name)
+        client = _pymongo_client(text, server_selection_timeout_ms, socket_timeout_ms)
     elif (folder := directory_of(text)) is not None:
         client = _directory_client(folder)
         name = database or mongo.DEFAULT_DATABASE
     else:
         shown = f"scheme {scheme!r}" if sep else f"value {text!r}"
         raise _spec_error(f"unsupported knowledge-base URI {shown}")
-    problem = mongo.database_name_problem(name)
-    if problem is not None:
+    try:
+        _check_database_name(name)
+    except SpecError:
         client.close()
-        raise _spec_error(
-            problem, "name a database with letters, digits, '_' or '-' (at most 63 bytes)"
-        )
+        raise
     eager = create_indexes and not resilient
     try:
         store = mongo.MongoKnowledgeBase(
@@ -112,6 +113,14 @@ def open_knowledge_base(
     if create_indexes:
         wrapped.prepare()
     return wrapped
+
+
+def _check_database_name(name: str) -> None:
+    problem = mongo.database_name_problem(name)
+    if problem is not None:
+        raise _spec_error(
+            problem, "name a database with letters, digits, '_' or '-' (at most 63 bytes)"
+        )
 
 
 def directory_of(value: str) -> Path | None:

@@ -248,6 +248,11 @@ def load_yaml(text: str | bytes, source: str = "", limits: Limits = DEFAULT_LIMI
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = " ".join(str(exc.problem or exc.context or "syntax error").split())
+        if "nesting depth" in problem:
+            # The libyaml in PyYAML 6.0.4 refuses 1,000 levels while scanning ahead,
+            # before the event check above sees the first one: the same refusal.
+            raise LoadError(source, _at(mark), f"nested deeper than {limits.max_depth} "
+                            "levels", "flatten the document") from None
         raise LoadError(source, _at(mark), f"not valid YAML: {problem}",
                         "fix the syntax") from None
     except yaml.YAMLError as exc:
