@@ -264,6 +264,42 @@ def test_a_rollout_without_progress_is_rolled_back_then_not_retried(pending: int
     assert plan.target.pool is None and "rolled back as stuck" in plan.reason
 
 
+def _stuck_rollback(ready: int, pending: int, now: float) -> PlanningContext:
+    """Rolled back from pool ``b`` to running unpinned with more replicas than pool ``a``
+    holds: ``ready`` pods serve in ``a``, the rest are Pending (both pools full)."""
+    ctx = _move(ready, 0, 0, 0, now)
+    cfg = WorkloadConfig(ready + pending, 1.0, "cpu", None)
+    pods = (*ctx.workload.pods, *(PodState(f"pend-{i}", None, 1.0, "cpu", False)
+                                  for i in range(pending)))
+    wl = WorkloadState("ns", "w", cfg, pods, request_rate=50.0, cpu_utilization=0.5)
+    nodes = (NodeState("a0", "a", "eu", float(ready), float(ready)), ctx.snapshot.nodes[1])
+    return replace(ctx, workload=wl, snapshot=ClusterSnapshot(now, nodes, {"ns/w": wl}))
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 6))
+def test_a_stuck_rollback_is_not_undone_in_turn(pending: int, ready: int) -> None:
+    # gen-306 on a branch: the move to b is stuck and rolled back; the rollback keeps more
+    # replicas than a holds, so it is stuck too; it used to be rolled back to b, and so on
+    # every few minutes for as long as the vetoes lasted.
+    mem: dict[str, Any] = {}
+    ctx = _unpinned(ready, 985.0)
+    _, mem = safety.guard(ctx, Plan("ns/w", "any", ctx.config, ctx.config), mem)
+    now = 1000.0
+    for _ in range(safety.STUCK_CYCLES + 1):
+        ctx = _move(ready, 0, 0, pending, now)
+        plan, mem = safety.guard(ctx, Plan("ns/w", "any", ctx.config, ctx.config), mem)
+        now += 15.0
+    assert plan.target.pool is None and "stuck" in plan.reason
+    for _ in range(3 * safety.STUCK_CYCLES):
+        ctx = _stuck_rollback(ready, pending, now)
+        plan, mem = safety.guard(ctx, Plan("ns/w", "any", ctx.config, ctx.config), mem)
+        assert plan.target.pool is None, plan.reason          # never back to b
+        now += 15.0
+    assert "both rolled back as stuck" in plan.reason
+    assert plan.target.replicas == ready                      # what a can hold: no Pending
+
+
 def test_a_slow_rollout_that_progresses_is_not_rolled_back() -> None:
     """New pods take longer to start than STUCK_CYCLES cycles, and only one fits at a time:
     each one that becomes ready frees room for the next. Never stuck."""

@@ -20,7 +20,9 @@ the order they are applied to a plan's target:
    no pod of the new shape is starting and none more got scheduled for :data:`STUCK_CYCLES`
    cycles, a shape change (CPU size, device, pool) is rolled back to the shape before it, and
    that shape change is not tried again for :data:`VETO_S`; a scale-out is re-targeted to what
-   fits (rule 3).
+   fits (rule 3). A rollback that is stuck too (its shape was rolled back from before) is not
+   undone in turn: the shape more scheduled pods run stays, capped by rule 3 (two shapes that
+   both do not fit would otherwise alternate for as long as the vetoes last).
 5. **No false claim.** A plan never says the objectives are met while one is observed
    violated: such reason parts are replaced by what is observed.
 
@@ -231,6 +233,21 @@ def _shape_rules(ctx: PlanningContext, obs: Observation, watch: Watch,
     why: list[str] = []
     stuck = _stuck(ctx, obs, watch)
     back = _running_shape(ctx, watch) if stuck or watch.vetoes(cur) else None
+    if back is not None and watch.vetoes(back):
+        # Both shapes were rolled back as stuck (a rollback that did not fit either): no more
+        # flipping between them. The shape more scheduled pods run stays; rule 3 caps its
+        # replicas at what can be scheduled.
+        def scheduled(cfg: WorkloadConfig) -> int:
+            return sum(1 for p in ctx.workload.pods
+                       if p.node is not None and capacity.runs(p, cfg))
+
+        keep = cur if scheduled(cur) >= scheduled(back) else back
+        why.append(f"{_shape(cur)} and {_shape(back)} were both rolled back as stuck: "
+                   f"{_shape(keep)} kept, at what the cluster can schedule of it")
+        if shape_of(keep) == shape_of(cur):
+            return (target if shape_of(target) == shape_of(cur)
+                    else cur.with_(replicas=max(scheduled(cur), 1))), why, True
+        return back.with_(replicas=max(scheduled(back), 1)), why, True
     if back is not None:
         if stuck:
             watch.veto(cur, ctx.now + VETO_S)
