@@ -213,3 +213,33 @@ def test_schedulable_replicas_count_what_a_scan_of_the_nodes_would(
         cfg = WorkloadConfig(ask[0], ask[1], ask[2], ask[3])
         assert capacity.schedulable_replicas(mine, view, cfg) == _schedulable_by_scan(
             mine, fresh, cfg) == capacity.schedulable_replicas(mine, fresh, cfg)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 32).map(lambda q: q / 4),
+                          st.integers(0, 2), st.booleans()), min_size=1, max_size=8),
+       st.lists(shape_st, min_size=1, max_size=8), st.integers(0, 7))
+def test_a_cycle_of_reservations_places_each_pod_where_a_scan_would(
+        spec: list[tuple[str, float, int, bool]],
+        reserves: list[tuple[int, float, str, str | None]], branch_at: int) -> None:
+    """The placement heaps handed on from reservation to reservation (other shapes took room
+    in between) place every pod where a scan of the nodes would; a second reservation from a
+    snapshot already reserved from (a branch: the joint planner's trials, a preview) too."""
+    nodes = tuple(NodeState(f"n{i}", p, "r", 8.0, 8.0 - free, gpus, 0, 0.04, 1.0,
+                            schedulable=ok) for i, (p, free, gpus, ok) in enumerate(spec))
+    view = ClusterSnapshot(0.0, nodes, {})
+    views = [view]
+    for n, cpu, device, pool in reserves:
+        workload = WorkloadState("ns", "w", WorkloadConfig(0, cpu, device, pool))
+        t = WorkloadConfig(n, cpu, device, pool)
+        expected = _reserved_by_scan(view, workload, t)
+        view = capacity.reserve_config(view, workload, t)
+        assert view.nodes == expected
+        views.append(view)
+    base = views[min(branch_at, len(views) - 1)]
+    for n, cpu, device, pool in reserves:
+        workload = WorkloadState("ns", "w", WorkloadConfig(0, cpu, device, pool))
+        t = WorkloadConfig(n, cpu, device, pool)
+        expected = _reserved_by_scan(base, workload, t)
+        base = capacity.reserve_config(base, workload, t)
+        assert base.nodes == expected
