@@ -77,6 +77,11 @@ class CanaryState:
     pods: tuple[PodState, ...] = ()
 
 
+PodGroup = tuple[float, str, "str | None", bool, bool]
+"""Pods alike as the planners count them: CPU size, device, pool, scheduled (on a node),
+ready."""
+
+
 @dataclass(frozen=True)
 class WorkloadState:
     namespace: str
@@ -97,7 +102,18 @@ class WorkloadState:
 
     @property
     def ready_replicas(self) -> int:
-        return sum(1 for p in self.pods if p.ready)
+        return sum(n for (_, _, _, _, ready), n in self.pod_counts.items() if ready)
+
+    @cached_property
+    def pod_counts(self) -> dict[PodGroup, int]:
+        """The pods counted by :data:`PodGroup` (CPU size, device, pool, scheduled, ready),
+        computed on first use and kept: the planner and the safety layer ask several
+        questions of one intent's pods in a cycle, and a few groups answer them all."""
+        counts: dict[PodGroup, int] = {}
+        for p in self.pods:
+            key = (p.cpu, p.device, p.pool, p.node is not None, bool(p.ready))
+            counts[key] = counts.get(key, 0) + 1
+        return counts
 
 
 @dataclass(frozen=True)

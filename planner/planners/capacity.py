@@ -80,19 +80,29 @@ def schedulable_replicas(workload: WorkloadState, snapshot: ClusterSnapshot,
     other pods there free as a rolling update replaces them (a pod fits a node or not).
 
     The cluster's free room comes from :func:`free_slots`; only the nodes hosting the
-    workload's other pods are looked at one by one: work proportional to its own pods."""
-    mine: dict[str, float] = {}
-    matching = 0
-    for p in workload.pods:
-        if p.node is None:
-            continue
-        if runs(p, cfg):
-            matching += 1
-        else:
-            mine[p.node] = mine.get(p.node, 0.0) + p.cpu
-    freed = sum(_room(n, cfg, mine[n.name]) - _room(n, cfg)
-                for n in snapshot.nodes_named(mine))
+    workload's other pods are looked at one by one: work proportional to its own pods (none
+    when every scheduled pod runs ``cfg``'s shape, as the workload's pod counts tell)."""
+    matching = scheduled_running(workload, cfg)
+    freed = 0
+    if matching < sum(n for (_, _, _, on_node, _), n in workload.pod_counts.items()
+                      if on_node):
+        mine: dict[str, float] = {}
+        for p in workload.pods:
+            if p.node is not None and not runs(p, cfg):
+                mine[p.node] = mine.get(p.node, 0.0) + p.cpu
+        freed = sum(_room(n, cfg, mine[n.name]) - _room(n, cfg)
+                    for n in snapshot.nodes_named(mine))
     return matching + free_slots(snapshot, cfg) + freed
+
+
+def scheduled_running(workload: WorkloadState, cfg: WorkloadConfig, ready: bool = False
+                      ) -> int:
+    """The workload's pods on a node that run ``cfg``'s shape (:func:`runs`; ``ready``: only
+    those ready), counted from its pod groups (:attr:`WorkloadState.pod_counts`), not pod by
+    pod."""
+    return sum(n for (cpu, device, pool, on_node, is_ready), n in workload.pod_counts.items()
+               if on_node and (is_ready or not ready) and cpu == cfg.cpu
+               and device == cfg.device and (cfg.pool is None or pool == cfg.pool))
 
 
 def added_pods(workload: WorkloadState, plan: Plan) -> int:
@@ -101,8 +111,7 @@ def added_pods(workload: WorkloadState, plan: Plan) -> int:
 
 
 def _added(workload: WorkloadState, cfg: WorkloadConfig) -> int:
-    have = sum(1 for p in workload.pods if p.node is not None and runs(p, cfg))
-    return max(0, cfg.replicas - have)
+    return max(0, cfg.replicas - scheduled_running(workload, cfg))
 
 
 def reserve(snapshot: ClusterSnapshot, workload: WorkloadState, plan: Plan) -> ClusterSnapshot:

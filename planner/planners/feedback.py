@@ -84,9 +84,9 @@ def rollout_in_progress(ctx: PlanningContext) -> bool:
     pods = ctx.workload.pods
     if not pods:
         return False
-    stale = any(p.cpu != cfg.cpu or p.device != cfg.device
-                or (cfg.pool is not None and p.pool is not None and p.pool != cfg.pool)
-                for p in pods)
+    stale = any(cpu != cfg.cpu or device != cfg.device
+                or (cfg.pool is not None and pool is not None and pool != cfg.pool)
+                for cpu, device, pool, _, _ in ctx.workload.pod_counts)
     return stale or ctx.workload.ready_replicas < min(cfg.replicas, len(pods))
 
 
