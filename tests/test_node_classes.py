@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.domain.state import NodeState, PodState, WorkloadConfig, WorkloadState
+from planner.domain.state import ClusterSnapshot, NodeState, PodState, WorkloadConfig, WorkloadState
 from planner.models import serialization
 from planner.models.effects import KIND_LATENCY, EffectModel, from_document, to_document
 from planner.models.latency import QueueingLatencyRegressor
@@ -247,3 +247,42 @@ def test_features_per_pool_equal_the_row_by_row_columns(
     assert got.shape == want.shape
     assert got.tobytes() == want.tobytes()
 
+
+def _mix_pod_by_pod(workload: WorkloadState, nodes: tuple[NodeState, ...]) -> dict[str, float]:
+    """The expected mix as the code before the pod counts and the pools' cores computed it."""
+    from planner.models.observations import UNKNOWN_CLASS
+
+    if workload.config.pool is None:
+        counts: dict[str, float] = {}
+        for p in workload.pods:
+            if p.ready:
+                key = p.pool or UNKNOWN_CLASS
+                counts[key] = counts.get(key, 0.0) + 1.0
+        total = sum(counts.values())
+        if total > 0:
+            return {k: v / total for k, v in counts.items()}
+    capacity: dict[str, float] = {}
+    for n in nodes:
+        capacity[n.pool] = capacity.get(n.pool, 0.0) + n.cpu_capacity
+    total = sum(capacity.values())
+    if total <= 0:
+        return {UNKNOWN_CLASS: 1.0}
+    return {k: v / total for k, v in capacity.items()}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from((None, "", "a", "b", "c")), st.booleans(),
+                          st.sampled_from((0.5, 1.0)), st.booleans()), max_size=20),
+       st.lists(st.tuples(st.sampled_from(("a", "b", "c")),
+                          st.sampled_from((0.0, 1.5, 8.0, 32.0, 0.1))), max_size=8),
+       st.sampled_from((None, "a")))
+def test_the_expected_mix_from_pod_counts_equals_counting_each_pod(
+        pods: list[tuple[str | None, bool, float, bool]], nodes: list[tuple[str, float]],
+        pin: str | None) -> None:
+    workload = WorkloadState("ns", "w", WorkloadConfig(len(pods), 1.0, "cpu", pin), tuple(
+        PodState(f"p{i}", "n0" if on else None, cpu, ready=ready, pool=pool)
+        for i, (pool, ready, cpu, on) in enumerate(pods)))
+    cluster = tuple(NodeState(f"n{i}", pool, "r", cap, 0.0) for i, (pool, cap) in enumerate(nodes))
+    got = expected_mix(workload, ClusterSnapshot(0.0, cluster, {}))
+    want = _mix_pod_by_pod(workload, cluster)
+    assert list(got.items()) == list(want.items())
