@@ -62,10 +62,8 @@ class EffectModel:
         its pool; an unpinned one's are spread as ``mix`` says (node pool -> share; default:
         unknown). A row whose pods would run on a class the model does not know is all zero
         in the share columns (the model treats it as unsupported)."""
-        # Per distinct pool once (a batch holds a few pools over many rows), then per row a
-        # look-up: the same values as asking each row.
-        at = {p: j for j, p in enumerate(dict.fromkeys(batch.pool))}
-        rows = np.fromiter(map(at.__getitem__, batch.pool), dtype=np.intp, count=len(batch))
+        # Per distinct pool once, then per row a look-up: the same values as asking each row.
+        at, rows = batch.pool_rows
         codes = np.array([pool_code(p, self.pools) for p in at], dtype=float)[rows]
         base = np.column_stack([np.full(len(batch), rate), batch.replicas, batch.cpu, batch.gpu,
                                 codes])

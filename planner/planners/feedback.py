@@ -61,8 +61,9 @@ def shape_mask(batch: CandidateBatch, shape: Shape | None) -> NDArray[np.bool_]:
     if shape is None:
         return np.zeros(len(batch), dtype=bool)
     cpu, device, pool = shape
+    pools, rows = batch.pool_rows
     out: NDArray[np.bool_] = ((batch.cpu == cpu) & ((batch.gpu > 0.5) == (device == "gpu"))
-                              & np.array([p == pool for p in batch.pool], dtype=bool))
+                              & np.array([p == pool for p in pools], dtype=bool)[rows])
     return out
 
 
