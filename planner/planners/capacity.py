@@ -131,7 +131,7 @@ def reserve_config(snapshot: ClusterSnapshot, workload: WorkloadState,
     # Each pod goes to the node with room for it and the most free CPU, the first in node
     # order among equals (as the scheduler spreads): a heap of (-free CPU, index), not a scan
     # of every node per pod. The heap of each shape is built once per cycle and handed on
-    # from snapshot to reserved snapshot (see _heap), not rebuilt for every reservation.
+    # from snapshot to reserved snapshot (see _heaps), not rebuilt for every reservation.
     heaps = _heaps(snapshot)
     key = _shape(t)
     heap = heaps.get(key)
