@@ -49,3 +49,21 @@ def test_per_pool_work_equals_the_row_by_row_code(configs: list[WorkloadConfig],
     mask = ((batch.cpu == cur.cpu) & ((batch.gpu > 0.5) == (cur.device == "gpu"))
             & np.array([p == cur.pool for p in batch.pool], dtype=bool))
     assert feedback.shape_mask(batch, shape).tolist() == mask.tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(config_st, st.booleans()), max_size=30), config_st)
+def test_unobserved_shapes_and_explicit_support_equal_the_row_by_row_code(
+        rows: list[tuple[WorkloadConfig, bool]], cur: WorkloadConfig) -> None:
+    from planner.models.explicit import _supported
+
+    batch = CandidateBatch.of([c for c, _ in rows])
+    supported = np.array([s for _, s in rows], dtype=bool)
+    want = ~supported
+    for i in np.flatnonzero(supported).tolist():
+        shape = (float(batch.cpu[i]), "gpu" if batch.gpu[i] > 0.5 else "cpu", batch.pool[i])
+        want &= ~feedback.shape_mask(batch, shape)
+    assert feedback.unobserved_shapes(batch, supported).tolist() == want.tolist()
+    same = np.array([p == cur.pool for p in batch.pool], dtype=bool)
+    gpu_now = 1.0 if cur.device == "gpu" else 0.0
+    assert _supported(batch, cur).tolist() == ((batch.gpu == gpu_now) & same).tolist()

@@ -72,8 +72,11 @@ def unobserved_shapes(batch: CandidateBatch, supported: NDArray[np.bool_]) -> ND
     not observed, as opposed to a known shape at a load beyond its range)."""
     out: NDArray[np.bool_] = ~supported
     idx = np.flatnonzero(supported)
-    known = {(float(batch.cpu[i]), "gpu" if batch.gpu[i] > 0.5 else "cpu", batch.pool[i])
-             for i in idx.tolist()}
+    # Columns to Python values once (not a numpy scalar per row and column); the masks are
+    # combined by "and", so the order of the shapes does not matter.
+    known = set(zip(batch.cpu[idx].tolist(),
+                    ["gpu" if g else "cpu" for g in (batch.gpu[idx] > 0.5).tolist()],
+                    [batch.pool[i] for i in idx.tolist()], strict=True))
     for shape in known:
         out &= ~shape_mask(batch, shape)
     return out
