@@ -213,3 +213,77 @@ def test_schedulable_replicas_count_what_a_scan_of_the_nodes_would(
         cfg = WorkloadConfig(ask[0], ask[1], ask[2], ask[3])
         assert capacity.schedulable_replicas(mine, view, cfg) == _schedulable_by_scan(
             mine, fresh, cfg) == capacity.schedulable_replicas(mine, fresh, cfg)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 32).map(lambda q: q / 4),
+                          st.integers(0, 2), st.booleans()), min_size=1, max_size=8),
+       st.lists(shape_st, min_size=1, max_size=8), st.integers(0, 7))
+def test_a_cycle_of_reservations_places_each_pod_where_a_scan_would(
+        spec: list[tuple[str, float, int, bool]],
+        reserves: list[tuple[int, float, str, str | None]], branch_at: int) -> None:
+    """The placement heaps handed on from reservation to reservation (other shapes took room
+    in between) place every pod where a scan of the nodes would; a second reservation from a
+    snapshot already reserved from (a branch: the joint planner's trials, a preview) too."""
+    nodes = tuple(NodeState(f"n{i}", p, "r", 8.0, 8.0 - free, gpus, 0, 0.04, 1.0,
+                            schedulable=ok) for i, (p, free, gpus, ok) in enumerate(spec))
+    view = ClusterSnapshot(0.0, nodes, {})
+    views = [view]
+    for n, cpu, device, pool in reserves:
+        workload = WorkloadState("ns", "w", WorkloadConfig(0, cpu, device, pool))
+        t = WorkloadConfig(n, cpu, device, pool)
+        expected = _reserved_by_scan(view, workload, t)
+        view = capacity.reserve_config(view, workload, t)
+        assert view.nodes == expected
+        views.append(view)
+    base = views[min(branch_at, len(views) - 1)]
+    for n, cpu, device, pool in reserves:
+        workload = WorkloadState("ns", "w", WorkloadConfig(0, cpu, device, pool))
+        t = WorkloadConfig(n, cpu, device, pool)
+        expected = _reserved_by_scan(base, workload, t)
+        base = capacity.reserve_config(base, workload, t)
+        assert base.nodes == expected
+
+
+pod_st = st.tuples(st.sampled_from((None, "n0", "n1")), st.sampled_from((0.5, 1.0, 2.0)),
+                   st.sampled_from(("cpu", "gpu")), st.sampled_from((None, "a", "b")),
+                   st.booleans())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(pod_st, max_size=12), shape_st)
+def test_pod_counts_answer_what_a_scan_of_the_pods_would(
+        spec: list[tuple[str | None, float, str, str | None, bool]],
+        ask: tuple[int, float, str, str | None]) -> None:
+    """The workload's pods counted once by group give what each scan of its pods gave: the
+    scheduled pods of a shape (ready or all), ready, scheduled and pending pods, pods to add,
+    a rollout in progress."""
+    from planner.planners import feedback
+
+    pods = tuple(PodState(f"p{i}", node, cpu, device, ready, pool=pool)
+                 for i, (node, cpu, device, pool, ready) in enumerate(spec))
+    cfg = WorkloadConfig(ask[0], ask[1], ask[2], ask[3])
+    workload = WorkloadState("ns", "w", cfg.with_(replicas=len(pods)), pods)
+    mine = [p for p in pods if p.node is not None and capacity.runs(p, cfg)]
+    assert capacity.scheduled_running(workload, cfg) == len(mine)
+    assert capacity.scheduled_running(workload, cfg, ready=True) == sum(p.ready for p in mine)
+    assert capacity._added(workload, cfg) == max(0, cfg.replicas - len(mine))
+    assert workload.ready_replicas == sum(1 for p in pods if p.ready)
+    snap = ClusterSnapshot(0.0, (), {workload.key: workload})
+    intent = parse_intent({"kind": "Intent", "metadata": {"name": "w", "namespace": "ns"},
+                           "spec": {"targetRef": {"name": "w"}, "objectives": [
+                               {"name": "p95", "value": 100, "measuredBy": "lat"}]}})
+    prof = parse_profile({"kind": "KPIProfile", "metadata": {"name": "lat", "namespace": "ns"},
+                          "spec": {"type": "latency"}})
+    admin = AdminConfig(actuators=("replicas",))
+    ctx = PlanningContext(intent, {"p95": prof}, workload, snap, {"p95": 50.0}, admin,
+                          registry.create(admin.actuators, admin), None, 0.0)
+    obs = safety.observe(ctx)
+    assert (obs.ready, obs.scheduled, obs.unscheduled) == (
+        sum(p.ready for p in pods), sum(p.node is not None for p in pods),
+        sum(p.node is None for p in pods))
+    stale = any(p.cpu != cfg.cpu or p.device != cfg.device
+                or (cfg.pool is not None and p.pool is not None and p.pool != cfg.pool)
+                for p in pods)
+    assert feedback.rollout_in_progress(ctx) == (bool(pods) and (
+        stale or sum(1 for p in pods if p.ready) < len(pods)))  # replicas: len(pods)

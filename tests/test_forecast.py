@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from planner.domain.state import PodState
 from planner.models.forecast import LoadForecast, theil_sen_slope
@@ -188,3 +190,20 @@ def test_planner_does_not_lower_the_rate_on_falling_load() -> None:
     plan = p.plan(context(rate=fall[-1]))
     assert "forecast" not in plan.reason
     assert f"{fall[-1]:.0f} req/s planned)" in plan.reason
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40).map(float), st.floats(-1e4, 1e4)), max_size=32))
+def test_theil_sen_with_the_kept_pairs_equals_fresh_pairs(points: list[tuple[float, float]]
+                                                          ) -> None:
+    """The pairs of points are kept per count (read-only): the same slope as with
+    ``np.triu_indices`` computed on each call, asked twice."""
+    ta = np.asarray([t for t, _ in points], dtype=float)
+    ya = np.asarray([y for _, y in points], dtype=float)
+    i, j = np.triu_indices(len(ta), k=1)
+    dt = ta[j] - ta[i]
+    ok = dt > 0
+    want = float(np.median((ya[j] - ya[i])[ok] / dt[ok])) if ok.any() else 0.0
+    for _ in range(2):
+        got = theil_sen_slope([t for t, _ in points], [y for _, y in points])
+        assert got == want or (np.isnan(got) and np.isnan(want))

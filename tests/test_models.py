@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.base import clone
 
 from knowledge.connect import open_knowledge_base
@@ -240,3 +242,21 @@ def test_dataset_keeps_only_settled_events() -> None:
               ev(120, 3, 3, 9), ev(160, 3, 3, None), ev(200, 3, 3, 8)]
     ds = dataset(events, "p95")
     assert ds.y.tolist() == [12, 8]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 12).flatmap(lambda n: st.tuples(
+           st.lists(st.lists(st.one_of(st.floats(-1e6, 1e6), st.sampled_from(
+               (np.inf, -np.inf, np.nan, 0.0, -0.0))), min_size=3, max_size=3),
+               min_size=n, max_size=n),
+           st.sampled_from((0.0, 0.5, 0.8, 0.9, 0.95, 1.0)))))
+def test_the_higher_quantile_equals_numpys(case: tuple[list[list[float]], float]) -> None:
+    """The bootstrap band's quantile without np.quantile's per-call overhead: the same values
+    (NaN where a column has one), for any ensemble size."""
+    from planner.models.latency import higher_quantile
+
+    rows, q = case
+    a = np.array(rows, dtype=float)
+    with np.errstate(invalid="ignore"):
+        want = np.quantile(a, q, axis=0, method="higher")
+    assert higher_quantile(a, q).tobytes() == want.tobytes()

@@ -7,8 +7,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from planner.domain.state import NodeState, PodState, WorkloadConfig, WorkloadState
+from planner.domain.state import ClusterSnapshot, NodeState, PodState, WorkloadConfig, WorkloadState
 from planner.models import serialization
 from planner.models.effects import KIND_LATENCY, EffectModel, from_document, to_document
 from planner.models.latency import QueueingLatencyRegressor
@@ -198,3 +200,89 @@ def test_the_batched_jacobian_fits_exactly_what_scipy_alone_fits(
     alone = QueueingLatencyRegressor(n_bootstrap=1, random_state=2).fit(X, y)
     assert np.array_equal(batched.theta_, alone.theta_)
     assert np.array_equal(batched.bootstrap_thetas_, alone.bootstrap_thetas_)
+
+
+def _features_row_by_row(model: EffectModel, batch: CandidateBatch, rate: float,
+                         mix: dict[str, float] | None) -> np.ndarray:
+    """The model's columns as the code before the per-pool look-up computed them."""
+    from planner.models.observations import UNKNOWN_CLASS, pool_code
+
+    codes = np.array([pool_code(p, model.pools) for p in batch.pool], dtype=float)
+    base = np.column_stack([np.full(len(batch), rate), batch.replicas, batch.cpu, batch.gpu,
+                            codes])
+    if not model.classes:
+        return base
+    index = {c: i for i, c in enumerate(model.classes)}
+    unpinned = np.zeros(len(model.classes))
+    spread = dict(mix) if mix else {UNKNOWN_CLASS: 1.0}
+    if all(k in index for k, v in spread.items() if v > 0):
+        for k, v in spread.items():
+            if v > 0:
+                unpinned[index[k]] = v
+    shares = np.zeros((len(batch), len(model.classes)))
+    for i, pool in enumerate(batch.pool):
+        if pool is None:
+            shares[i] = unpinned
+        elif pool in index:
+            shares[i, index[pool]] = 1.0
+    return np.column_stack([base, shares])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 50), st.sampled_from((0.5, 1.0, 2.0)),
+                          st.sampled_from(("cpu", "gpu")),
+                          st.sampled_from((None, "slow", "fast", "other", "unknown"))),
+                max_size=30),
+       st.sampled_from(((), ("slow",), ("slow", "fast"), ("fast", "unknown"))),
+       st.sampled_from(((), ("slow", "fast"), ("other",))),
+       st.one_of(st.none(), st.dictionaries(st.sampled_from(("slow", "fast", "new", "unknown")),
+                                            st.sampled_from((0.0, 0.25, 0.5, 1.0)))),
+       st.floats(0.0, 1e4))
+def test_features_per_pool_equal_the_row_by_row_columns(
+        rows: list[tuple[int, float, str, str | None]], classes: tuple[str, ...],
+        pools: tuple[str, ...], mix: dict[str, float] | None, rate: float) -> None:
+    model = EffectModel("v/a", "p95", KIND_LATENCY, None, pools, 1.0, False, {}, classes)
+    batch = CandidateBatch.of([WorkloadConfig(*r) for r in rows])
+    got, want = model.features(batch, rate, mix), _features_row_by_row(model, batch, rate, mix)
+    assert got.shape == want.shape
+    assert got.tobytes() == want.tobytes()
+
+
+def _mix_pod_by_pod(workload: WorkloadState, nodes: tuple[NodeState, ...]) -> dict[str, float]:
+    """The expected mix as the code before the pod counts and the pools' cores computed it."""
+    from planner.models.observations import UNKNOWN_CLASS
+
+    if workload.config.pool is None:
+        counts: dict[str, float] = {}
+        for p in workload.pods:
+            if p.ready:
+                key = p.pool or UNKNOWN_CLASS
+                counts[key] = counts.get(key, 0.0) + 1.0
+        total = sum(counts.values())
+        if total > 0:
+            return {k: v / total for k, v in counts.items()}
+    capacity: dict[str, float] = {}
+    for n in nodes:
+        capacity[n.pool] = capacity.get(n.pool, 0.0) + n.cpu_capacity
+    total = sum(capacity.values())
+    if total <= 0:
+        return {UNKNOWN_CLASS: 1.0}
+    return {k: v / total for k, v in capacity.items()}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from((None, "", "a", "b", "c")), st.booleans(),
+                          st.sampled_from((0.5, 1.0)), st.booleans()), max_size=20),
+       st.lists(st.tuples(st.sampled_from(("a", "b", "c")),
+                          st.sampled_from((0.0, 1.5, 8.0, 32.0, 0.1))), max_size=8),
+       st.sampled_from((None, "a")))
+def test_the_expected_mix_from_pod_counts_equals_counting_each_pod(
+        pods: list[tuple[str | None, bool, float, bool]], nodes: list[tuple[str, float]],
+        pin: str | None) -> None:
+    workload = WorkloadState("ns", "w", WorkloadConfig(len(pods), 1.0, "cpu", pin), tuple(
+        PodState(f"p{i}", "n0" if on else None, cpu, ready=ready, pool=pool)
+        for i, (pool, ready, cpu, on) in enumerate(pods)))
+    cluster = tuple(NodeState(f"n{i}", pool, "r", cap, 0.0) for i, (pool, cap) in enumerate(nodes))
+    got = expected_mix(workload, ClusterSnapshot(0.0, cluster, {}))
+    want = _mix_pod_by_pod(workload, cluster)
+    assert list(got.items()) == list(want.items())

@@ -42,6 +42,8 @@ class ClusterFacts:
     """Per price, the dearest node's (a pod that may land anywhere)."""
     dearest_gpu: Prices | None = None
     """Per price, the dearest GPU node's; ``None`` without GPU nodes."""
+    pool_cores: dict[str, float] = field(default_factory=dict)
+    """Allocatable cores per pool (pools in node order, each summed in node order)."""
 
     @property
     def has_gpu(self) -> bool:
@@ -52,10 +54,12 @@ class ClusterFacts:
         first_in_pool: dict[str, Prices] = {}
         first_gpu_in_pool: dict[str, Prices] = {}
         core = gpu = core_g = gpu_g = -float("inf")
+        pool_cores: dict[str, float] = {}
         cores, gpus = 0.0, 0
         for n in nodes:
             prices = (n.cost_per_core_hour, n.cost_per_gpu_hour)
             first_in_pool.setdefault(n.pool, prices)
+            pool_cores[n.pool] = pool_cores.get(n.pool, 0.0) + n.cpu_capacity
             cores += n.cpu_capacity
             gpus += n.gpus
             core, gpu = max(core, prices[0]), max(gpu, prices[1])
@@ -67,7 +71,7 @@ class ClusterFacts:
         return cls(cores, gpus, tuple(sorted(first_in_pool)),
                    (nodes[0].cost_per_core_hour, nodes[0].cost_per_gpu_hour),
                    first_in_pool, first_gpu_in_pool, (core, gpu),
-                   (core_g, gpu_g) if first_gpu_in_pool else None)
+                   (core_g, gpu_g) if first_gpu_in_pool else None, pool_cores)
 
     def prices(self, pool: str | None, device: str) -> Prices:
         """The prices of the nodes that could host a configuration in ``pool`` (``None``:

@@ -77,6 +77,11 @@ class CanaryState:
     pods: tuple[PodState, ...] = ()
 
 
+PodGroup = tuple[float, str, "str | None", bool, bool]
+"""Pods alike as the planners count them: CPU size, device, pool, scheduled (on a node),
+ready."""
+
+
 @dataclass(frozen=True)
 class WorkloadState:
     namespace: str
@@ -97,7 +102,18 @@ class WorkloadState:
 
     @property
     def ready_replicas(self) -> int:
-        return sum(1 for p in self.pods if p.ready)
+        return sum(n for (_, _, _, _, ready), n in self.pod_counts.items() if ready)
+
+    @cached_property
+    def pod_counts(self) -> dict[PodGroup, int]:
+        """The pods counted by :data:`PodGroup` (CPU size, device, pool, scheduled, ready),
+        computed on first use and kept: the planner and the safety layer ask several
+        questions of one intent's pods in a cycle, and a few groups answer them all."""
+        counts: dict[PodGroup, int] = {}
+        for p in self.pods:
+            key = (p.cpu, p.device, p.pool, p.node is not None, bool(p.ready))
+            counts[key] = counts.get(key, 0) + 1
+        return counts
 
 
 @dataclass(frozen=True)
@@ -127,18 +143,26 @@ class ClusterSnapshot:
         instead of scanning the cluster)."""
         return {n.name: n for n in self.nodes}
 
+    @cached_property
+    def node_positions(self) -> dict[str, int]:
+        """Where each node is in :attr:`nodes`, by name (the last of equal names), built on
+        first use and carried to a snapshot that differs only in allocations."""
+        return {n.name: i for i, n in enumerate(self.nodes)}
+
     def nodes_named(self, names: Iterable[str]) -> list[NodeState]:
         """The nodes called ``names`` that exist, in the order given."""
-        index = self.node_index
-        return [index[n] for n in names if n in index]
+        nodes, at = self.nodes, self.node_positions
+        return [nodes[at[n]] for n in names if n in at]
 
     def with_allocation(self, nodes: tuple[NodeState, ...]) -> ClusterSnapshot:
         """This snapshot with ``nodes`` (the same nodes in the same order, other allocations:
-        room taken by plans); facts computed already carry over (none depends on allocation);
+        room taken by plans); facts and node positions computed already carry over (neither
+        depends on allocation);
         :attr:`memo` does not (its owners carry over what they can update)."""
         out = replace(self, nodes=nodes)
-        if "facts" in self.__dict__:
-            out.__dict__["facts"] = self.__dict__["facts"]
+        for name in ("facts", "node_positions"):
+            if name in self.__dict__:
+                out.__dict__[name] = self.__dict__[name]
         return out
 
     def pools(self) -> dict[str, list[NodeState]]:

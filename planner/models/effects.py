@@ -62,7 +62,9 @@ class EffectModel:
         its pool; an unpinned one's are spread as ``mix`` says (node pool -> share; default:
         unknown). A row whose pods would run on a class the model does not know is all zero
         in the share columns (the model treats it as unsupported)."""
-        codes = np.array([pool_code(p, self.pools) for p in batch.pool], dtype=float)
+        # Per distinct pool once, then per row a look-up: the same values as asking each row.
+        at, rows = batch.pool_rows
+        codes = np.array([pool_code(p, self.pools) for p in at], dtype=float)[rows]
         base = np.column_stack([np.full(len(batch), rate), batch.replicas, batch.cpu, batch.gpu,
                                 codes])
         if not self.classes:
@@ -74,12 +76,13 @@ class EffectModel:
             for k, v in spread.items():
                 if v > 0:
                     unpinned[index[k]] = v
-        shares = np.zeros((len(batch), len(self.classes)))
-        for i, pool in enumerate(batch.pool):
+        per_pool = np.zeros((len(at), len(self.classes)))
+        for j, pool in enumerate(at):
             if pool is None:
-                shares[i] = unpinned
+                per_pool[j] = unpinned
             elif pool in index:
-                shares[i, index[pool]] = 1.0
+                per_pool[j, index[pool]] = 1.0
+        shares = per_pool[rows]
         return np.column_stack([base, shares])
 
     @property

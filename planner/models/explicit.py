@@ -17,7 +17,8 @@ from planner.models.queue_estimate import MAX_UTILIZATION, QueueEstimate
 
 def _supported(batch: CandidateBatch, current: WorkloadConfig) -> NDArray[np.bool_]:
     gpu_now = 1.0 if current.device == "gpu" else 0.0
-    same_pool = np.array([p == current.pool for p in batch.pool], dtype=bool)
+    pools, rows = batch.pool_rows                  # per distinct pool, then per row
+    same_pool = np.array([p == current.pool for p in pools], dtype=bool)[rows]
     out: NDArray[np.bool_] = (batch.gpu == gpu_now) & same_pool
     return out
 

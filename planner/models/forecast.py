@@ -29,12 +29,14 @@ Contract:
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from planner.domain.state import PodState
 
@@ -64,11 +66,21 @@ class Forecast:
         return 100.0 * self.slope * 60.0 / self.current if self.current > 0 else 0.0
 
 
+@functools.lru_cache(maxsize=64)
+def _pairs(n: int) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """``np.triu_indices(n, k=1)``, kept per ``n`` (read-only): every intent's forecast asks
+    for the pairs of its few dozen points every cycle."""
+    i, j = np.triu_indices(n, k=1)
+    i.flags.writeable = False
+    j.flags.writeable = False
+    return i, j
+
+
 def theil_sen_slope(t: Iterable[float], y: Iterable[float]) -> float:
     """Median of the slopes between every pair of points with distinct times (0 if none)."""
     ta = np.asarray(list(t), dtype=float)
     ya = np.asarray(list(y), dtype=float)
-    i, j = np.triu_indices(len(ta), k=1)
+    i, j = _pairs(len(ta))
     dt = ta[j] - ta[i]
     ok = dt > 0
     if not ok.any():
@@ -221,7 +233,7 @@ class LoadForecast:
         if st is not None:
             self._startup[key] = _Startup(
                 {str(n): (float(c), float(w)) for n, (c, w) in dict(st["pending"]).items()},
-                dict.fromkeys(str(n) for n in st["seen"]),
+                dict.fromkeys(map(str, st["seen"])),
                 deque(float(x) for x in st["samples"]))
 
     def __len__(self) -> int:

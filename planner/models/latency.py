@@ -48,6 +48,19 @@ STACKED_ROWS = 20_000
 """Rows per stacked quantile solve when several parameter vectors are evaluated (bounds the
 memory of one solve; a planner's batches are far smaller, so an ensemble is one solve)."""
 
+def higher_quantile(a: FloatArray, q: float) -> FloatArray:
+    """``np.quantile(a, q, axis=0, method="higher")`` of a 2-D array (the same values: the
+    order statistic at ``ceil((n - 1) * q)``, NaN in a column with a NaN), without its
+    per-call argument handling: a planner asks for it on every scoring call."""
+    n = a.shape[0]
+    k = math.ceil((n - 1) * q)
+    part = np.partition(a, [k, n - 1], axis=0)
+    out: FloatArray = part[k].copy()
+    last = part[-1]
+    np.copyto(out, last, where=np.isnan(last))
+    return out
+
+
 class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc]
     """Predicts a latency percentile (ms) from ``X`` = [rate, replicas, cpu, gpu, pool,
     share_0, ..., share_{K-1}].
@@ -319,8 +332,7 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         mean: FloatArray = preds[0]
         if len(self.bootstrap_thetas_) == 0:
             return mean, mean * math.exp(self.residual_scale_)
-        with np.errstate(invalid="ignore"):
-            q = np.quantile(preds[1:], self.bound_quantile, axis=0, method="higher")
+        q = higher_quantile(preds[1:], self.bound_quantile)
         out: FloatArray = np.maximum(q, mean) * math.exp(self.residual_scale_)
         return mean, out
 

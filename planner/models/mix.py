@@ -16,17 +16,17 @@ def expected_mix(workload: WorkloadState, snapshot: ClusterSnapshot) -> dict[str
     pool is unknown.
     """
     if workload.config.pool is None:
+        # From the workload's pod groups (pools in the order their first ready pod comes):
+        # the same shares as counting its ready pods one by one.
         counts: dict[str, float] = {}
-        for p in workload.pods:
-            if p.ready:
-                key = p.pool or UNKNOWN_CLASS
-                counts[key] = counts.get(key, 0.0) + 1.0
+        for (_, _, pool, _, ready), n in workload.pod_counts.items():
+            if ready:
+                key = pool or UNKNOWN_CLASS
+                counts[key] = counts.get(key, 0.0) + float(n)
         total = sum(counts.values())
         if total > 0:
             return {k: v / total for k, v in counts.items()}
-    capacity: dict[str, float] = {}
-    for n in snapshot.nodes:
-        capacity[n.pool] = capacity.get(n.pool, 0.0) + n.cpu_capacity
+    capacity = snapshot.facts.pool_cores           # counted once per snapshot
     total = sum(capacity.values())
     if total <= 0:
         return {UNKNOWN_CLASS: 1.0}

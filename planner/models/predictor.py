@@ -11,6 +11,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import NDArray
@@ -41,6 +42,15 @@ class CandidateBatch:
 
     def __len__(self) -> int:
         return int(self.replicas.size)
+
+    @cached_property
+    def pool_rows(self) -> tuple[tuple[str | None, ...], NDArray[np.intp]]:
+        """The batch's distinct pools (in order of first appearance) and per row the index of
+        its pool among them: what depends on the pool alone is worked out once per pool and
+        looked up per row (a batch holds a few pools over hundreds of rows)."""
+        at = {p: j for j, p in enumerate(dict.fromkeys(self.pool))}
+        rows = np.fromiter(map(at.__getitem__, self.pool), dtype=np.intp, count=len(self.pool))
+        return tuple(at), rows
 
     def config(self, i: int) -> WorkloadConfig:
         return WorkloadConfig(int(self.replicas[i]), float(self.cpu[i]),

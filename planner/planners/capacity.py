@@ -52,6 +52,11 @@ ROOM = "capacity.room"
 """Key of :attr:`ClusterSnapshot.memo`: free slots per :data:`Shape` over the whole cluster."""
 
 
+HEAPS = "capacity.heaps"
+"""Key of :attr:`ClusterSnapshot.memo`: the placement heap per :data:`Shape`, handed on from a
+snapshot to the one :func:`reserve_config` returns (:func:`_heaps`)."""
+
+
 def _shape(cfg: WorkloadConfig) -> Shape:
     return (cfg.cpu, cfg.device, cfg.pool)
 
@@ -75,19 +80,29 @@ def schedulable_replicas(workload: WorkloadState, snapshot: ClusterSnapshot,
     other pods there free as a rolling update replaces them (a pod fits a node or not).
 
     The cluster's free room comes from :func:`free_slots`; only the nodes hosting the
-    workload's other pods are looked at one by one: work proportional to its own pods."""
-    mine: dict[str, float] = {}
-    matching = 0
-    for p in workload.pods:
-        if p.node is None:
-            continue
-        if runs(p, cfg):
-            matching += 1
-        else:
-            mine[p.node] = mine.get(p.node, 0.0) + p.cpu
-    freed = sum(_room(n, cfg, mine[n.name]) - _room(n, cfg)
-                for n in snapshot.nodes_named(mine))
+    workload's other pods are looked at one by one: work proportional to its own pods (none
+    when every scheduled pod runs ``cfg``'s shape, as the workload's pod counts tell)."""
+    matching = scheduled_running(workload, cfg)
+    freed = 0
+    if matching < sum(n for (_, _, _, on_node, _), n in workload.pod_counts.items()
+                      if on_node):
+        mine: dict[str, float] = {}
+        for p in workload.pods:
+            if p.node is not None and not runs(p, cfg):
+                mine[p.node] = mine.get(p.node, 0.0) + p.cpu
+        freed = sum(_room(n, cfg, mine[n.name]) - _room(n, cfg)
+                    for n in snapshot.nodes_named(mine))
     return matching + free_slots(snapshot, cfg) + freed
+
+
+def scheduled_running(workload: WorkloadState, cfg: WorkloadConfig, ready: bool = False
+                      ) -> int:
+    """The workload's pods on a node that run ``cfg``'s shape (:func:`runs`; ``ready``: only
+    those ready), counted from its pod groups (:attr:`WorkloadState.pod_counts`), not pod by
+    pod."""
+    return sum(n for (cpu, device, pool, on_node, is_ready), n in workload.pod_counts.items()
+               if on_node and (is_ready or not ready) and cpu == cfg.cpu
+               and device == cfg.device and (cfg.pool is None or pool == cfg.pool))
 
 
 def added_pods(workload: WorkloadState, plan: Plan) -> int:
@@ -96,8 +111,7 @@ def added_pods(workload: WorkloadState, plan: Plan) -> int:
 
 
 def _added(workload: WorkloadState, cfg: WorkloadConfig) -> int:
-    have = sum(1 for p in workload.pods if p.node is not None and runs(p, cfg))
-    return max(0, cfg.replicas - have)
+    return max(0, cfg.replicas - scheduled_running(workload, cfg))
 
 
 def reserve(snapshot: ClusterSnapshot, workload: WorkloadState, plan: Plan) -> ClusterSnapshot:
@@ -116,27 +130,51 @@ def reserve_config(snapshot: ClusterSnapshot, workload: WorkloadState,
     nodes = list(snapshot.nodes)
     # Each pod goes to the node with room for it and the most free CPU, the first in node
     # order among equals (as the scheduler spreads): a heap of (-free CPU, index), not a scan
-    # of every node per pod.
-    heap = [(-(n.cpu_capacity - n.cpu_allocated), i) for i, n in enumerate(nodes)
-            if _room(n, t) > 0]
-    heapq.heapify(heap)
+    # of every node per pod. The heap of each shape is built once per cycle and handed on
+    # from snapshot to reserved snapshot (see _heaps), not rebuilt for every reservation.
+    heaps = _heaps(snapshot)
+    key = _shape(t)
+    heap = heaps.get(key)
+    if heap is None:
+        heap = heaps[key] = [(-(n.cpu_capacity - n.cpu_allocated), i)
+                             for i, n in enumerate(nodes) if _room(n, t) > 0]
+        heapq.heapify(heap)
     changed: set[int] = set()
-    for _ in range(count):
-        if not heap:
-            break
-        _, best = heapq.heappop(heap)
+    placed = 0
+    while placed < count and heap:
+        free, best = heapq.heappop(heap)
         n = nodes[best]
+        if _room(n, t) <= 0:  # filled by another shape's reservation since it was pushed
+            continue
+        if free != -(n.cpu_capacity - n.cpu_allocated):  # less free room now: its true place
+            heapq.heappush(heap, (-(n.cpu_capacity - n.cpu_allocated), best))
+            continue
         nodes[best] = n = replace(n, cpu_allocated=n.cpu_allocated + t.cpu,
                                   gpus_allocated=n.gpus_allocated + gpus)
         changed.add(best)
+        placed += 1
         if _room(n, t) > 0:
             heapq.heappush(heap, (-(n.cpu_capacity - n.cpu_allocated), best))
     out = snapshot.with_allocation(tuple(nodes))
+    out.memo[HEAPS] = heaps
     room: dict[Shape, int] | None = snapshot.memo.get(ROOM)
     if room:  # the free room counted so far, less what the placed pods took
         out.memo[ROOM] = {shape: total + _taken(shape, changed, snapshot.nodes, nodes)
                           for shape, total in room.items()}
     return out
+
+
+def _heaps(snapshot: ClusterSnapshot) -> dict[Shape, list[tuple[float, int]]]:
+    """The placement heaps of ``snapshot``, taken from it (a reservation hands them on to the
+    snapshot it returns; another reservation from ``snapshot`` builds its own).
+
+    A heap holds one entry (-free CPU, index) per node with room for its shape; an entry's
+    free CPU may be more than the node's now (reservations of other shapes took room since;
+    allocations within a cycle only grow), never less, so the entry popped is either the
+    node with the most free CPU (first in node order among equals), exactly as a heap built
+    afresh would give it, or stale and put back at its true place (or dropped without room)."""
+    heaps: dict[Shape, list[tuple[float, int]]] | None = snapshot.memo.pop(HEAPS, None)
+    return {} if heaps is None else heaps
 
 
 def _taken(shape: Shape, changed: set[int], before: tuple[NodeState, ...],

@@ -61,8 +61,9 @@ def shape_mask(batch: CandidateBatch, shape: Shape | None) -> NDArray[np.bool_]:
     if shape is None:
         return np.zeros(len(batch), dtype=bool)
     cpu, device, pool = shape
+    pools, rows = batch.pool_rows
     out: NDArray[np.bool_] = ((batch.cpu == cpu) & ((batch.gpu > 0.5) == (device == "gpu"))
-                              & np.array([p == pool for p in batch.pool], dtype=bool))
+                              & np.array([p == pool for p in pools], dtype=bool)[rows])
     return out
 
 
@@ -71,8 +72,11 @@ def unobserved_shapes(batch: CandidateBatch, supported: NDArray[np.bool_]) -> ND
     not observed, as opposed to a known shape at a load beyond its range)."""
     out: NDArray[np.bool_] = ~supported
     idx = np.flatnonzero(supported)
-    known = {(float(batch.cpu[i]), "gpu" if batch.gpu[i] > 0.5 else "cpu", batch.pool[i])
-             for i in idx.tolist()}
+    # Columns to Python values once (not a numpy scalar per row and column); the masks are
+    # combined by "and", so the order of the shapes does not matter.
+    known = set(zip(batch.cpu[idx].tolist(),
+                    ["gpu" if g else "cpu" for g in (batch.gpu[idx] > 0.5).tolist()],
+                    [batch.pool[i] for i in idx.tolist()], strict=True))
     for shape in known:
         out &= ~shape_mask(batch, shape)
     return out
@@ -84,9 +88,9 @@ def rollout_in_progress(ctx: PlanningContext) -> bool:
     pods = ctx.workload.pods
     if not pods:
         return False
-    stale = any(p.cpu != cfg.cpu or p.device != cfg.device
-                or (cfg.pool is not None and p.pool is not None and p.pool != cfg.pool)
-                for p in pods)
+    stale = any(cpu != cfg.cpu or device != cfg.device
+                or (cfg.pool is not None and pool is not None and pool != cfg.pool)
+                for cpu, device, pool, _, _ in ctx.workload.pod_counts)
     return stale or ctx.workload.ready_replicas < min(cfg.replicas, len(pods))
 
 

@@ -93,9 +93,11 @@ def observe(ctx: PlanningContext) -> Observation:
             continue
         if objective_met(ctx.current.get(o.name), o, ctx.profiles[o.name]) is False:
             violated.append(o.name)
-    pods = ctx.workload.pods
-    return Observation(tuple(violated), saturated, util, sum(p.ready for p in pods),
-                       sum(p.node is not None for p in pods), sum(p.node is None for p in pods))
+    counts = ctx.workload.pod_counts.items()
+    return Observation(tuple(violated), saturated, util,
+                       sum(n for (_, _, _, _, ready), n in counts if ready),
+                       sum(n for (_, _, _, on_node, _), n in counts if on_node),
+                       sum(n for (_, _, _, on_node, _), n in counts if not on_node))
 
 
 # ---------------------------------------------------------------------- memory
@@ -167,14 +169,14 @@ def _stuck(ctx: PlanningContext, obs: Observation, watch: Watch) -> bool:
     start-up time) and no more of them got scheduled for :data:`STUCK_CYCLES` cycles."""
     cfg = ctx.config
     shape = _shape_doc(cfg)
-    mine = [p for p in ctx.workload.pods if p.node is not None and capacity.runs(p, cfg)]
+    mine = capacity.scheduled_running(ctx.workload, cfg)
     if watch.shape != shape:
         watch.previous = watch.shape
-        watch.shape, watch.progress, watch.since = shape, len(mine), ctx.now
+        watch.shape, watch.progress, watch.since = shape, mine, ctx.now
         return False
-    starting = any(not p.ready for p in mine)
-    if len(mine) > watch.progress or obs.unscheduled == 0 or starting:
-        watch.progress, watch.since = len(mine), ctx.now
+    starting = mine > capacity.scheduled_running(ctx.workload, cfg, ready=True)
+    if mine > watch.progress or obs.unscheduled == 0 or starting:
+        watch.progress, watch.since = mine, ctx.now
         return False
     return ctx.now - watch.since >= STUCK_CYCLES * ctx.admin.cycle_s - 1e-9
 
@@ -238,8 +240,7 @@ def _shape_rules(ctx: PlanningContext, obs: Observation, watch: Watch,
         # flipping between them. The shape more scheduled pods run stays; rule 3 caps its
         # replicas at what can be scheduled.
         def scheduled(cfg: WorkloadConfig) -> int:
-            return sum(1 for p in ctx.workload.pods
-                       if p.node is not None and capacity.runs(p, cfg))
+            return capacity.scheduled_running(ctx.workload, cfg)
 
         keep = cur if scheduled(cur) >= scheduled(back) else back
         why.append(f"{_shape(cur)} and {_shape(back)} were both rolled back as stuck: "
@@ -288,8 +289,7 @@ def _fit_rules(ctx: PlanningContext, obs: Observation, target: WorkloadConfig,
             why.append(f"{_shape(target)} x {target.replicas} does not fit the cluster (room "
                        f"for {fits}): {_shape(cur)} kept")
             target = clip_target(ctx, _same_cores(cur, target))
-    scheduled = sum(1 for p in ctx.workload.pods
-                    if p.node is not None and capacity.runs(p, target))
+    scheduled = capacity.scheduled_running(ctx.workload, target)
     cap = max(capacity.schedulable_replicas(ctx.workload, ctx.snapshot, target), scheduled,
               min(cur.replicas, obs.scheduled))
     if target.replicas > cap:

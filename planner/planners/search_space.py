@@ -31,7 +31,8 @@ class SearchSpace:
         reps = np.tile(np.asarray(self.replicas, dtype=float), len(combos))
         cpu = np.repeat([c for c, _, _ in combos], n_r).astype(float)
         gpu = np.repeat([1.0 if d == "gpu" else 0.0 for _, d, _ in combos], n_r)
-        pools = tuple(p for _, _, p in combos for _ in range(n_r))
+        pools = tuple(itertools.chain.from_iterable(
+            itertools.repeat(p, n_r) for _, _, p in combos))
         return CandidateBatch(reps, cpu, gpu, pools)
 
 
@@ -61,15 +62,12 @@ def prices(snapshot: ClusterSnapshot, batch: CandidateBatch) -> NDArray[np.float
     could host it, as :func:`planner.domain.cost.pool_prices`)."""
     from planner.domain.cost import pool_prices
 
-    # Pool names as strings ("" for "anywhere") so one comparison selects the rows.
-    pools = np.asarray(["" if p is None else p for p in batch.pool])
-    gpu = batch.gpu > 0.5
-    core = np.empty(len(batch))
-    gpu_price = np.empty(len(batch))
-    # A handful of (pool, device) pairs, not one look-up per candidate.
-    for pool, g in set(zip(batch.pool, gpu.tolist(), strict=True)):
-        rows = (pools == ("" if pool is None else pool)) & (gpu == g)
-        core[rows], gpu_price[rows] = pool_prices(snapshot, pool, "gpu" if g else "cpu")
+    # Per distinct pool both devices' prices once, then per row a look-up.
+    pools, rows = batch.pool_rows
+    table = np.array([[pool_prices(snapshot, pool, device) for device in ("cpu", "gpu")]
+                      for pool in pools], dtype=float).reshape(len(pools), 2, 2)
+    gpu = (batch.gpu > 0.5).astype(np.intp)
+    core, gpu_price = table[rows, gpu, 0], table[rows, gpu, 1]
     out: NDArray[np.float64] = batch.replicas * (batch.cpu * core + batch.gpu * gpu_price)
     return out
 
