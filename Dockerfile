@@ -10,12 +10,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 # Dependencies first (cached while only the sources change).
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md constraints.txt ./
 COPY planner ./planner
 COPY actuators ./actuators
 COPY knowledge ./knowledge
 COPY simulator ./simulator
-RUN pip install . \
+RUN pip install -c constraints.txt . \
     && groupadd --gid 65532 planner \
     && useradd --uid 65532 --gid 65532 --create-home --shell /usr/sbin/nologin planner
 COPY examples ./examples

@@ -3,6 +3,7 @@ PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
+CONSTRAINTS := constraints.txt
 SCENARIO?= examples/scenarios/diurnal-shop.yaml
 KB      ?= .intent-planner/kb
 # `make run` keeps its knowledge base in $(KB) (events, models, planner memory): a second
@@ -17,15 +18,28 @@ PYTEST_WORKERS ?= 2
 # Property tests run with a fixed seed here (a CI result is reproducible); run pytest directly
 # for fresh random examples.
 
-.PHONY: install system-packages run test lint typecheck layers pytest bench clean
+.PHONY: install constraints system-packages run test lint typecheck layers pytest bench clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+# Installed at the versions in constraints.txt, the ones make test last passed with: a new
+# release of a dependency cannot break a fresh clone (pymongo 4.20 and PyYAML 6.0.4 did).
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -c $(CONSTRAINTS) -e '.[dev]'
 	touch $(STAMP)
+
+# The newest versions pyproject.toml allows, written to constraints.txt in a scratch
+# virtualenv; then `make test` and commit both.
+constraints:
+	rm -rf .venv-constraints
+	$(PY) -m venv .venv-constraints
+	.venv-constraints/bin/pip install --quiet --upgrade pip
+	.venv-constraints/bin/pip install --quiet -e '.[dev]'
+	{ sed -n '1,3p' $(CONSTRAINTS); .venv-constraints/bin/pip freeze --exclude-editable; } > $(CONSTRAINTS).new
+	mv $(CONSTRAINTS).new $(CONSTRAINTS)
+	rm -rf .venv-constraints
 
 # Debian packages the tests start for real (HAProxy, Prometheus), installed when missing.
 # Independent of the virtualenv: `make test` installs both at once.

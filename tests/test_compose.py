@@ -5,6 +5,7 @@ with the real CLI."""
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -123,9 +124,27 @@ def test_dockerfile() -> None:
     planner_stage = text.split("FROM planner AS jupyter")[0]
     assert re.search(r"^USER 65532", planner_stage, re.MULTILINE)  # non-root
     assert 'ENTRYPOINT ["intent-planner"]' in planner_stage
-    assert "pip install ." in planner_stage
-    for src in re.findall(r"^COPY (\S+) ", text, re.MULTILINE):
-        assert (ROOT / src).exists(), f"COPY {src}: no such path"
+    assert "pip install -c constraints.txt ." in planner_stage   # the tested versions
+    for line in re.findall(r"^COPY (.+) \S+$", text, re.MULTILINE):
+        for src in line.split():
+            assert (ROOT / src).exists(), f"COPY {src}: no such path"
     cmd = yaml.safe_load(re.search(r"^CMD (\[.*\])$", planner_stage, re.MULTILINE)
                          .group(1))  # type: ignore[union-attr]
     _parses(cmd)
+
+
+def test_constraints_pin_what_make_install_installs() -> None:
+    # `make install` and the image install the tested versions: one exact pin per package,
+    # every dependency pyproject.toml names among them.
+    pins: dict[str, str] = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, sep, version = line.partition("==")
+            assert sep and version and " " not in line, line
+            pins[re.sub(r"[-_.]+", "-", name).lower()] = version
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    named = [*project["dependencies"], *project["optional-dependencies"]["dev"]]
+    for req in named:
+        name = re.sub(r"[-_.]+", "-", re.split(r"[\s\[<>=!~;]", req, maxsplit=1)[0]).lower()
+        assert name in pins, f"{name} is not pinned in constraints.txt (make constraints)"
+    assert "-c $(CONSTRAINTS) -e '.[dev]'" in (ROOT / "Makefile").read_text()
