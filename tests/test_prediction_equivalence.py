@@ -12,6 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
+from planner.models.latency import (
+    N_FIXED,
+    STACKED_ROWS,
+    QueueingLatencyRegressor,
+    higher_quantile,
+)
 from planner.models.sojourn import SATURATION, mixture_sojourn_quantile
 
 FloatArray = NDArray[np.float64]
@@ -143,3 +149,124 @@ def test_the_mixture_quantile_is_the_old_one(case: Any) -> None:
         got = mixture_sojourn_quantile(q, lam, mu, c, w)
     assert same(got, want), (got, want)
 
+
+# -- the latency model's evaluation as it was (planner/models/latency.py at e7f8a4f), verbatim
+# but for ``self`` (a fitted QueueingLatencyRegressor) and the old mixture solve
+def _old_classes(self: QueueingLatencyRegressor, theta: FloatArray, X: FloatArray,
+                 shares: FloatArray | None) -> tuple[FloatArray, FloatArray, FloatArray,
+                                                     FloatArray]:
+    k = self.n_classes_
+    t = np.broadcast_to(np.asarray(theta, dtype=float), (X.shape[0], N_FIXED + 2 * k))
+    speed = np.exp(t[:, N_FIXED:N_FIXED + k])
+    pull = speed ** t[:, 4:5]
+    f = self._shares(X) if shares is None else shares
+    f = np.where(f.sum(axis=1, keepdims=True) > 0, f, 1.0 / k)
+    mu = np.exp(t[:, 0]) * X[:, 2] ** t[:, 1] * np.where(X[:, 3] > 0.5, np.exp(t[:, 2]),
+                                                       1.0)
+    return f, speed, pull, mu
+
+
+def old_forward(self: QueueingLatencyRegressor, theta: FloatArray, X: FloatArray,
+                shares: FloatArray | None = None) -> FloatArray:
+    k = self.n_classes_
+    t = np.broadcast_to(np.asarray(theta, dtype=float), (X.shape[0], N_FIXED + 2 * k))
+    f, speed, pull, mu = _old_classes(self, t, X, shares)
+    rate, replicas, cpu = X[:, 0], X[:, 1], X[:, 2]
+    c = np.clip(np.floor(cpu), 1.0, 64.0)
+    norm = (f * pull).sum(axis=1)
+    lam = (rate / np.maximum(replicas, 1e-9) / norm)[:, None] * pull
+    weight = f * pull / norm[:, None]
+    mus = mu[:, None] * speed
+    cs = np.broadcast_to(c[:, None], lam.shape)
+    q = old_mixture_sojourn_quantile(self.quantile, lam, mus, cs, weight)
+    offsets = (weight * t[:, N_FIXED + k:N_FIXED + 2 * k]).sum(axis=1)
+    out: FloatArray = np.maximum(t[:, 3], 0.0) + offsets + q
+    return out
+
+
+def old_forward_many(self: QueueingLatencyRegressor, thetas: FloatArray, X: FloatArray,
+                     shares: FloatArray | None = None) -> FloatArray:
+    thetas = np.asarray(thetas, dtype=float)
+    m, n = len(thetas), X.shape[0]
+    f = self._shares(X) if shares is None else shares
+    out: FloatArray = np.empty((m, n))
+    per_solve = max(1, STACKED_ROWS // max(n, 1))
+    for start in range(0, m, per_solve):
+        chunk = thetas[start:start + per_solve]
+        rows = np.repeat(chunk, n, axis=0)
+        out[start:start + len(chunk)] = old_forward(
+            self, rows, np.tile(X, (len(chunk), 1)), np.tile(f, (len(chunk), 1))
+        ).reshape(len(chunk), n)
+    return out
+
+
+def old_predict_with_bound(self: QueueingLatencyRegressor, X: Any
+                           ) -> tuple[FloatArray, FloatArray]:
+    X = np.asarray(X, dtype=float)
+    shares = self._shares(X)
+    thetas = np.vstack([self.theta_[None, :], self.bootstrap_thetas_])
+    preds = old_forward_many(self, thetas, X, shares)
+    mean: FloatArray = preds[0]
+    if len(self.bootstrap_thetas_) == 0:
+        return mean, mean * math.exp(self.residual_scale_)
+    q = higher_quantile(preds[1:], self.bound_quantile)
+    out: FloatArray = np.maximum(q, mean) * math.exp(self.residual_scale_)
+    return mean, out
+
+
+@st.composite
+def fitted_models(draw: Any) -> tuple[QueueingLatencyRegressor, FloatArray]:
+    """A latency model as a fit leaves it (parameters within the fit's bounds, a bootstrap
+    ensemble near the fit) and a batch of candidate rows: pinned to one class, spread, or
+    unknown; with share columns or pool codes only."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    k = draw(st.integers(1, 4))
+    with_shares = draw(st.booleans())
+    est = QueueingLatencyRegressor(quantile=draw(st.sampled_from((0.5, 0.9, 0.95, 0.99))))
+    est.n_classes_ = k
+    est.share_columns_ = k if with_shares else 0
+    est.residual_scale_ = float(rng.uniform(0.0, 0.5))
+
+    def theta() -> FloatArray:
+        return np.concatenate([[rng.uniform(math.log(1e-3), math.log(1e6)),
+                                rng.uniform(0.3, 1.2), rng.uniform(-1.0, 6.0),
+                                rng.choice([0.0, rng.uniform(0.0, 500.0)]), rng.uniform(0, 1)],
+                               rng.uniform(-2.5, 2.5, k) * (rng.random(k) < 0.7),
+                               rng.choice([0.0, 5.0, -3.0, 1e3], k)])
+
+    est.theta_ = theta()
+    m = draw(st.sampled_from((0, 1, 8)))
+    spread = rng.choice([0.0, 1e-3, 0.05, 1.0])
+    est.bootstrap_thetas_ = (est.theta_ + spread * rng.standard_normal((m, len(est.theta_)))
+                             if draw(st.booleans()) else
+                             np.array([theta() for _ in range(m)]).reshape(m, len(est.theta_)))
+    n = draw(st.integers(1, 60))
+    rate = np.exp(rng.uniform(math.log(0.1), math.log(1e5), n)) * (rng.random(n) < 0.95)
+    cols = [rate, rng.integers(0, 200, n).astype(float),
+            rng.choice([0.1, 0.25, 0.5, 1.0, 1.5, 2.0, 4.0, 8.0, 16.0, 100.0], n),
+            (rng.random(n) < 0.3).astype(float), rng.integers(-1, k, n).astype(float)]
+    X = np.column_stack(cols)
+    if with_shares:
+        shares = rng.dirichlet(np.ones(k), n) * (rng.random((n, k)) < 0.6)
+        shares = np.where((rng.random(n) < 0.5)[:, None], np.eye(k)[rng.integers(0, k, n)],
+                          shares)
+        X = np.column_stack([X, shares * rng.choice([1.0, 3.0], (n, 1))])
+    return est, X
+
+
+@settings(max_examples=300, deadline=None)
+@given(fitted_models())
+def test_the_latency_model_predicts_what_it_did(case: Any) -> None:
+    """The ensemble evaluated with per-vector quantities computed once per vector and the
+    one-class rows solved alone: the same means and bounds, and the same single-vector
+    predictions, as the old stacked evaluation (exactly, inf and NaN included)."""
+    est, X = case
+    with np.errstate(all="ignore"):
+        want = old_predict_with_bound(est, X)
+        got = est.predict_with_bound(X)
+        assert same(got[0], want[0]) and same(got[1], want[1])
+        thetas = np.vstack([est.theta_[None, :], est.bootstrap_thetas_])
+        assert same(est._forward_many(thetas, X), old_forward_many(est, thetas, X))
+        assert same(est.predict(X), old_forward(est, est.theta_, X))
+        per_row = np.repeat(thetas, X.shape[0], axis=0)[:X.shape[0]]
+        assert same(est._forward(per_row, X), old_forward(est, per_row, X))
