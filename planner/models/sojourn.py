@@ -60,11 +60,17 @@ def _newton(q: float, terms: tuple[NDArray[np.bool_], FloatArray, FloatArray, Fl
     stable, s, theta, a1, a2 = terms
     log_p = math.log(1.0 - q)
     t = np.zeros_like(s)
-    for _ in range(iterations):
-        e1 = a1 * np.exp(-s * t)
-        e2 = a2 * np.exp(-theta * t)
+    neg_s, neg_theta = -s, -theta
+    for i in range(iterations):
+        if i == 0:
+            # At t = 0, exp(-s * 0) is 1 (NaN where s is not finite): the same e1, e2.
+            e1 = a1 * np.where(np.isfinite(s), 1.0, np.nan)
+            e2 = a2 * np.where(np.isfinite(theta), 1.0, np.nan)
+        else:
+            e1 = a1 * np.exp(neg_s * t)
+            e2 = a2 * np.exp(neg_theta * t)
         surv = np.maximum(e1 + e2, 1e-300)
-        slope = np.minimum(-s * e1 - theta * e2, -1e-300)
+        slope = np.minimum(neg_s * e1 - theta * e2, -1e-300)
         t = t - (np.log(surv) - log_p) * surv / slope
     out: FloatArray = np.where(stable, t, np.inf)
     return out
