@@ -136,33 +136,58 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         k = self.n_classes_
         t = np.broadcast_to(np.asarray(theta, dtype=float), (X.shape[0], N_FIXED + 2 * k))
         f, speed, pull, mu = self._classes(t, X, shares)
+        out: FloatArray = self._solve(
+            X, f[None], speed[None], pull[None], mu[None],
+            t[None, :, N_FIXED + k:N_FIXED + 2 * k], t[None, :, 3])[0]
+        return out
+
+    def _solve(self, X: FloatArray, f: FloatArray, speed: FloatArray, pull: FloatArray,
+               mu: FloatArray, offset: FloatArray, base: FloatArray) -> FloatArray:
+        """``(m, n)``: :meth:`_forward` for ``m`` parameter vectors and the ``n`` rows of
+        ``X``, from the class quantities of :meth:`_classes` (``f``, ``speed``, ``pull``,
+        ``offset``: ``(m or 1, n or 1, K)``; ``mu`` ``(m, n)``; ``base`` ``(m, n or 1)``).
+        Element by element the same operations as on the ``m * n`` rows stacked, and the row
+        sums over the same ``(m * n, K)`` layout."""
         rate, replicas, cpu = X[:, 0], X[:, 1], X[:, 2]
         c = np.clip(np.floor(cpu), 1.0, 64.0)
-        norm = (f * pull).sum(axis=1)                    # mean pull over the pods
-        lam = (rate / np.maximum(replicas, 1e-9) / norm)[:, None] * pull
-        weight = f * pull / norm[:, None]                # share of the requests per class
-        mus = mu[:, None] * speed
-        cs = np.broadcast_to(c[:, None], lam.shape)
-        q = mixture_sojourn_quantile(self.quantile, lam, mus, cs, weight)
-        offsets = (weight * t[:, N_FIXED + k:N_FIXED + 2 * k]).sum(axis=1)
-        out: FloatArray = np.maximum(t[:, 3], 0.0) + offsets + q
+        fp = f * pull
+        m, n, k = fp.shape
+        norm = fp.reshape(m * n, k).sum(axis=1).reshape(m, n)   # mean pull over the pods
+        lam = (rate / np.maximum(replicas, 1e-9) / norm)[:, :, None] * pull
+        weight = fp / norm[:, :, None]                  # share of the requests per class
+        mus = mu[:, :, None] * speed
+        cs = np.broadcast_to(np.broadcast_to(c, (m, n)).reshape(m * n, 1), (m * n, k))
+        q = mixture_sojourn_quantile(self.quantile, lam.reshape(m * n, k),
+                                     mus.reshape(m * n, k), cs, weight.reshape(m * n, k))
+        offsets = (weight * offset).reshape(m * n, k).sum(axis=1).reshape(m, n)
+        out: FloatArray = np.maximum(base, 0.0) + offsets + q.reshape(m, n)
         return out
 
     def _forward_many(self, thetas: FloatArray, X: FloatArray,
                       shares: FloatArray | None = None) -> FloatArray:
         """``(m, n)``: the predictions of ``m`` parameter vectors for the rows of ``X``, in
-        one vectorised evaluation (a bootstrap band, a finite-difference Jacobian)."""
+        one vectorised evaluation (a bootstrap band, a finite-difference Jacobian).
+
+        The same numbers as :meth:`_forward` with the vectors repeated over the rows (tested
+        bit for bit): what depends on a vector alone (class speeds and pulls, the service rate
+        factors) is computed once per vector, what depends on a row alone once per row."""
         thetas = np.asarray(thetas, dtype=float)
         m, n = len(thetas), X.shape[0]
+        k = self.n_classes_
         f = self._shares(X) if shares is None else shares
+        f = np.where(f.sum(axis=1, keepdims=True) > 0, f, 1.0 / k)
+        gpu = X[:, 3] > 0.5
         out: FloatArray = np.empty((m, n))
         per_solve = max(1, STACKED_ROWS // max(n, 1))   # bounds one solve's memory
         for start in range(0, m, per_solve):
             chunk = thetas[start:start + per_solve]
-            rows = np.repeat(chunk, n, axis=0)
-            out[start:start + len(chunk)] = self._forward(
-                rows, np.tile(X, (len(chunk), 1)), np.tile(f, (len(chunk), 1))
-            ).reshape(len(chunk), n)
+            speed = np.exp(chunk[:, N_FIXED:N_FIXED + k])
+            pull = speed ** chunk[:, 4:5]
+            mu = (np.exp(chunk[:, 0])[:, None] * X[:, 2] ** chunk[:, 1:2]
+                  * np.where(gpu, np.exp(chunk[:, 2])[:, None], 1.0))
+            out[start:start + len(chunk)] = self._solve(
+                X, f[None], speed[:, None], pull[:, None], mu,
+                chunk[:, None, N_FIXED + k:N_FIXED + 2 * k], chunk[:, 3:4])
         return out
 
     def _fit_theta(self, X: FloatArray, y: FloatArray, shares: FloatArray, start: FloatArray,

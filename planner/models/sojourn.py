@@ -60,11 +60,17 @@ def _newton(q: float, terms: tuple[NDArray[np.bool_], FloatArray, FloatArray, Fl
     stable, s, theta, a1, a2 = terms
     log_p = math.log(1.0 - q)
     t = np.zeros_like(s)
-    for _ in range(iterations):
-        e1 = a1 * np.exp(-s * t)
-        e2 = a2 * np.exp(-theta * t)
+    neg_s, neg_theta = -s, -theta
+    for i in range(iterations):
+        if i == 0:
+            # At t = 0, exp(-s * 0) is 1 (NaN where s is not finite): the same e1, e2.
+            e1 = a1 * np.where(np.isfinite(s), 1.0, np.nan)
+            e2 = a2 * np.where(np.isfinite(theta), 1.0, np.nan)
+        else:
+            e1 = a1 * np.exp(neg_s * t)
+            e2 = a2 * np.exp(neg_theta * t)
         surv = np.maximum(e1 + e2, 1e-300)
-        slope = np.minimum(-s * e1 - theta * e2, -1e-300)
+        slope = np.minimum(neg_s * e1 - theta * e2, -1e-300)
         t = t - (np.log(surv) - log_p) * surv / slope
     out: FloatArray = np.where(stable, t, np.inf)
     return out
@@ -81,6 +87,20 @@ def sojourn_quantile(q: float, lam: FloatArray, mu: FloatArray, c: FloatArray,
     return _newton(q, _survival_terms(lam, mu, c), iterations)
 
 
+def _one_class_rows(present: NDArray[np.bool_], lam: FloatArray, mu: FloatArray,
+                    c: FloatArray, weight: FloatArray) -> NDArray[np.bool_]:
+    """Rows with exactly one present class whose every class (present or not) has finite
+    inputs in range: a load ``0 <= lam < inf``, ``1e-200 < mu < 1e200``, ``1 <= c <= 64`` and
+    a finite weight.
+    For them the mixture's survival terms are finite in every class, so the absent classes
+    add exact zeros and the bracketed Newton solve stays at the present class's own quantile
+    (its bracket is that one point): the row's answer is that class's quantile alone."""
+    sane = ((lam >= 0.0) & (lam < np.inf) & (mu > 1e-200) & (mu < 1e200) & (c >= 1.0)
+            & (c <= 64.0) & np.isfinite(weight))
+    out: NDArray[np.bool_] = (present.sum(axis=1) == 1) & sane.all(axis=1)
+    return out
+
+
 def mixture_sojourn_quantile(q: float, lam: FloatArray, mu: FloatArray, c: FloatArray,
                              weight: FloatArray, iterations: int = 8) -> FloatArray:
     """``q`` quantile (ms) of a mixture of M/M/c queues, one row per configuration.
@@ -91,12 +111,36 @@ def mixture_sojourn_quantile(q: float, lam: FloatArray, mu: FloatArray, c: Float
     class is unstable. The root lies between the smallest and the largest per-class quantile;
     Newton's method starts at the smallest (where the mixture survival is still above
     ``1 - q``) and is kept inside that bracket.
+
+    A row with one present class (a configuration pinned to one node class) is solved as that
+    class alone: the same number (:func:`_one_class_rows`), a fraction of the work.
     """
+    if lam.shape[1] == 1:
+        return _newton(q, _survival_terms(lam, mu, c), 7)[:, 0]
+    present = weight > 0
+    one = _one_class_rows(present, lam, mu, c, weight)
+    if not one.any():
+        return _mixture(q, lam, mu, c, present, weight, iterations)
+    rows = np.flatnonzero(one)
+    cls = np.argmax(present[rows], axis=1)
+    alone = _newton(q, _survival_terms(lam[rows, cls], mu[rows, cls], c[rows, cls]), 7)
+    out: FloatArray = np.empty(lam.shape[0])
+    out[rows] = np.where(np.isfinite(alone), alone, np.inf)
+    # A negative quantile (not seen in practice) could make an absent class's exp overflow
+    # inside the mixture solve: such rows take the general path, as do all the others.
+    rest = ~one
+    rest[rows[alone < 0.0]] = True
+    if rest.any():
+        out[rest] = _mixture(q, lam[rest], mu[rest], c[rest], present[rest], weight[rest],
+                             iterations)
+    return out
+
+
+def _mixture(q: float, lam: FloatArray, mu: FloatArray, c: FloatArray,
+             present: NDArray[np.bool_], weight: FloatArray, iterations: int) -> FloatArray:
+    """:func:`mixture_sojourn_quantile` for ``K > 1`` classes, every class solved."""
     terms = _survival_terms(lam, mu, c)        # once: Erlang C is the costly part
     per = _newton(q, terms, 7)
-    if lam.shape[1] == 1:
-        return per[:, 0]
-    present = weight > 0
     lo = np.min(np.where(present, per, np.inf), axis=1)
     hi = np.max(np.where(present, per, -np.inf), axis=1)
     ok = np.isfinite(hi) & np.isfinite(lo)

@@ -1,0 +1,272 @@
+"""Cheaper latency prediction, the same numbers: the M/M/c mixture solve and the learned latency
+model's ensemble evaluation against frozen copies of the implementations they replaced
+(commit e7f8a4f), compared exactly (NaN and inf aware), so no plan can change."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numpy.typing import NDArray
+
+from planner.models.latency import (
+    N_FIXED,
+    STACKED_ROWS,
+    QueueingLatencyRegressor,
+    higher_quantile,
+)
+from planner.models.sojourn import SATURATION, mixture_sojourn_quantile
+
+FloatArray = NDArray[np.float64]
+
+
+# -- the mixture solve as it was (planner/models/sojourn.py at e7f8a4f), verbatim
+def _old_row_sum(a: FloatArray) -> FloatArray:
+    out = a[:, 0].copy()
+    for j in range(1, a.shape[1]):
+        out += a[:, j]
+    return out
+
+
+def _old_erlang_c(c: FloatArray, a: FloatArray) -> FloatArray:
+    cmax = int(np.max(c)) if c.size else 1
+    term = np.ones_like(a)
+    total = np.ones_like(a)
+    for k in range(1, cmax):
+        term = np.where(k < c, term * a / k, term)
+        total = np.where(k < c, total + term, total)
+    last = term * a / c / np.maximum(1.0 - a / c, 1e-12)
+    out: FloatArray = last / (total + last)
+    return out
+
+
+def _old_survival_terms(lam: FloatArray, mu: FloatArray, c: FloatArray) -> Any:
+    stable = lam < SATURATION * mu
+    lam_s = np.where(stable, lam, 0.0)
+    s = mu / c / 1000.0
+    theta = (mu - lam_s) / 1000.0
+    close = np.abs(theta - s) < 1e-3 * s
+    theta = np.where(close, s * 1.001, theta)
+    wait = _old_erlang_c(c, lam_s / (mu / c))
+    a1 = (1.0 - wait) - wait * theta / (s - theta)
+    a2 = wait * s / (s - theta)
+    return stable, s, theta, a1, a2
+
+
+def _old_newton(q: float, terms: Any, iterations: int) -> FloatArray:
+    stable, s, theta, a1, a2 = terms
+    log_p = math.log(1.0 - q)
+    t = np.zeros_like(s)
+    for _ in range(iterations):
+        e1 = a1 * np.exp(-s * t)
+        e2 = a2 * np.exp(-theta * t)
+        surv = np.maximum(e1 + e2, 1e-300)
+        slope = np.minimum(-s * e1 - theta * e2, -1e-300)
+        t = t - (np.log(surv) - log_p) * surv / slope
+    out: FloatArray = np.where(stable, t, np.inf)
+    return out
+
+
+def old_mixture_sojourn_quantile(q: float, lam: FloatArray, mu: FloatArray, c: FloatArray,
+                                 weight: FloatArray, iterations: int = 8) -> FloatArray:
+    terms = _old_survival_terms(lam, mu, c)
+    per = _old_newton(q, terms, 7)
+    if lam.shape[1] == 1:
+        out1: FloatArray = per[:, 0]
+        return out1
+    present = weight > 0
+    lo = np.min(np.where(present, per, np.inf), axis=1)
+    hi = np.max(np.where(present, per, -np.inf), axis=1)
+    ok = np.isfinite(hi) & np.isfinite(lo)
+    _, s, theta, a1, a2 = terms
+    w = np.where(present, weight, 0.0)
+    log_p = math.log(1.0 - q)
+    t = np.where(ok, lo, 0.0)
+    hi_f = np.where(ok, hi, 0.0)
+    lo_f = t.copy()
+    wa1, wa2 = w * a1, w * a2
+    for _ in range(iterations):
+        e1 = wa1 * np.exp(-s * t[:, None])
+        e2 = wa2 * np.exp(-theta * t[:, None])
+        surv = np.maximum(_old_row_sum(e1 + e2), 1e-300)
+        slope = np.minimum(_old_row_sum(-s * e1 - theta * e2), -1e-300)
+        t = np.clip(t - (np.log(surv) - log_p) * surv / slope, lo_f, hi_f)
+    out: FloatArray = np.where(ok, t, np.inf)
+    return out
+
+
+# -- inputs: what the latency model passes (per row one server count, weights from shares and
+# dispatch pulls: one-hot, some classes absent, all present), now and then an odd value
+ODD = (0.0, -0.0, -1.0, 1e-320, 1e-250, 1e250, np.inf, -np.inf, np.nan)
+ODD_SERVERS = (0.0, -1.0, 0.5, 64.0, 100.0)
+"""(Not NaN, inf or huge: the Erlang C loop runs to the largest server count.)"""
+
+
+@st.composite
+def mixture_inputs(draw: Any) -> tuple[float, FloatArray, FloatArray, FloatArray, FloatArray]:
+    n = draw(st.integers(1, 40))
+    k = draw(st.integers(1, 4))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    mu = np.exp(rng.uniform(math.log(0.5), math.log(5e4), (n, k)))
+    util = rng.choice([rng.uniform(0.0, 1.1), 0.0, SATURATION, 0.97999, 0.5], (n, k))
+    lam = mu * np.where(rng.random((n, k)) < 0.7, rng.uniform(0.0, 1.1, (n, k)), util)
+    c = np.broadcast_to(rng.integers(1, 9, n).astype(float)[:, None], (n, k))
+    if draw(st.booleans()):                      # not always one count per row
+        c = rng.integers(1, 65, (n, k)).astype(float)
+    kind = rng.integers(0, 4, n)                 # one-hot, some absent, all present, zeros
+    w = rng.dirichlet(np.ones(k), n)
+    hot = rng.integers(0, k, n)
+    w = np.where((kind == 0)[:, None], np.eye(k)[hot], w)
+    w = np.where((kind == 1)[:, None] & (rng.random((n, k)) < 0.5), 0.0, w)
+    w = np.where((kind == 3)[:, None], 0.0, w)
+    w = np.divide(w, w.sum(axis=1, keepdims=True), out=np.zeros_like(w),
+                  where=w.sum(axis=1, keepdims=True) > 0)
+    if draw(st.booleans()):
+        arrays = [lam, mu, w] + ([c] if c.flags.writeable else [])
+        for _ in range(draw(st.integers(1, 6))):
+            i = draw(st.integers(0, len(arrays) - 1))
+            arrays[i][draw(st.integers(0, n - 1)), draw(st.integers(0, k - 1))] = draw(
+                st.sampled_from(ODD_SERVERS if i == 3 else ODD))
+    q = draw(st.sampled_from((0.5, 0.9, 0.95, 0.99, 0.999)))
+    return q, lam, mu, c, w
+
+
+def same(a: FloatArray, b: FloatArray) -> bool:
+    return a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=True))
+
+
+@settings(max_examples=600, deadline=None)
+@given(mixture_inputs())
+def test_the_mixture_quantile_is_the_old_one(case: Any) -> None:
+    """Rows with one present class solved as that class alone (and whatever else changed in
+    the solve): exactly the old numbers, odd inputs included."""
+    q, lam, mu, c, w = case
+    with np.errstate(all="ignore"):
+        want = old_mixture_sojourn_quantile(q, lam, mu, c, w)
+        got = mixture_sojourn_quantile(q, lam, mu, c, w)
+    assert same(got, want), (got, want)
+
+
+# -- the latency model's evaluation as it was (planner/models/latency.py at e7f8a4f), verbatim
+# but for ``self`` (a fitted QueueingLatencyRegressor) and the old mixture solve
+def _old_classes(self: QueueingLatencyRegressor, theta: FloatArray, X: FloatArray,
+                 shares: FloatArray | None) -> tuple[FloatArray, FloatArray, FloatArray,
+                                                     FloatArray]:
+    k = self.n_classes_
+    t = np.broadcast_to(np.asarray(theta, dtype=float), (X.shape[0], N_FIXED + 2 * k))
+    speed = np.exp(t[:, N_FIXED:N_FIXED + k])
+    pull = speed ** t[:, 4:5]
+    f = self._shares(X) if shares is None else shares
+    f = np.where(f.sum(axis=1, keepdims=True) > 0, f, 1.0 / k)
+    mu = np.exp(t[:, 0]) * X[:, 2] ** t[:, 1] * np.where(X[:, 3] > 0.5, np.exp(t[:, 2]),
+                                                       1.0)
+    return f, speed, pull, mu
+
+
+def old_forward(self: QueueingLatencyRegressor, theta: FloatArray, X: FloatArray,
+                shares: FloatArray | None = None) -> FloatArray:
+    k = self.n_classes_
+    t = np.broadcast_to(np.asarray(theta, dtype=float), (X.shape[0], N_FIXED + 2 * k))
+    f, speed, pull, mu = _old_classes(self, t, X, shares)
+    rate, replicas, cpu = X[:, 0], X[:, 1], X[:, 2]
+    c = np.clip(np.floor(cpu), 1.0, 64.0)
+    norm = (f * pull).sum(axis=1)
+    lam = (rate / np.maximum(replicas, 1e-9) / norm)[:, None] * pull
+    weight = f * pull / norm[:, None]
+    mus = mu[:, None] * speed
+    cs = np.broadcast_to(c[:, None], lam.shape)
+    q = old_mixture_sojourn_quantile(self.quantile, lam, mus, cs, weight)
+    offsets = (weight * t[:, N_FIXED + k:N_FIXED + 2 * k]).sum(axis=1)
+    out: FloatArray = np.maximum(t[:, 3], 0.0) + offsets + q
+    return out
+
+
+def old_forward_many(self: QueueingLatencyRegressor, thetas: FloatArray, X: FloatArray,
+                     shares: FloatArray | None = None) -> FloatArray:
+    thetas = np.asarray(thetas, dtype=float)
+    m, n = len(thetas), X.shape[0]
+    f = self._shares(X) if shares is None else shares
+    out: FloatArray = np.empty((m, n))
+    per_solve = max(1, STACKED_ROWS // max(n, 1))
+    for start in range(0, m, per_solve):
+        chunk = thetas[start:start + per_solve]
+        rows = np.repeat(chunk, n, axis=0)
+        out[start:start + len(chunk)] = old_forward(
+            self, rows, np.tile(X, (len(chunk), 1)), np.tile(f, (len(chunk), 1))
+        ).reshape(len(chunk), n)
+    return out
+
+
+def old_predict_with_bound(self: QueueingLatencyRegressor, X: Any
+                           ) -> tuple[FloatArray, FloatArray]:
+    X = np.asarray(X, dtype=float)
+    shares = self._shares(X)
+    thetas = np.vstack([self.theta_[None, :], self.bootstrap_thetas_])
+    preds = old_forward_many(self, thetas, X, shares)
+    mean: FloatArray = preds[0]
+    if len(self.bootstrap_thetas_) == 0:
+        return mean, mean * math.exp(self.residual_scale_)
+    q = higher_quantile(preds[1:], self.bound_quantile)
+    out: FloatArray = np.maximum(q, mean) * math.exp(self.residual_scale_)
+    return mean, out
+
+
+@st.composite
+def fitted_models(draw: Any) -> tuple[QueueingLatencyRegressor, FloatArray]:
+    """A latency model as a fit leaves it (parameters within the fit's bounds, a bootstrap
+    ensemble near the fit) and a batch of candidate rows: pinned to one class, spread, or
+    unknown; with share columns or pool codes only."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    k = draw(st.integers(1, 4))
+    with_shares = draw(st.booleans())
+    est = QueueingLatencyRegressor(quantile=draw(st.sampled_from((0.5, 0.9, 0.95, 0.99))))
+    est.n_classes_ = k
+    est.share_columns_ = k if with_shares else 0
+    est.residual_scale_ = float(rng.uniform(0.0, 0.5))
+
+    def theta() -> FloatArray:
+        return np.concatenate([[rng.uniform(math.log(1e-3), math.log(1e6)),
+                                rng.uniform(0.3, 1.2), rng.uniform(-1.0, 6.0),
+                                rng.choice([0.0, rng.uniform(0.0, 500.0)]), rng.uniform(0, 1)],
+                               rng.uniform(-2.5, 2.5, k) * (rng.random(k) < 0.7),
+                               rng.choice([0.0, 5.0, -3.0, 1e3], k)])
+
+    est.theta_ = theta()
+    m = draw(st.sampled_from((0, 1, 8)))
+    spread = rng.choice([0.0, 1e-3, 0.05, 1.0])
+    est.bootstrap_thetas_ = (est.theta_ + spread * rng.standard_normal((m, len(est.theta_)))
+                             if draw(st.booleans()) else
+                             np.array([theta() for _ in range(m)]).reshape(m, len(est.theta_)))
+    n = draw(st.integers(1, 60))
+    rate = np.exp(rng.uniform(math.log(0.1), math.log(1e5), n)) * (rng.random(n) < 0.95)
+    cols = [rate, rng.integers(0, 200, n).astype(float),
+            rng.choice([0.1, 0.25, 0.5, 1.0, 1.5, 2.0, 4.0, 8.0, 16.0, 100.0], n),
+            (rng.random(n) < 0.3).astype(float), rng.integers(-1, k, n).astype(float)]
+    X = np.column_stack(cols)
+    if with_shares:
+        shares = rng.dirichlet(np.ones(k), n) * (rng.random((n, k)) < 0.6)
+        shares = np.where((rng.random(n) < 0.5)[:, None], np.eye(k)[rng.integers(0, k, n)],
+                          shares)
+        X = np.column_stack([X, shares * rng.choice([1.0, 3.0], (n, 1))])
+    return est, X
+
+
+@settings(max_examples=300, deadline=None)
+@given(fitted_models())
+def test_the_latency_model_predicts_what_it_did(case: Any) -> None:
+    """The ensemble evaluated with per-vector quantities computed once per vector and the
+    one-class rows solved alone: the same means and bounds, and the same single-vector
+    predictions, as the old stacked evaluation (exactly, inf and NaN included)."""
+    est, X = case
+    with np.errstate(all="ignore"):
+        want = old_predict_with_bound(est, X)
+        got = est.predict_with_bound(X)
+        assert same(got[0], want[0]) and same(got[1], want[1])
+        thetas = np.vstack([est.theta_[None, :], est.bootstrap_thetas_])
+        assert same(est._forward_many(thetas, X), old_forward_many(est, thetas, X))
+        assert same(est.predict(X), old_forward(est, est.theta_, X))
+        per_row = np.repeat(thetas, X.shape[0], axis=0)[:X.shape[0]]
+        assert same(est._forward(per_row, X), old_forward(est, per_row, X))
