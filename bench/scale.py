@@ -121,8 +121,10 @@ def _pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, math.ceil(q * len(xs)) - 1)]
 
 
-def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int
-            ) -> dict[str, Any]:
+def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int,
+            progress: int = 0) -> dict[str, Any]:
+    """One size (see the module docstring); every ``progress`` measured cycles (0: never) a
+    line on stderr with that cycle's CPU and the RSS."""
     t0 = time.perf_counter()
     run = ScenarioRun(parse_scenario(scenario(intents, nodes, pods), "scale"), "grid", 1)
     built = time.perf_counter() - t0
@@ -155,6 +157,10 @@ def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int
         sim_cpu.append(total - ctl_s)
         for k, v in this.items():
             phase_cpu.setdefault(k, []).append(v)
+        if progress and len(cycle_cpu) % progress == 0:
+            print(f"  {intents}x{nodes}x{pods} cycle {len(cycle_cpu)}/{cycles}: CPU "
+                  f"{ctl_s:.3f}s, without the KPI solve {product_cpu[-1]:.3f}s, plan "
+                  f"{this['plan']:.3f}s, RSS {rss_mib():.0f} MiB", file=sys.stderr, flush=True)
     rss_end = rss_mib()
     modelled = len({e["intent"] for e in run.knowledge.effects()})
     last = run.knowledge.events(limit=intents)
@@ -186,11 +192,13 @@ def main() -> None:
                     help="simulated minutes before measuring (models are trained there)")
     ap.add_argument("--cycles", type=int, default=5)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--progress", type=int, default=0, metavar="N",
+                    help="every N measured cycles, that cycle's CPU and the RSS on stderr")
     args = ap.parse_args()
     rows = []
     for size in args.sizes.split(","):
         intents, nodes, pods = (int(x) for x in size.split("x"))
-        row = measure(intents, nodes, pods, args.warm, args.cycles)
+        row = measure(intents, nodes, pods, args.warm, args.cycles, args.progress)
         rows.append(row)
         if not args.json:
             ph = "  ".join(f"{k} {v:.3f}" for k, v in row["phases_s"].items())
