@@ -158,9 +158,11 @@ def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int,
         for k, v in this.items():
             phase_cpu.setdefault(k, []).append(v)
         if progress and len(cycle_cpu) % progress == 0:
+            ph = " ".join(f"{k} {v:.3f}" for k, v in this.items())
             print(f"  {intents}x{nodes}x{pods} cycle {len(cycle_cpu)}/{cycles}: CPU "
-                  f"{ctl_s:.3f}s, without the KPI solve {product_cpu[-1]:.3f}s, plan "
-                  f"{this['plan']:.3f}s, RSS {rss_mib():.0f} MiB", file=sys.stderr, flush=True)
+                  f"{ctl_s:.3f}s, without the KPI solve {product_cpu[-1]:.3f}s ({ph}); "
+                  f"simulator {sim_cpu[-1]:.3f}s; RSS {rss_mib():.0f} MiB",
+                  file=sys.stderr, flush=True)
     rss_end = rss_mib()
     modelled = len({e["intent"] for e in run.knowledge.effects()})
     last = run.knowledge.events(limit=intents)
