@@ -15,6 +15,11 @@ pods serve with noise (so models have something to learn), the default planner. 
   :mod:`planner.control.phases`; the simulator's own stepping apart;
 * how many intents planned with a trained model, the process's peak RSS, the mean size of the
   last cycle's event documents (BSON), and the events stored;
+* growth over the measured cycles (issue 13's "no growth over 240 cycles"): for the cycle,
+  the cycle without ``kpis``, each phase and the simulator, the mean CPU time of the first
+  tenth of the measured cycles against the last tenth and the least-squares slope in ms per
+  cycle (:func:`growth`); the process's current RSS when the measured cycles start and when
+  they end, and the events stored (and, on the embedded store, their BSON bytes) at both;
 * the scaling exponent of the controller cycle between the first and the last size
   (``log(t_last / t_first) / log(intents_last / intents_first)``).
 
@@ -72,13 +77,54 @@ def scenario(intents: int, nodes: int, pods: int) -> dict[str, Any]:
     }
 
 
+def growth(series: list[float]) -> dict[str, float]:
+    """How a per-cycle series (seconds) moved over the run: the mean of its first tenth of
+    cycles and of its last tenth (at least one cycle each), in ms, and the least-squares
+    slope against the cycle's index, in ms per cycle (0 for fewer than two cycles)."""
+    n = len(series)
+    if n == 0:
+        return {"first_tenth_ms": 0.0, "last_tenth_ms": 0.0, "slope_ms_per_cycle": 0.0}
+    k = max(1, n // 10)
+    first = 1000.0 * sum(series[:k]) / k
+    last = 1000.0 * sum(series[-k:]) / k
+    slope = 0.0
+    if n > 1:
+        mx = (n - 1) / 2.0
+        my = sum(series) / n
+        sxx = sum((i - mx) ** 2 for i in range(n))
+        slope = 1000.0 * sum((i - mx) * (y - my) for i, y in enumerate(series)) / sxx
+    return {"first_tenth_ms": first, "last_tenth_ms": last, "slope_ms_per_cycle": slope}
+
+
+def rss_mib() -> float:
+    """The process's resident set size now (Linux ``/proc``), else its peak so far."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def stored_event_bytes(knowledge: object) -> int | None:
+    """The BSON bytes of every stored event on the embedded store (which keeps them encoded),
+    else ``None``."""
+    events = getattr(knowledge, "_events", None)
+    if not isinstance(events, dict):
+        return None
+    return sum(len(b) for per_intent in events.values() for b in per_intent.blobs)
+
+
 def _pct(xs: list[float], q: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, math.ceil(q * len(xs)) - 1)]
 
 
-def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int
-            ) -> dict[str, Any]:
+def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int,
+            progress: int = 0) -> dict[str, Any]:
+    """One size (see the module docstring); every ``progress`` measured cycles (0: never) a
+    line on stderr with that cycle's CPU and the RSS."""
     t0 = time.perf_counter()
     run = ScenarioRun(parse_scenario(scenario(intents, nodes, pods), "scale"), "grid", 1)
     built = time.perf_counter() - t0
@@ -91,20 +137,33 @@ def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int
     cycle_cpu: list[float] = []
     product_cpu: list[float] = []
     sim_cpu: list[float] = []
-    phases = dict.fromkeys(PHASES, 0.0)
+    phase_cpu: dict[str, list[float]] = {k: [] for k in PHASES}
+    rss_start = rss_mib()
+    events_start = run.knowledge.count_events()
+    kb_bytes_start = stored_event_bytes(run.knowledge)
     for _ in range(cycles):
         c0 = time.process_time()
+        ctl_s = 0.0
+        this = dict.fromkeys(PHASES, 0.0)
         for _ in range(per_cycle):
             outcomes = run.advance()
             if outcomes is not None:
-                ctl_s = ctl.clock.total
-                product_s = ctl_s - ctl.clock.seconds["kpis"]
+                ctl_s += ctl.clock.total
                 for k, v in ctl.clock.seconds.items():
-                    phases[k] = phases.get(k, 0.0) + v
+                    this[k] = this.get(k, 0.0) + v
         total = time.process_time() - c0
         cycle_cpu.append(ctl_s)
-        product_cpu.append(product_s)
+        product_cpu.append(ctl_s - this["kpis"])
         sim_cpu.append(total - ctl_s)
+        for k, v in this.items():
+            phase_cpu.setdefault(k, []).append(v)
+        if progress and len(cycle_cpu) % progress == 0:
+            ph = " ".join(f"{k} {v:.3f}" for k, v in this.items())
+            print(f"  {intents}x{nodes}x{pods} cycle {len(cycle_cpu)}/{cycles}: CPU "
+                  f"{ctl_s:.3f}s, without the KPI solve {product_cpu[-1]:.3f}s ({ph}); "
+                  f"simulator {sim_cpu[-1]:.3f}s; RSS {rss_mib():.0f} MiB",
+                  file=sys.stderr, flush=True)
+    rss_end = rss_mib()
     modelled = len({e["intent"] for e in run.knowledge.effects()})
     last = run.knowledge.events(limit=intents)
     sizes = [len(bson.encode({k: v for k, v in e.items() if k != "_id"})) for e in last]
@@ -113,11 +172,18 @@ def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int
         "warm_wall_s": warm_s, "cycle_p50_s": _pct(cycle_cpu, 0.5),
         "cycle_p99_s": _pct(cycle_cpu, 0.99),
         "without_kpis_p50_s": _pct(product_cpu, 0.5),
-        "phases_s": {k: v / cycles for k, v in phases.items()},
+        "phases_s": {k: sum(v) / cycles for k, v in phase_cpu.items()},
         "simulator_s": _pct(sim_cpu, 0.5), "modelled": modelled,
         "event_bytes": sum(sizes) / max(1, len(sizes)),
         "events_stored": run.knowledge.count_events(),
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "growth": {"cycle": growth(cycle_cpu), "without_kpis": growth(product_cpu),
+                   **{k: growth(v) for k, v in phase_cpu.items()},
+                   "simulator": growth(sim_cpu)},
+        "rss_start_mib": rss_start, "rss_end_mib": rss_end,
+        "events_stored_start": events_start,
+        "kb_event_bytes_start": kb_bytes_start,
+        "kb_event_bytes": stored_event_bytes(run.knowledge),
     }
 
 
@@ -128,11 +194,13 @@ def main() -> None:
                     help="simulated minutes before measuring (models are trained there)")
     ap.add_argument("--cycles", type=int, default=5)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--progress", type=int, default=0, metavar="N",
+                    help="every N measured cycles, that cycle's CPU and the RSS on stderr")
     args = ap.parse_args()
     rows = []
     for size in args.sizes.split(","):
         intents, nodes, pods = (int(x) for x in size.split("x"))
-        row = measure(intents, nodes, pods, args.warm, args.cycles)
+        row = measure(intents, nodes, pods, args.warm, args.cycles, args.progress)
         rows.append(row)
         if not args.json:
             ph = "  ".join(f"{k} {v:.3f}" for k, v in row["phases_s"].items())
@@ -144,6 +212,18 @@ def main() -> None:
                   f"{row['event_bytes'] / 1024:.1f} KiB; {row['events_stored']} events; "
                   f"peak RSS {row['peak_rss_mib']:.0f} MiB", flush=True)
             print(f"    per phase (s/cycle): {ph}", flush=True)
+            print(f"    growth over {args.cycles} cycles (ms, mean of the first tenth -> the "
+                  "last tenth; least-squares slope in ms/cycle):", flush=True)
+            for name, g in row["growth"].items():
+                print(f"      {name:<12} {g['first_tenth_ms']:10.1f} -> "
+                      f"{g['last_tenth_ms']:10.1f}  slope {g['slope_ms_per_cycle']:+8.3f}",
+                      flush=True)
+            kb = ("" if row["kb_event_bytes"] is None else
+                  f" ({row['kb_event_bytes_start'] / 2**20:.2f} -> "
+                  f"{row['kb_event_bytes'] / 2**20:.2f} MiB of BSON)")
+            print(f"    RSS {row['rss_start_mib']:.0f} -> {row['rss_end_mib']:.0f} MiB; events "
+                  f"stored {row['events_stored_start']} -> {row['events_stored']}{kb}",
+                  flush=True)
     if len(rows) > 1 and rows[-1]["intents"] != rows[0]["intents"]:
         k = math.log(rows[-1]["cycle_p50_s"] / rows[0]["cycle_p50_s"]) / math.log(
             rows[-1]["intents"] / rows[0]["intents"])

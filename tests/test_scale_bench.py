@@ -1,0 +1,71 @@
+"""bench/scale.py's growth figures: first tenth against last tenth, the least-squares slope,
+the stored events' bytes, and a tiny cluster measured end to end."""
+
+from __future__ import annotations
+
+import math
+
+import bson
+import pytest
+
+from bench import scale
+from knowledge.embedded import EmbeddedKnowledgeBase
+from planner.control.phases import PHASES
+
+
+def test_growth_of_a_flat_series_is_none() -> None:
+    g = scale.growth([0.25] * 40)
+    assert g == {"first_tenth_ms": 250.0, "last_tenth_ms": 250.0, "slope_ms_per_cycle": 0.0}
+
+
+def test_growth_of_a_linear_series_is_its_slope_and_its_tenths() -> None:
+    # 50 cycles from 100 ms, 2 ms more each cycle: the first 5 average cycle 2 (104 ms), the
+    # last 5 cycle 47 (194 ms).
+    g = scale.growth([0.100 + 0.002 * i for i in range(50)])
+    assert g["first_tenth_ms"] == pytest.approx(104.0)
+    assert g["last_tenth_ms"] == pytest.approx(194.0)
+    assert g["slope_ms_per_cycle"] == pytest.approx(2.0)
+
+
+def test_growth_takes_one_cycle_a_tenth_on_short_runs_and_a_slope_through_noise() -> None:
+    g = scale.growth([0.3, 0.1, 0.2, 0.1, 0.3])
+    assert g["first_tenth_ms"] == pytest.approx(300.0)
+    assert g["last_tenth_ms"] == pytest.approx(300.0)
+    # x = 0..4, y - mean = (.1, -.1, 0, -.1, .1): sum (x - 2)(y - mean) = -.2 + .1 - .1 + .2 = 0
+    assert g["slope_ms_per_cycle"] == pytest.approx(0.0, abs=1e-9)
+    falling = scale.growth([0.5, 0.4, 0.45, 0.3, 0.2, 0.25, 0.1, 0.15, 0.05, 0.0, 0.1, 0.0])
+    assert falling["first_tenth_ms"] == pytest.approx(500.0)
+    assert falling["last_tenth_ms"] == pytest.approx(0.0)
+    assert falling["slope_ms_per_cycle"] < 0
+
+
+def test_growth_of_no_cycle_or_one() -> None:
+    assert scale.growth([])["slope_ms_per_cycle"] == 0.0
+    one = scale.growth([0.5])
+    assert one == {"first_tenth_ms": 500.0, "last_tenth_ms": 500.0, "slope_ms_per_cycle": 0.0}
+
+
+def test_stored_event_bytes_count_each_stored_event_once() -> None:
+    kb = EmbeddedKnowledgeBase()
+    assert scale.stored_event_bytes(kb) == 0
+    docs = [{"intent": f"i{i % 3}", "time": float(i), "pad": "x" * (10 * i)} for i in range(9)]
+    for d in docs:
+        kb.record_event(d)
+    assert scale.stored_event_bytes(kb) == sum(len(bson.encode(d)) for d in docs)
+    assert scale.stored_event_bytes(object()) is None
+
+
+def test_a_tiny_cluster_reports_growth_for_every_phase() -> None:
+    row = scale.measure(2, 20, 2, 0.5, 10)
+    g = row["growth"]
+    assert set(g) == {"cycle", "without_kpis", "simulator", *PHASES}
+    # the phases make up the cycle, cycle by cycle, so their tenths and slopes add up to its
+    for key in ("first_tenth_ms", "last_tenth_ms", "slope_ms_per_cycle"):
+        assert sum(g[p][key] for p in PHASES) == pytest.approx(g["cycle"][key], abs=1e-6)
+        assert g["cycle"][key] - g["kpis"][key] == pytest.approx(
+            g["without_kpis"][key], abs=1e-6)
+    assert g["cycle"]["first_tenth_ms"] > 0 and math.isfinite(g["cycle"]["slope_ms_per_cycle"])
+    assert row["rss_start_mib"] > 0 and 0 < row["rss_end_mib"] <= row["peak_rss_mib"] + 1
+    # two intents, one event each per cycle: ten cycles add twenty events and their bytes
+    assert row["events_stored"] - row["events_stored_start"] == 20
+    assert row["kb_event_bytes"] > row["kb_event_bytes_start"]
