@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from planner.domain.cost import pool_prices
 from planner.domain.state import ClusterSnapshot, NodeState, WorkloadConfig
 from planner.models.predictor import CandidateBatch
-from planner.planners import feedback, grid
+from planner.planners import feedback
 from planner.planners.search_space import prices
 
 POOLS = (None, "a", "b", "c")
@@ -43,8 +43,8 @@ def test_per_pool_work_equals_the_row_by_row_code(configs: list[WorkloadConfig],
     snapshot = ClusterSnapshot(0.0, cluster, {})
     batch = CandidateBatch.of(configs)
     assert prices(snapshot, batch).tobytes() == _prices_row_by_row(snapshot, batch).tobytes()
-    other = np.array([p != cur.pool for p in batch.pool], dtype=float)
-    assert grid._other_pool(batch, cur.pool).tobytes() == other.tobytes()
+    same = np.array([p == cur.pool for p in batch.pool], dtype=bool)
+    assert batch.in_pool(cur.pool).tolist() == same.tolist()
     shape = feedback.shape_of(cur)
     mask = ((batch.cpu == cur.cpu) & ((batch.gpu > 0.5) == (cur.device == "gpu"))
             & np.array([p == cur.pool for p in batch.pool], dtype=bool))

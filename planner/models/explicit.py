@@ -17,9 +17,7 @@ from planner.models.queue_estimate import MAX_UTILIZATION, QueueEstimate
 
 def _supported(batch: CandidateBatch, current: WorkloadConfig) -> NDArray[np.bool_]:
     gpu_now = 1.0 if current.device == "gpu" else 0.0
-    pools, rows = batch.pool_rows                  # per distinct pool, then per row
-    same_pool = np.array([p == current.pool for p in pools], dtype=bool)[rows]
-    out: NDArray[np.bool_] = (batch.gpu == gpu_now) & same_pool
+    out: NDArray[np.bool_] = (batch.gpu == gpu_now) & batch.in_pool(current.pool)
     return out
 
 

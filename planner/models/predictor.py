@@ -52,6 +52,12 @@ class CandidateBatch:
         rows = np.fromiter(map(at.__getitem__, self.pool), dtype=np.intp, count=len(self.pool))
         return tuple(at), rows
 
+    def in_pool(self, pool: str | None) -> NDArray[np.bool_]:
+        """Per row, whether its pool is ``pool`` (decided per distinct pool)."""
+        pools, rows = self.pool_rows
+        out: NDArray[np.bool_] = np.array([p == pool for p in pools], dtype=bool)[rows]
+        return out
+
     def config(self, i: int) -> WorkloadConfig:
         return WorkloadConfig(int(self.replicas[i]), float(self.cpu[i]),
                               "gpu" if self.gpu[i] > 0.5 else "cpu", self.pool[i])

@@ -32,8 +32,11 @@ def eligible(node: NodeState, cfg: WorkloadConfig) -> bool:
 
 def runs(pod: PodState, cfg: WorkloadConfig) -> bool:
     """Whether ``pod`` runs ``cfg``'s shape (CPU size, device, and its pool when pinned)."""
-    return (pod.cpu == cfg.cpu and pod.device == cfg.device
-            and (cfg.pool is None or pod.pool == cfg.pool))
+    return _is_shape(pod.cpu, pod.device, pod.pool, cfg)
+
+
+def _is_shape(cpu: float, device: str, pool: str | None, cfg: WorkloadConfig) -> bool:
+    return cpu == cfg.cpu and device == cfg.device and (cfg.pool is None or pool == cfg.pool)
 
 
 def _room(n: NodeState, cfg: WorkloadConfig, freed: float = 0.0) -> int:
@@ -101,8 +104,7 @@ def scheduled_running(workload: WorkloadState, cfg: WorkloadConfig, ready: bool 
     those ready), counted from its pod groups (:attr:`WorkloadState.pod_counts`), not pod by
     pod."""
     return sum(n for (cpu, device, pool, on_node, is_ready), n in workload.pod_counts.items()
-               if on_node and (is_ready or not ready) and cpu == cfg.cpu
-               and device == cfg.device and (cfg.pool is None or pool == cfg.pool))
+               if on_node and (is_ready or not ready) and _is_shape(cpu, device, pool, cfg))
 
 
 def added_pods(workload: WorkloadState, plan: Plan) -> int:

@@ -61,9 +61,8 @@ def shape_mask(batch: CandidateBatch, shape: Shape | None) -> NDArray[np.bool_]:
     if shape is None:
         return np.zeros(len(batch), dtype=bool)
     cpu, device, pool = shape
-    pools, rows = batch.pool_rows
     out: NDArray[np.bool_] = ((batch.cpu == cpu) & ((batch.gpu > 0.5) == (device == "gpu"))
-                              & np.array([p == pool for p in pools], dtype=bool)[rows])
+                              & batch.in_pool(pool))
     return out
 
 

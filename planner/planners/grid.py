@@ -145,13 +145,6 @@ def _met(pred: NDArray[np.float64], target: float, minimize: bool, slack: float)
     return out
 
 
-def _other_pool(batch: CandidateBatch, pool: str | None) -> NDArray[np.float64]:
-    """1.0 where a candidate's pool is not ``pool`` (per distinct pool, then per row)."""
-    pools, rows = batch.pool_rows
-    out: NDArray[np.float64] = np.array([p != pool for p in pools], dtype=float)[rows]
-    return out
-
-
 def _throughput_objectives(ctx: PlanningContext) -> set[str]:
     return {o.name for o in ctx.intent.spec.objectives
             if ctx.profiles[o.name].spec.type is KPIType.THROUGHPUT}
@@ -217,7 +210,7 @@ class GridPlanner(Planner):
         cur = ctx.config
         restarts = ((batch.cpu != cur.cpu).astype(float)
                     + (batch.gpu != (1.0 if cur.device == "gpu" else 0.0)).astype(float)
-                    + _other_pool(batch, cur.pool))
+                    + (~batch.in_pool(cur.pool)).astype(float))
         u = ctx.admin.utility
         # Risk, weighted by the intent's priority: a configuration that uses more than
         # RISK_FREE of an objective's budget (bound / target) pays for the thin margin.

@@ -239,16 +239,16 @@ def _shape_rules(ctx: PlanningContext, obs: Observation, watch: Watch,
         # Both shapes were rolled back as stuck (a rollback that did not fit either): no more
         # flipping between them. The shape more scheduled pods run stays; rule 3 caps its
         # replicas at what can be scheduled.
-        def scheduled(cfg: WorkloadConfig) -> int:
-            return capacity.scheduled_running(ctx.workload, cfg)
-
-        keep = cur if scheduled(cur) >= scheduled(back) else back
+        on_cur = capacity.scheduled_running(ctx.workload, cur)
+        on_back = capacity.scheduled_running(ctx.workload, back)
+        keep_cur = on_cur >= on_back
         why.append(f"{_shape(cur)} and {_shape(back)} were both rolled back as stuck: "
-                   f"{_shape(keep)} kept, at what the cluster can schedule of it")
-        if shape_of(keep) == shape_of(cur):
+                   f"{_shape(cur if keep_cur else back)} kept, at what the cluster can "
+                   "schedule of it")
+        if keep_cur:
             return (target if shape_of(target) == shape_of(cur)
-                    else cur.with_(replicas=max(scheduled(cur), 1))), why, True
-        return back.with_(replicas=max(scheduled(back), 1)), why, True
+                    else cur.with_(replicas=max(on_cur, 1))), why, True
+        return back.with_(replicas=max(on_back, 1)), why, True
     if back is not None:
         if stuck:
             watch.veto(cur, ctx.now + VETO_S)
