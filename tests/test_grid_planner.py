@@ -446,3 +446,33 @@ def test_binary_search_takes_the_same_steps_in_fewer_model_calls(sizes: tuple[fl
         assert np.array_equal(got.score, want.score)
         if len(sizes) == 4:
             assert mine.calls < ref.calls / 2
+
+
+def _fewest_holding(rate: float) -> int:
+    """Fewest 1-CPU replicas whose bound meets the 60 ms target at ``rate``."""
+    return next(r for r in range(1, 200) if TrueLatency().predict(
+        CandidateBatch.of([WorkloadConfig(r, 1.0)]), rate).bound[0] <= 60)
+
+
+def test_scale_in_goes_to_the_fewest_replicas_that_hold_at_the_load_margin() -> None:
+    """At 446 req/s 10 pods just meet the target but 10 do not hold at 5 % more load; the
+    planner scales in from 40 to the fewest that do (11), not staying at 40 because the very
+    cheapest is marginal (with tens of pods one pod is less than the margin, so the cheapest
+    is nearly always marginal)."""
+    from planner.planners.grid import SCALE_IN_MARGIN
+
+    rate = 446.0
+    fewest, holding = _fewest_holding(rate), _fewest_holding(rate * (1 + SCALE_IN_MARGIN))
+    assert fewest < holding < 40
+    plan = planner_with(TrueLatency()).plan(context(replicas=40, rate=rate, cpu_sizes=(1.0,)))
+    assert plan.target == WorkloadConfig(holding, 1.0)
+    assert "cheapest configuration predicted to meet every objective" in plan.reason
+
+
+def test_scale_in_keeps_the_current_shape_when_it_already_holds_at_the_margin() -> None:
+    """Hysteresis stays: a current configuration within 5 % of the one that holds is kept."""
+    rate = 446.0
+    holding = _fewest_holding(rate * 1.05)
+    plan = planner_with(TrueLatency()).plan(context(replicas=holding, rate=rate,
+                                                    cpu_sizes=(1.0,)))
+    assert plan.target.replicas == holding and not plan.actions

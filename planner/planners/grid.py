@@ -308,6 +308,30 @@ class GridPlanner(Planner):
         return (self.score(ctx, CandidateBatch.of(uniq), rate, inp),
                 f"optuna TPE, {len(study.trials)} trials")
 
+    def _search(self, ctx: PlanningContext, space: SearchSpace, rate: float,
+                inp: Inputs) -> tuple[Scored, str]:
+        """Every candidate of ``space`` scored at ``rate`` (or, in large spaces, the fewest
+        feasible replicas of each shape, or an optuna study's trials), and how."""
+        if space.size <= min(FULL_GRID_LIMIT, self.grid_limit):
+            return self.score(ctx, space.grid(), rate, inp), f"grid of {space.size}"
+        if space.size <= self.grid_limit:
+            return self._grid(ctx, space, rate, inp)
+        return self._study(ctx, space, rate, inp)
+
+    def _holding(self, ctx: PlanningContext, space: SearchSpace, rate: float, inp: Inputs,
+                 cheapest: WorkloadConfig) -> tuple[Scored, int]:
+        """The fewest replicas of ``cheapest``'s shape (CPU size, device, pool) that are
+        feasible at :data:`SCALE_IN_MARGIN` more load than ``rate``, scored at ``rate``;
+        index -1 when there are none. Only the replica count changes: the margin is a margin
+        in load, and another shape would restart pods for it."""
+        wider, _ = self._search(ctx, space, rate * (1 + SCALE_IN_MARGIN), inp)
+        shape = feedback.shape_of(cheapest)
+        ok = wider.feasible & feedback.shape_mask(wider.batch, shape)
+        if not ok.any():
+            return wider, -1
+        i = int(np.flatnonzero(ok)[np.argmin(wider.score[ok])])
+        return self.score(ctx, CandidateBatch.of([wider.batch.config(i)]), rate, inp), 0
+
     def _feasibility(self, ctx: PlanningContext, batch: CandidateBatch, rate: float,
                      inp: Inputs) -> tuple[NDArray[np.bool_], NDArray[np.bool_],
                                            NDArray[np.float64]]:
@@ -453,12 +477,7 @@ class GridPlanner(Planner):
         kinds = sorted({p.kind for p in preds.values()})
         blind = [o.name for o in ctx.intent.spec.objectives if o.name not in preds]
         space = space_for(ctx)
-        if space.size <= min(FULL_GRID_LIMIT, self.grid_limit):
-            scored, how = self.score(ctx, space.grid(), rate, inp), f"grid of {space.size}"
-        elif space.size <= self.grid_limit:
-            scored, how = self._grid(ctx, space, rate, inp)
-        else:
-            scored, how = self._study(ctx, space, rate, inp)
+        scored, how = self._search(ctx, space, rate, inp)
         current = self.score(ctx, CandidateBatch.of([cfg]), rate, inp, slack=1.0)
         # The shape on trial counts as known until the retrained model covers it.
         supported = scored.supported | feedback.shape_mask(scored.batch, trial)
@@ -516,7 +535,15 @@ class GridPlanner(Planner):
         if keep_current and scored.score[idx] < current.score[0] and not self._holds_at(
                 ctx, scored.batch.config(idx), rate * (1 + SCALE_IN_MARGIN), inp):
             # Cheaper, but only just feasible: moving there now would come back next cycle.
+            # Move instead to the fewest replicas of its shape that hold at the margin (with
+            # tens of pods one pod is less than the margin, so the very cheapest is nearly
+            # always marginal and staying would never scale in), or stay when there are none;
+            # an exploratory probe is not replaced.
             idx = -1
+            if probe is None and not exploratory:
+                scored, idx = self._holding(ctx, space, rate, inp, best)
+                if idx >= 0:
+                    best = scored.batch.config(idx)
         if keep_current and (idx < 0 or scored.score[idx] > current.score[0] * (1 - HYSTERESIS)):
             if probe is not None:                # the probe lost to the current configuration
                 mem.explorer.cancel(key)
