@@ -13,7 +13,9 @@ minimises ``utility.cost * cost/h + utility.disruption * cost/h * restarts`` whe
 counts knobs whose change restarts pods (CPU, device, pool). Small spaces are scored as one
 vectorised grid (the fast path); large ones by a seeded, time-boxed optuna TPE study with the
 objectives as constraints. The current configuration is kept while it meets its objectives
-within ``tolerance`` and nothing is cheaper by more than ``hysteresis``: no flapping.
+within ``tolerance`` and nothing is cheaper by more than ``hysteresis``: no flapping. A
+scale-in goes to the fewest replicas (of the cheapest shape) that also hold at
+``SCALE_IN_MARGIN`` more load, so the next cycle's noise does not bring it back.
 When no configuration the models know is feasible, the planner takes the best-predicted
 unexplored one and marks the plan exploratory; when none at all is, it sizes the current shape
 by the explicit queueing estimate (:mod:`planner.planners.fallback`), never the admin's maximum.
