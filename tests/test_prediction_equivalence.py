@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
+from planner.models import sojourn
 from planner.models.latency import (
     N_FIXED,
     STACKED_ROWS,
@@ -270,3 +271,19 @@ def test_the_latency_model_predicts_what_it_did(case: Any) -> None:
         assert same(est.predict(X), old_forward(est, est.theta_, X))
         per_row = np.repeat(thetas, X.shape[0], axis=0)[:X.shape[0]]
         assert same(est._forward(per_row, X), old_forward(est, per_row, X))
+
+
+@settings(max_examples=300, deadline=None)
+@given(mixture_inputs(), st.integers(0, 9), st.booleans())
+def test_the_single_queue_quantile_is_the_old_one(case: Any, iterations: int,
+                                                 broadcast: bool) -> None:
+    """Newton's method on one queue per element, written into reused work arrays: the old
+    iterates exactly, for any number of steps, also when the inputs only broadcast together
+    (one server count, one service rate for every row)."""
+    q, lam, mu, c, _ = case
+    if broadcast:
+        mu, c = mu[:1, :1], c[:1, :1]
+    with np.errstate(all="ignore"):
+        want = _old_newton(q, _old_survival_terms(lam, mu, c), iterations)
+        got = sojourn._newton(q, sojourn._survival_terms(lam, mu, c), iterations)
+    assert same(got, want), (got, want)

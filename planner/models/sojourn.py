@@ -17,12 +17,12 @@ SATURATION = 0.98
 """Utilisation from which a queue counts as unstable (its latency is a timeout)."""
 
 
-def _row_sum(a: FloatArray) -> FloatArray:
-    """``a.sum(axis=1)`` for the few classes of a mixture: column by column, which for a
-    handful of columns is several times faster than a reduction along the short axis."""
-    out = a[:, 0].copy()
-    for j in range(1, a.shape[1]):
-        out += a[:, j]
+def _class_sum(a: FloatArray, out: FloatArray) -> FloatArray:
+    """``out = a.sum(axis=0)`` of a class-major ``(K, n)`` array, class by class in order (the
+    same additions, in the same order, as a row sum of the ``(n, K)`` layout)."""
+    np.copyto(out, a[0])
+    for j in range(1, a.shape[0]):
+        np.add(out, a[j], out=out)
     return out
 
 
@@ -57,23 +57,62 @@ def _survival_terms(lam: FloatArray, mu: FloatArray, c: FloatArray
 
 def _newton(q: float, terms: tuple[NDArray[np.bool_], FloatArray, FloatArray, FloatArray,
                                     FloatArray], iterations: int) -> FloatArray:
+    """Newton's method on ``log S(t) = log(1 - q)`` from ``t = 0``, element by element.
+
+    Each step is ``t - (log S(t) - log(1 - q)) S(t) / S'(t)`` with ``S(t)`` floored at 1e-300
+    and ``S'(t)`` capped at -1e-300, written into a few work arrays reused across the steps
+    (the same operations, in the same order, as the expression: the iterates of thousands of
+    candidates per call would otherwise be a dozen fresh arrays per step)."""
     stable, s, theta, a1, a2 = terms
     log_p = math.log(1.0 - q)
-    t = np.zeros_like(s)
+    shape = np.broadcast_shapes(s.shape, theta.shape, a1.shape, a2.shape)
+    dtype = np.result_type(s, theta, a1, a2)
+    t = np.zeros(shape, dtype)
     neg_s, neg_theta = -s, -theta
+    e1, e2, surv = np.empty(shape, dtype), np.empty(shape, dtype), np.empty(shape, dtype)
     for i in range(iterations):
         if i == 0:
             # At t = 0, exp(-s * 0) is 1 (NaN where s is not finite): the same e1, e2.
-            e1 = a1 * np.where(np.isfinite(s), 1.0, np.nan)
-            e2 = a2 * np.where(np.isfinite(theta), 1.0, np.nan)
+            np.multiply(a1, np.where(np.isfinite(s), 1.0, np.nan), out=e1)
+            np.multiply(a2, np.where(np.isfinite(theta), 1.0, np.nan), out=e2)
         else:
-            e1 = a1 * np.exp(neg_s * t)
-            e2 = a2 * np.exp(neg_theta * t)
-        surv = np.maximum(e1 + e2, 1e-300)
-        slope = np.minimum(neg_s * e1 - theta * e2, -1e-300)
-        t = t - (np.log(surv) - log_p) * surv / slope
+            _scaled_exp(a1, neg_s, t, e1)
+            _scaled_exp(a2, neg_theta, t, e2)
+        _newton_step(t, e1, e2, neg_s, theta, surv, log_p)
     out: FloatArray = np.where(stable, t, np.inf)
     return out
+
+
+def _scaled_exp(a: FloatArray, rate: FloatArray, t: FloatArray, out: FloatArray) -> None:
+    """``out = a * exp(rate * t)``, in place."""
+    np.multiply(rate, t, out=out)
+    np.exp(out, out=out)
+    np.multiply(a, out, out=out)
+
+
+def _newton_step(t: FloatArray, e1: FloatArray, e2: FloatArray, neg_s: FloatArray,
+                 theta: FloatArray, surv: FloatArray, log_p: float) -> None:
+    """One Newton step on ``t`` in place, from the survival's two terms ``e1``, ``e2`` at
+    ``t`` (overwritten, as is ``surv``): ``surv = max(e1 + e2, 1e-300)``,
+    ``slope = min(-s e1 - theta e2, -1e-300)``,
+    ``t = t - (log(surv) - log_p) * surv / slope``."""
+    np.add(e1, e2, out=surv)
+    np.maximum(surv, 1e-300, out=surv)
+    np.multiply(neg_s, e1, out=e1)
+    np.multiply(theta, e2, out=e2)
+    np.subtract(e1, e2, out=e1)
+    np.minimum(e1, -1e-300, out=e1)                    # the slope
+    _newton_update(t, surv, e1, log_p, e2)
+
+
+def _newton_update(t: FloatArray, surv: FloatArray, slope: FloatArray, log_p: float,
+                   work: FloatArray) -> None:
+    """``t = t - (log(surv) - log_p) * surv / slope`` in place (``work`` is overwritten)."""
+    np.log(surv, out=work)
+    np.subtract(work, log_p, out=work)
+    np.multiply(work, surv, out=work)
+    np.divide(work, slope, out=work)
+    np.subtract(t, work, out=t)
 
 
 def sojourn_quantile(q: float, lam: FloatArray, mu: FloatArray, c: FloatArray,
@@ -87,6 +126,23 @@ def sojourn_quantile(q: float, lam: FloatArray, mu: FloatArray, c: FloatArray,
     return _newton(q, _survival_terms(lam, mu, c), iterations)
 
 
+def _rows_all(a: NDArray[np.bool_]) -> NDArray[np.bool_]:
+    """``a.all(axis=1)`` of an ``(n, K)`` array, column by column (for a handful of columns
+    several times faster than a reduction along the short axis)."""
+    out = a[:, 0].copy()
+    for j in range(1, a.shape[1]):
+        out &= a[:, j]
+    return out
+
+
+def _rows_count(a: NDArray[np.bool_]) -> NDArray[np.intp]:
+    """``a.sum(axis=1)`` of an ``(n, K)`` boolean array, column by column."""
+    out = a[:, 0].astype(np.intp)
+    for j in range(1, a.shape[1]):
+        out += a[:, j]
+    return out
+
+
 def _one_class_rows(present: NDArray[np.bool_], lam: FloatArray, mu: FloatArray,
                     c: FloatArray, weight: FloatArray) -> NDArray[np.bool_]:
     """Rows with exactly one present class whose every class (present or not) has finite
@@ -97,8 +153,15 @@ def _one_class_rows(present: NDArray[np.bool_], lam: FloatArray, mu: FloatArray,
     (its bracket is that one point): the row's answer is that class's quantile alone."""
     sane = ((lam >= 0.0) & (lam < np.inf) & (mu > 1e-200) & (mu < 1e200) & (c >= 1.0)
             & (c <= 64.0) & np.isfinite(weight))
-    out: NDArray[np.bool_] = (present.sum(axis=1) == 1) & sane.all(axis=1)
+    out: NDArray[np.bool_] = (_rows_count(present) == 1) & _rows_all(sane)
     return out
+
+
+def _class_major(lam: FloatArray, mu: FloatArray, c: FloatArray, weight: FloatArray
+                 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """``(K, n)`` contiguous copies of the ``(n, K)`` inputs."""
+    return (np.ascontiguousarray(lam.T), np.ascontiguousarray(mu.T), np.ascontiguousarray(c.T),
+            np.ascontiguousarray(weight.T))
 
 
 def mixture_sojourn_quantile(q: float, lam: FloatArray, mu: FloatArray, c: FloatArray,
@@ -113,17 +176,21 @@ def mixture_sojourn_quantile(q: float, lam: FloatArray, mu: FloatArray, c: Float
     ``1 - q``) and is kept inside that bracket.
 
     A row with one present class (a configuration pinned to one node class) is solved as that
-    class alone: the same number (:func:`_one_class_rows`), a fraction of the work.
+    class alone: the same number (:func:`_one_class_rows`), a fraction of the work. The other
+    rows are solved on class-major ``(K, n)`` copies of their inputs: element by element the
+    same operations, but a row's value broadcast over its classes is one long inner loop, not
+    ``n`` loops of ``K``.
     """
     if lam.shape[1] == 1:
         return _newton(q, _survival_terms(lam, mu, c), 7)[:, 0]
     present = weight > 0
     one = _one_class_rows(present, lam, mu, c, weight)
     if not one.any():
-        return _mixture(q, lam, mu, c, present, weight, iterations)
+        return _mixture(q, *_class_major(lam, mu, c, weight), iterations)
     rows = np.flatnonzero(one)
-    cls = np.argmax(present[rows], axis=1)
-    alone = _newton(q, _survival_terms(lam[rows, cls], mu[rows, cls], c[rows, cls]), 7)
+    # The one present class of each such row, in row order.
+    at = np.flatnonzero(present[rows].reshape(-1))
+    alone = _newton(q, _survival_terms(*(a[rows].reshape(-1)[at] for a in (lam, mu, c))), 7)
     out: FloatArray = np.empty(lam.shape[0])
     out[rows] = np.where(np.isfinite(alone), alone, np.inf)
     # A negative quantile (not seen in practice) could make an absent class's exp overflow
@@ -131,18 +198,20 @@ def mixture_sojourn_quantile(q: float, lam: FloatArray, mu: FloatArray, c: Float
     rest = ~one
     rest[rows[alone < 0.0]] = True
     if rest.any():
-        out[rest] = _mixture(q, lam[rest], mu[rest], c[rest], present[rest], weight[rest],
+        out[rest] = _mixture(q, *_class_major(lam[rest], mu[rest], c[rest], weight[rest]),
                              iterations)
     return out
 
 
-def _mixture(q: float, lam: FloatArray, mu: FloatArray, c: FloatArray,
-             present: NDArray[np.bool_], weight: FloatArray, iterations: int) -> FloatArray:
-    """:func:`mixture_sojourn_quantile` for ``K > 1`` classes, every class solved."""
+def _mixture(q: float, lam: FloatArray, mu: FloatArray, c: FloatArray, weight: FloatArray,
+             iterations: int) -> FloatArray:
+    """:func:`mixture_sojourn_quantile` for ``K > 1`` classes, every class solved; the
+    arrays are class-major ``(K, n)``."""
+    present = weight > 0
     terms = _survival_terms(lam, mu, c)        # once: Erlang C is the costly part
     per = _newton(q, terms, 7)
-    lo = np.min(np.where(present, per, np.inf), axis=1)
-    hi = np.max(np.where(present, per, -np.inf), axis=1)
+    lo = np.min(np.where(present, per, np.inf), axis=0)
+    hi = np.max(np.where(present, per, -np.inf), axis=0)
     ok = np.isfinite(hi) & np.isfinite(lo)
     _, s, theta, a1, a2 = terms
     w = np.where(present, weight, 0.0)
@@ -151,11 +220,19 @@ def _mixture(q: float, lam: FloatArray, mu: FloatArray, c: FloatArray,
     hi_f = np.where(ok, hi, 0.0)
     lo_f = t.copy()
     wa1, wa2 = w * a1, w * a2
+    neg_s, neg_theta = -s, -theta
+    e1, e2, both = np.empty_like(wa1), np.empty_like(wa1), np.empty_like(wa1)
+    surv, slope, work = np.empty_like(t), np.empty_like(t), np.empty_like(t)
     for _ in range(iterations):
-        e1 = wa1 * np.exp(-s * t[:, None])
-        e2 = wa2 * np.exp(-theta * t[:, None])
-        surv = np.maximum(_row_sum(e1 + e2), 1e-300)
-        slope = np.minimum(_row_sum(-s * e1 - theta * e2), -1e-300)
-        t = np.clip(t - (np.log(surv) - log_p) * surv / slope, lo_f, hi_f)
+        _scaled_exp(wa1, neg_s, t, e1)
+        _scaled_exp(wa2, neg_theta, t, e2)
+        _class_sum(np.add(e1, e2, out=both), surv)
+        np.maximum(surv, 1e-300, out=surv)
+        np.multiply(neg_s, e1, out=e1)
+        np.multiply(theta, e2, out=e2)
+        _class_sum(np.subtract(e1, e2, out=e1), slope)
+        np.minimum(slope, -1e-300, out=slope)
+        _newton_update(t, surv, slope, log_p, work)
+        np.clip(t, lo_f, hi_f, out=t)
     out: FloatArray = np.where(ok, t, np.inf)
     return out
