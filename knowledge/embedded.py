@@ -14,7 +14,10 @@ the memory of the same document as Python objects, decoded only when read), so:
 * ``max_events_per_intent`` bounds memory: past it, the intent's oldest event is dropped and
   counted (:meth:`lost`, ``events_evicted``), never silently;
 * effects per (intent, objective) in (timestamp, insertion) order, statuses and memories per
-  intent.
+  intent; ``max_effects_per_objective`` bounds the versions kept: past it, the oldest trained
+  (non-static) version is dropped and counted (:meth:`lost`, ``effects_evicted``). Without it
+  every fit of a long run stayed in memory (issue 13: a version every training interval per
+  intent and objective, a few KiB each, never deleted).
 
 It follows the contract of :class:`knowledge.base.KnowledgeBase` exactly as the pymongo store
 does (the conformance suite runs on both); documents go through :mod:`knowledge.documents` as
@@ -41,6 +44,12 @@ from knowledge.mongo import DEFAULT_RETENTION_S, INTERNAL_FIELDS
 DEFAULT_MAX_EVENTS_PER_INTENT = 100_000
 """Events kept per intent before the oldest is dropped (and counted): about 17 days of one
 event every 15 s, more than the default retention; a bound, not a retention."""
+
+DEFAULT_MAX_EFFECTS_PER_OBJECTIVE = 100
+"""Effect versions kept per (intent, objective) before the oldest trained one is dropped (and
+counted): at the default training interval (5 minutes) more than 8 hours of versions, past the
+planners' 6-hour look-back and the training budget's hour; :meth:`EmbeddedKnowledgeBase.effect`
+only ever returns the newest one in its window."""
 
 Key = tuple[float, int]
 """An event's place in time order: (time, insertion sequence)."""
@@ -102,13 +111,17 @@ class EmbeddedKnowledgeBase(base.KnowledgeBase):
     """An indexed, bounded, in-process store (see the module docstring)."""
 
     def __init__(self, retention_s: float | None = DEFAULT_RETENTION_S,
-                 max_events_per_intent: int = DEFAULT_MAX_EVENTS_PER_INTENT) -> None:
+                 max_events_per_intent: int = DEFAULT_MAX_EVENTS_PER_INTENT,
+                 max_effects_per_objective: int = DEFAULT_MAX_EFFECTS_PER_OBJECTIVE) -> None:
         if retention_s is not None and not retention_s > 0:
             raise ValueError("retention_s must be > 0 or None")
         if max_events_per_intent < 1:
             raise ValueError("max_events_per_intent must be >= 1")
+        if max_effects_per_objective < 1:
+            raise ValueError("max_effects_per_objective must be >= 1")
         self.retention_s = retention_s
         self.max_events_per_intent = max_events_per_intent
+        self.max_effects_per_objective = max_effects_per_objective
         self._lock = threading.Lock()
         self._seq = itertools.count()
         self._events: dict[str, _Events] = {}
@@ -120,6 +133,7 @@ class EmbeddedKnowledgeBase(base.KnowledgeBase):
         self._ids: set[str] = set()
         """Ids of the stored events a batch named (a batch sent again stores each once)."""
         self.events_evicted = 0
+        self.effects_evicted = 0
 
     # -- events -----------------------------------------------------------------------------
 
@@ -210,6 +224,12 @@ class EmbeddedKnowledgeBase(base.KnowledgeBase):
             header = _encode({k: v for k, v in doc.items() if k != "blob"})
             bisect.insort(stored, ((float(doc["timestamp"]), seq), doc.get("static") is True,
                                    header, blob))
+            over = len(stored) - self.max_effects_per_objective
+            if over > 0:  # the oldest trained versions; static ones stay
+                gone = [i for i, row in enumerate(stored) if not row[1]][:over]
+                for i in reversed(gone):
+                    del stored[i]
+                self.effects_evicted += len(gone)
         return f"embedded:{seq}"
 
     def effect(
@@ -261,7 +281,8 @@ class EmbeddedKnowledgeBase(base.KnowledgeBase):
     def __deepcopy__(self, memo: dict[int, Any]) -> EmbeddedKnowledgeBase:
         """An independent copy holding the same documents (a second run from this moment);
         the stored documents are immutable bytes, so copying the indexes is enough."""
-        new = EmbeddedKnowledgeBase(self.retention_s, self.max_events_per_intent)
+        new = EmbeddedKnowledgeBase(self.retention_s, self.max_events_per_intent,
+                                    self.max_effects_per_objective)
         with self._lock:
             new._events = {k: _Events(list(e.keys), list(e.blobs), list(e.ids))
                            for k, e in self._events.items()}
@@ -270,11 +291,14 @@ class EmbeddedKnowledgeBase(base.KnowledgeBase):
             new._status = dict(self._status)
             new._memory = dict(self._memory)
             new.events_evicted = self.events_evicted
+            new.effects_evicted = self.effects_evicted
             new._seq = itertools.count(next(self._seq))
         new._followed_clock = self._followed_clock
         memo[id(self)] = new
         return new
 
     def lost(self) -> dict[str, int]:
-        """What this store dropped to stay within its bound: ``events`` evicted."""
-        return {"events": self.events_evicted} if self.events_evicted else {}
+        """What this store dropped to stay within its bounds: ``events`` and ``effects``
+        evicted (only those it dropped)."""
+        dropped = {"events": self.events_evicted, "effects": self.effects_evicted}
+        return {k: n for k, n in dropped.items() if n}

@@ -66,3 +66,26 @@ def test_the_oldest_events_past_the_bound_are_dropped_and_counted() -> None:
     kb.record_event({"intent": "b", "time": 0.0})
     assert [e["time"] for e in kb.events("a")] == [4.0, 3.0, 2.0]
     assert kb.count_events("b") == 1 and kb.lost() == {"events": 2}
+
+
+def test_effect_versions_past_the_bound_are_dropped_oldest_trained_first() -> None:
+    """Every fit stores a version; kept forever they grew without bound over a long run
+    (issue 13). Past the bound the oldest trained one goes (counted); static ones stay and
+    the newest is what ``effect`` returns, as before."""
+    kb = embedded.EmbeddedKnowledgeBase(max_effects_per_objective=3)
+    kb.put_effect(kb_conformance.effect(timestamp=0.0, static=True))
+    for t in range(1, 6):
+        kb.put_effect(kb_conformance.effect(timestamp=float(t)))
+    kb.put_effect(kb_conformance.effect(intent="default/b", timestamp=1.0))
+    assert [e["timestamp"] for e in kb.effects("default/a")] == [5.0, 4.0, 0.0]
+    assert kb.effect("default/a", "p95", 5.0, 10.0)["timestamp"] == 5.0  # type: ignore[index]
+    assert kb.effect("default/a", "p95", 100.0, 1.0)["timestamp"] == 0.0  # type: ignore[index]
+    assert len(kb.effects("default/b")) == 1 and kb.lost() == {"effects": 3}
+
+
+def test_effect_versions_stay_bounded_by_default() -> None:
+    kb = embedded.EmbeddedKnowledgeBase()
+    for t in range(3 * embedded.DEFAULT_MAX_EFFECTS_PER_OBJECTIVE):
+        kb.put_effect(kb_conformance.effect(timestamp=float(t)))
+    assert len(kb.effects()) == embedded.DEFAULT_MAX_EFFECTS_PER_OBJECTIVE
+    assert kb.effects()[0]["timestamp"] == 3 * embedded.DEFAULT_MAX_EFFECTS_PER_OBJECTIVE - 1
