@@ -476,3 +476,42 @@ def test_scale_in_keeps_the_current_shape_when_it_already_holds_at_the_margin() 
     plan = planner_with(TrueLatency()).plan(context(replicas=holding, rate=rate,
                                                     cpu_sizes=(1.0,)))
     assert plan.target.replicas == holding and not plan.actions
+
+
+class Counting(TrueLatency):
+    """:class:`TrueLatency` that counts its calls and the rows asked."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
+        self.calls.append(len(batch))
+        return super().predict(batch, rate)
+
+
+@pytest.mark.parametrize(("replicas", "tolerance"), [(10, 0.0), (3, 0.5), (40, 0.0)])
+def test_the_current_configuration_is_judged_from_its_row_of_the_grid(
+        replicas: int, tolerance: float) -> None:
+    """Judged from the grid's row it is what scoring it on its own gives (its objectives'
+    tolerance included), without asking the model again; a configuration the search did not
+    score is predicted on its own."""
+    from planner.planners.grid import Inputs
+    from planner.planners.search_space import space_for
+
+    ctx = context(replicas=replicas, rate=170.0, tolerance=tolerance)
+    pred = Counting()
+    planner = GridPlanner()
+    inp = Inputs({"p95": pred}, 0.0)
+    scored, _ = planner._search(ctx, space_for(ctx), 170.0, inp)
+    asked = len(pred.calls)
+    judged = planner._current(ctx, scored, 170.0, inp)
+    assert len(pred.calls) == asked                      # not predicted again
+    alone = planner.score(ctx, CandidateBatch.of([ctx.config]), 170.0, inp, slack=1.0)
+    for field in ("cost", "feasible", "supported", "excess", "score"):
+        assert np.array_equal(getattr(judged, field), getattr(alone, field)), field
+    assert np.array_equal(judged.predictions["p95"].bound, alone.predictions["p95"].bound)
+    other = planner.score(ctx, CandidateBatch.of([WorkloadConfig(replicas + 1, 1.0)]), 170.0,
+                          inp)
+    unscored = planner._current(ctx, other, 170.0, inp)
+    assert len(pred.calls) == asked + 3                  # alone, other, then on its own
+    assert np.array_equal(unscored.score, alone.score)

@@ -183,18 +183,24 @@ class GridPlanner(Planner):
         """Predictions, feasibility and score of every candidate. ``monotone_only`` leaves
         out the constraints that tighten with replicas (budget, GPU count) so feasibility is
         monotone in replicas for the binary search; they are applied to its result."""
+        predictions = {o.name: p.predict(batch, rate) for o in ctx.intent.spec.objectives
+                       if (p := inp.preds.get(o.name)) is not None}
+        return self._judge(ctx, batch, predictions, inp, slack, monotone_only)
+
+    def _judge(self, ctx: PlanningContext, batch: CandidateBatch,
+               predictions: dict[str, Prediction], inp: Inputs, slack: float = 0.0,
+               monotone_only: bool = False) -> Scored:
+        """Feasibility and score of every candidate of ``batch`` from its predictions (see
+        :meth:`score`)."""
         n = len(batch)
         feasible = np.ones(n, dtype=bool)
         supported = np.ones(n, dtype=bool)
         excess = np.zeros(n)
         closeness = np.zeros(n)
-        predictions: dict[str, Prediction] = {}
         for o in ctx.intent.spec.objectives:
-            p = inp.preds.get(o.name)
-            if p is None:
+            pr = predictions.get(o.name)
+            if pr is None:
                 continue
-            pr = p.predict(batch, rate)
-            predictions[o.name] = pr
             minimize = ctx.profiles[o.name].spec.minimizes
             tol = o.tolerance if slack else 0.0
             feasible &= _met(pr.bound, o.value, minimize, tol)
@@ -333,6 +339,21 @@ class GridPlanner(Planner):
             return wider, -1
         i = int(np.flatnonzero(ok)[np.argmin(wider.score[ok])])
         return self.score(ctx, CandidateBatch.of([wider.batch.config(i)]), rate, inp), 0
+
+    def _current(self, ctx: PlanningContext, scored: Scored, rate: float,
+                 inp: Inputs) -> Scored:
+        """The current configuration scored with its objectives' tolerance: from its row of
+        ``scored`` when the search scored it (a candidate's prediction depends on its own row
+        only), else predicted on its own."""
+        cfg = ctx.config
+        batch = CandidateBatch.of([cfg])
+        rows = np.flatnonzero((scored.batch.replicas == cfg.replicas)
+                              & feedback.shape_mask(scored.batch, feedback.shape_of(cfg)))
+        if rows.size == 0:
+            return self.score(ctx, batch, rate, inp, slack=1.0)
+        i = slice(int(rows[0]), int(rows[0]) + 1)
+        return self._judge(ctx, batch, {n: Prediction(p.mean[i], p.bound[i], p.supported[i])
+                                        for n, p in scored.predictions.items()}, inp, slack=1.0)
 
     def _feasibility(self, ctx: PlanningContext, batch: CandidateBatch, rate: float,
                      inp: Inputs) -> tuple[NDArray[np.bool_], NDArray[np.bool_],
@@ -480,7 +501,7 @@ class GridPlanner(Planner):
         blind = [o.name for o in ctx.intent.spec.objectives if o.name not in preds]
         space = space_for(ctx)
         scored, how = self._search(ctx, space, rate, inp)
-        current = self.score(ctx, CandidateBatch.of([cfg]), rate, inp, slack=1.0)
+        current = self._current(ctx, scored, rate, inp)
         # The shape on trial counts as known until the retrained model covers it.
         supported = scored.supported | feedback.shape_mask(scored.batch, trial)
         keep_current = bool(current.feasible[0] and (current.supported[0]
