@@ -24,37 +24,13 @@ from planner.models.sojourn import SATURATION, mixture_sojourn_quantile
 FloatArray = NDArray[np.float64]
 
 
-# -- the mixture solve as it was (planner/models/sojourn.py at e7f8a4f), verbatim
+# -- the mixture solve as it was (planner/models/sojourn.py at e7f8a4f), verbatim but for the
+# survival terms (Erlang C), which the rewrite did not touch: the current ones are used
 def _old_row_sum(a: FloatArray) -> FloatArray:
     out = a[:, 0].copy()
     for j in range(1, a.shape[1]):
         out += a[:, j]
     return out
-
-
-def _old_erlang_c(c: FloatArray, a: FloatArray) -> FloatArray:
-    cmax = int(np.max(c)) if c.size else 1
-    term = np.ones_like(a)
-    total = np.ones_like(a)
-    for k in range(1, cmax):
-        term = np.where(k < c, term * a / k, term)
-        total = np.where(k < c, total + term, total)
-    last = term * a / c / np.maximum(1.0 - a / c, 1e-12)
-    out: FloatArray = last / (total + last)
-    return out
-
-
-def _old_survival_terms(lam: FloatArray, mu: FloatArray, c: FloatArray) -> Any:
-    stable = lam < SATURATION * mu
-    lam_s = np.where(stable, lam, 0.0)
-    s = mu / c / 1000.0
-    theta = (mu - lam_s) / 1000.0
-    close = np.abs(theta - s) < 1e-3 * s
-    theta = np.where(close, s * 1.001, theta)
-    wait = _old_erlang_c(c, lam_s / (mu / c))
-    a1 = (1.0 - wait) - wait * theta / (s - theta)
-    a2 = wait * s / (s - theta)
-    return stable, s, theta, a1, a2
 
 
 def _old_newton(q: float, terms: Any, iterations: int) -> FloatArray:
@@ -73,7 +49,7 @@ def _old_newton(q: float, terms: Any, iterations: int) -> FloatArray:
 
 def old_mixture_sojourn_quantile(q: float, lam: FloatArray, mu: FloatArray, c: FloatArray,
                                  weight: FloatArray, iterations: int = 8) -> FloatArray:
-    terms = _old_survival_terms(lam, mu, c)
+    terms = sojourn._survival_terms(lam, mu, c)      # not rewritten: the current one
     per = _old_newton(q, terms, 7)
     if lam.shape[1] == 1:
         out1: FloatArray = per[:, 0]
@@ -152,26 +128,13 @@ def test_the_mixture_quantile_is_the_old_one(case: Any) -> None:
 
 
 # -- the latency model's evaluation as it was (planner/models/latency.py at e7f8a4f), verbatim
-# but for ``self`` (a fitted QueueingLatencyRegressor) and the old mixture solve
-def _old_classes(self: QueueingLatencyRegressor, theta: FloatArray, X: FloatArray,
-                 shares: FloatArray | None) -> tuple[FloatArray, FloatArray, FloatArray,
-                                                     FloatArray]:
-    k = self.n_classes_
-    t = np.broadcast_to(np.asarray(theta, dtype=float), (X.shape[0], N_FIXED + 2 * k))
-    speed = np.exp(t[:, N_FIXED:N_FIXED + k])
-    pull = speed ** t[:, 4:5]
-    f = self._shares(X) if shares is None else shares
-    f = np.where(f.sum(axis=1, keepdims=True) > 0, f, 1.0 / k)
-    mu = np.exp(t[:, 0]) * X[:, 2] ** t[:, 1] * np.where(X[:, 3] > 0.5, np.exp(t[:, 2]),
-                                                       1.0)
-    return f, speed, pull, mu
-
-
+# but for ``self`` (a fitted QueueingLatencyRegressor), the old mixture solve and its class
+# quantities (``_classes``, which the rewrite did not touch: the current one)
 def old_forward(self: QueueingLatencyRegressor, theta: FloatArray, X: FloatArray,
                 shares: FloatArray | None = None) -> FloatArray:
     k = self.n_classes_
     t = np.broadcast_to(np.asarray(theta, dtype=float), (X.shape[0], N_FIXED + 2 * k))
-    f, speed, pull, mu = _old_classes(self, t, X, shares)
+    f, speed, pull, mu = self._classes(t, X, shares)    # not rewritten: the current one
     rate, replicas, cpu = X[:, 0], X[:, 1], X[:, 2]
     c = np.clip(np.floor(cpu), 1.0, 64.0)
     norm = (f * pull).sum(axis=1)
@@ -284,6 +247,7 @@ def test_the_single_queue_quantile_is_the_old_one(case: Any, iterations: int,
     if broadcast:
         mu, c = mu[:1, :1], c[:1, :1]
     with np.errstate(all="ignore"):
-        want = _old_newton(q, _old_survival_terms(lam, mu, c), iterations)
-        got = sojourn._newton(q, sojourn._survival_terms(lam, mu, c), iterations)
+        terms = sojourn._survival_terms(lam, mu, c)
+        want = _old_newton(q, terms, iterations)
+        got = sojourn._newton(q, terms, iterations)
     assert same(got, want), (got, want)
