@@ -317,24 +317,32 @@ class GridPlanner(Planner):
                 f"optuna TPE, {len(study.trials)} trials")
 
     def _search(self, ctx: PlanningContext, space: SearchSpace, rate: float,
-                inp: Inputs) -> tuple[Scored, str]:
+                inp: Inputs, size: int | None = None) -> tuple[Scored, str]:
         """Every candidate of ``space`` scored at ``rate`` (or, in large spaces, the fewest
-        feasible replicas of each shape, or an optuna study's trials), and how."""
-        if space.size <= min(FULL_GRID_LIMIT, self.grid_limit):
+        feasible replicas of each shape, or an optuna study's trials), and how. ``size``: the
+        space size that decides the method (default ``space``'s own)."""
+        size = space.size if size is None else size
+        if size <= min(FULL_GRID_LIMIT, self.grid_limit):
             return self.score(ctx, space.grid(), rate, inp), f"grid of {space.size}"
-        if space.size <= self.grid_limit:
+        if size <= self.grid_limit:
             return self._grid(ctx, space, rate, inp)
         return self._study(ctx, space, rate, inp)
 
     def _holding(self, ctx: PlanningContext, space: SearchSpace, rate: float, inp: Inputs,
                  cheapest: WorkloadConfig) -> tuple[Scored, int]:
-        """The fewest replicas of ``cheapest``'s shape (CPU size, device, pool) that are
-        feasible at :data:`SCALE_IN_MARGIN` more load than ``rate``, scored at ``rate``;
-        index -1 when there are none. Only the replica count changes: the margin is a margin
-        in load, and another shape would restart pods for it."""
-        wider, _ = self._search(ctx, space, rate * (1 + SCALE_IN_MARGIN), inp)
-        shape = feedback.shape_of(cheapest)
-        ok = wider.feasible & feedback.shape_mask(wider.batch, shape)
+        """The configuration of ``cheapest``'s shape (CPU size, device, pool) that the search
+        picks at :data:`SCALE_IN_MARGIN` more load than ``rate`` (the best-scored feasible
+        replica count, by the method ``space``'s size calls for), scored at ``rate``; index -1
+        when none is feasible there. Only the shape's candidates are searched and only the
+        replica count changes: the margin is a margin in load, and another shape would restart
+        pods for it."""
+        only = SearchSpace(space.replicas, (cheapest.cpu,), (cheapest.device,),
+                           (cheapest.pool,))
+        # The method of the whole space (so the same candidates are compared), short of a
+        # study: one shape's replicas are searched exactly.
+        wider, _ = self._search(ctx, only, rate * (1 + SCALE_IN_MARGIN), inp,
+                                min(space.size, self.grid_limit))
+        ok = wider.feasible & feedback.shape_mask(wider.batch, feedback.shape_of(cheapest))
         if not ok.any():
             return wider, -1
         i = int(np.flatnonzero(ok)[np.argmin(wider.score[ok])])
@@ -558,7 +566,7 @@ class GridPlanner(Planner):
         if keep_current and scored.score[idx] < current.score[0] and not self._holds_at(
                 ctx, scored.batch.config(idx), rate * (1 + SCALE_IN_MARGIN), inp):
             # Cheaper, but only just feasible: moving there now would come back next cycle.
-            # Move instead to the fewest replicas of its shape that hold at the margin (with
+            # Move instead to a replica count of its shape that holds at the margin (with
             # tens of pods one pod is less than the margin, so the very cheapest is nearly
             # always marginal and staying would never scale in), or stay when there are none;
             # an exploratory probe is not replaced.
