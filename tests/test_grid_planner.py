@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +128,35 @@ def test_no_scale_in_while_pods_are_replaced() -> None:
     by = {a.actuator: a for a in plan.actions}
     assert "cpu" in by
     assert "replicas" not in by or by["replicas"].params["replicas"] >= 12
+
+
+def test_a_pod_that_cannot_be_scheduled_does_not_hold_a_scale_in_back() -> None:
+    """20 x 1 cpu, one of them unschedulable (no node has room), at a load 8 pods carry: the
+    planner scales in. Only a shape change's old pods hold a scale-in back (they leave as the
+    new ones become ready); a Deployment removes not-ready pods first, so a pending pod of
+    the current shape is no reason to wait, and waiting for it would wait for ever."""
+    ctx = context(replicas=20, rate=446.0 * 0.7, cpu_sizes=(1.0,))
+    pods = (*ctx.workload.pods[:19], PodState("p19", None, 1.0, ready=False))
+    wl = replace(ctx.workload, pods=pods)
+    ctx = replace(ctx, workload=wl, snapshot=replace(ctx.snapshot, workloads={"ns/w": wl}))
+    plan = planner_with(TrueLatency()).plan(ctx)
+    assert plan.target.replicas == _fewest_holding(446.0 * 0.7 * (1 + 0.05))
+    assert "waits for the rollout" not in plan.reason
+    by = {a.actuator: a for a in plan.actions}
+    assert by["replicas"].params["replicas"] == plan.target.replicas
+
+
+def test_a_shape_change_still_holds_its_old_pods_until_replaced() -> None:
+    """The same load while 20 pods of 2 cpu are replaced by 1-cpu pods (5 ready): no scale-in
+    yet, the old pods leave as new ones become ready."""
+    ctx = context(replicas=20, rate=446.0 * 0.7, cpu_sizes=(1.0,))
+    pods = (*(PodState(f"o{i}", "n0", 2.0) for i in range(15)),
+            *(PodState(f"n{i}", "n0", 1.0) for i in range(5)))
+    wl = replace(ctx.workload, pods=pods)
+    ctx = replace(ctx, workload=wl, snapshot=replace(ctx.snapshot, workloads={"ns/w": wl}))
+    plan = planner_with(TrueLatency()).plan(ctx)
+    assert "scale-in waits for the rollout" in plan.reason
+    assert all(a.params.get("replicas", 20) >= 20 for a in plan.actions)
 
 
 @on_shared_run(SHOP)

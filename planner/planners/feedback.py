@@ -81,16 +81,22 @@ def unobserved_shapes(batch: CandidateBatch, supported: NDArray[np.bool_]) -> ND
     return out
 
 
+def shape_rollout(ctx: PlanningContext) -> bool:
+    """Pods of another shape than the configured one are still there (a CPU size, device or
+    pool change is rolling out: its old pods leave as the new ones become ready)."""
+    cfg = ctx.config
+    return any(cpu != cfg.cpu or device != cfg.device
+               or (cfg.pool is not None and pool is not None and pool != cfg.pool)
+               for cpu, device, pool, _, _ in ctx.workload.pod_counts)
+
+
 def rollout_in_progress(ctx: PlanningContext) -> bool:
     """Pods of another shape still serve, or not every pod is ready yet."""
     cfg = ctx.config
     pods = ctx.workload.pods
     if not pods:
         return False
-    stale = any(cpu != cfg.cpu or device != cfg.device
-                or (cfg.pool is not None and pool is not None and pool != cfg.pool)
-                for cpu, device, pool, _, _ in ctx.workload.pod_counts)
-    return stale or ctx.workload.ready_replicas < min(cfg.replicas, len(pods))
+    return shape_rollout(ctx) or ctx.workload.ready_replicas < min(cfg.replicas, len(pods))
 
 
 @dataclass

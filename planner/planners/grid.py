@@ -400,9 +400,12 @@ class GridPlanner(Planner):
             acts = [a for a in steps_towards(ctx, target) if a.actuator != scaler.name]
             return target, "", [*acts, scaler.finish_rollout(ctx.workload.key, cur,
                                                                target.replicas)]
-        if target.replicas < cur.replicas and feedback.rollout_in_progress(ctx):
+        if target.replicas < cur.replicas and feedback.shape_rollout(ctx):
             # Pods of an earlier shape change are still starting: the old ones leave as the
-            # new ones become ready, so removing replicas now takes capacity twice.
+            # new ones become ready, so removing replicas now takes capacity twice. (Pods of
+            # the current shape that are not ready yet do not hold a scale-in back: a
+            # Deployment removes its unscheduled and not-ready pods first, and one pod that
+            # cannot be scheduled would otherwise hold every scale-in back for good.)
             step = target.with_(replicas=cur.replicas)
             return step, "scale-in waits for the rollout", steps_towards(ctx, step)
         acts = steps_towards(ctx, target)
