@@ -146,17 +146,32 @@ def test_a_pod_that_cannot_be_scheduled_does_not_hold_a_scale_in_back() -> None:
     assert by["replicas"].params["replicas"] == plan.target.replicas
 
 
-def test_a_shape_change_still_holds_its_old_pods_until_replaced() -> None:
-    """The same load while 20 pods of 2 cpu are replaced by 1-cpu pods (5 ready): no scale-in
-    yet, the old pods leave as new ones become ready."""
+def _rolling(new_ready: int, new_starting: int, new_pending: int) -> PlanningContext:
+    """20 x 1 cpu configured at a load 8 pods carry, while 15 ready 2-cpu pods of the shape
+    before are still there."""
     ctx = context(replicas=20, rate=446.0 * 0.7, cpu_sizes=(1.0,))
     pods = (*(PodState(f"o{i}", "n0", 2.0) for i in range(15)),
-            *(PodState(f"n{i}", "n0", 1.0) for i in range(5)))
+            *(PodState(f"r{i}", "n0", 1.0) for i in range(new_ready)),
+            *(PodState(f"s{i}", "n0", 1.0, ready=False) for i in range(new_starting)),
+            *(PodState(f"p{i}", None, 1.0, ready=False) for i in range(new_pending)))
     wl = replace(ctx.workload, pods=pods)
-    ctx = replace(ctx, workload=wl, snapshot=replace(ctx.snapshot, workloads={"ns/w": wl}))
-    plan = planner_with(TrueLatency()).plan(ctx)
+    return replace(ctx, workload=wl, snapshot=replace(ctx.snapshot, workloads={"ns/w": wl}))
+
+
+def test_a_shape_change_holds_its_old_pods_while_new_ones_start() -> None:
+    """New pods starting: no scale-in yet, the old pods leave as new ones become ready."""
+    plan = planner_with(TrueLatency()).plan(_rolling(5, 5, 5))
     assert "scale-in waits for the rollout" in plan.reason
     assert all(a.params.get("replicas", 20) >= 20 for a in plan.actions)
+
+
+def test_a_rollout_whose_new_pods_cannot_be_scheduled_does_not_hold_a_scale_in_back() -> None:
+    """No new pod starting (the old pods hold the room the new ones need): waiting is no
+    progress, so the scale-in the load allows goes ahead (the Deployment then removes the
+    pending pods and the old ones beyond the new count)."""
+    plan = planner_with(TrueLatency()).plan(_rolling(5, 0, 15))
+    assert "waits for the rollout" not in plan.reason
+    assert plan.target.replicas == _fewest_holding(446.0 * 0.7 * (1 + 0.05))
 
 
 @on_shared_run(SHOP)
