@@ -560,3 +560,21 @@ def test_the_current_configuration_is_judged_from_its_row_of_the_grid(
     unscored = planner._current(ctx, other, 170.0, inp)
     assert len(pred.calls) == asked + 3                  # alone, other, then on its own
     assert np.array_equal(unscored.score, alone.score)
+
+
+def test_the_explicit_estimate_alone_does_not_move_the_workload_to_another_cpu_size() -> None:
+    """With no learned model, the estimate (calibrated on the 1-cpu pods as they run) takes a
+    4-cpu pod as four times as fast per request and predicts 4-cpu pods cheaper; that is an
+    assumption it never observed, so the workload is sized in its own CPU size."""
+    from planner.planners.predictors import CurrentSizeOnly, PredictorMemory, PredictorSource
+
+    ctx = context(replicas=12, cpu=1.0, rate=900.0, latency=30.0, cpu_sizes=(1.0, 4.0))
+    preds = PredictorSource(None).predictors(ctx, PredictorMemory())
+    assert preds and all(isinstance(p, CurrentSizeOnly) for p in preds.values())
+    batch = CandidateBatch.of([WorkloadConfig(12, 1.0), WorkloadConfig(4, 4.0)])
+    pred = preds["p95"].predict(batch, 900.0)
+    assert pred.supported.tolist() == [True, False]
+    assert pred.bound[1] < 60                    # still predicted: exploration may try it
+    plan = Remembering(GridPlanner()).plan(ctx)
+    assert "explicit" in plan.reason
+    assert plan.target.cpu == 1.0 and not any(a.actuator == "cpu" for a in plan.actions)

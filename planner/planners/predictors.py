@@ -48,6 +48,28 @@ class ComputedCost(Predictor):
         return Prediction(cost, cost, np.ones(len(batch), dtype=bool))
 
 
+class CurrentSizeOnly(Predictor):
+    """``inner``'s predictions, vouched for only at the current CPU size.
+
+    The explicit estimate is calibrated on the pods as they run; how it scales to another CPU
+    size (a pod ``k`` times the cores taken as ``k`` times as fast per request) is an
+    assumption it never observed. A workload whose requests each use one core, or whose rate
+    grows slower than its cores, is served no faster per request by a bigger pod, and the
+    whole workload moved there on that assumption stays where it landed (the learned model then
+    knows only that size). So, as for another device or node pool, candidates of another size
+    are still predicted but marked unsupported: reached by exploration (a trial while every
+    objective holds, or when no known configuration is feasible), not chosen as known."""
+
+    def __init__(self, inner: Predictor, cpu: float) -> None:
+        self.inner = inner
+        self.cpu = cpu
+        self.kind = inner.kind
+
+    def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
+        p = self.inner.predict(batch, rate)
+        return Prediction(p.mean, p.bound, p.supported & (batch.cpu == self.cpu))
+
+
 @dataclass
 class PredictorMemory:
     """What choosing predictors remembers of an intent: the online explicit estimate and,
@@ -79,7 +101,8 @@ class PredictorSource:
         """Per objective the best predictor available; objectives with none are left out.
         Updates ``mem`` (the caller's working copy of the intent's memory)."""
         mem.estimate = est = updated_estimate(ctx, mem.estimate)
-        out: dict[str, Predictor] = explicit_predictors(ctx, est) if est is not None else {}
+        out: dict[str, Predictor] = {} if est is None else {
+            n: CurrentSizeOnly(p, ctx.config.cpu) for n, p in explicit_predictors(ctx, est).items()}
         latency_model = None
         mix = expected_mix(ctx.workload, ctx.snapshot)
         for o in ctx.intent.spec.objectives:
