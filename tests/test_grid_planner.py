@@ -146,6 +146,18 @@ def test_a_pod_that_cannot_be_scheduled_does_not_hold_a_scale_in_back() -> None:
     assert by["replicas"].params["replicas"] == plan.target.replicas
 
 
+def test_pods_of_a_scale_out_still_starting_hold_a_scale_in_back() -> None:
+    """The same workload with its 20th pod scheduled and starting: the scale-out in flight
+    is let finish before a scale-in."""
+    ctx = context(replicas=20, rate=446.0 * 0.7, cpu_sizes=(1.0,))
+    pods = (*ctx.workload.pods[:19], PodState("p19", "n0", 1.0, ready=False))
+    wl = replace(ctx.workload, pods=pods)
+    ctx = replace(ctx, workload=wl, snapshot=replace(ctx.snapshot, workloads={"ns/w": wl}))
+    plan = planner_with(TrueLatency()).plan(ctx)
+    assert "scale-in waits for the rollout" in plan.reason
+    assert all(a.params.get("replicas", 20) >= 20 for a in plan.actions)
+
+
 def _rolling(new_ready: int, new_starting: int, new_pending: int) -> PlanningContext:
     """20 x 1 cpu configured at a load 8 pods carry, while 15 ready 2-cpu pods of the shape
     before are still there."""

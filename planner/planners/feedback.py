@@ -90,16 +90,17 @@ def shape_rollout(ctx: PlanningContext) -> bool:
                for cpu, device, pool, _, _ in ctx.workload.pod_counts)
 
 
-def rollout_starting(ctx: PlanningContext) -> bool:
-    """A shape change is rolling out and making progress: pods of another shape are still
-    there and some pod of the configured shape is scheduled and starting. (New pods that
-    cannot be scheduled beside the old ones are no progress: a Deployment removes an old pod
-    only once a new one is ready, so in a full cluster that rollout waits for ever.)"""
+def pods_starting(ctx: PlanningContext) -> bool:
+    """Some pod of the configured shape is scheduled and starting: a scale-out or a shape
+    change in flight that waiting lets finish. Pods that cannot be scheduled are not counted:
+    a Deployment removes them first on a scale-in, and one pod in a full cluster (or a
+    rollout whose old pods hold the room its new ones need: the old ones leave only once new
+    ones are ready) would otherwise be waited for for ever."""
     cfg = ctx.config
-    return shape_rollout(ctx) and any(
-        scheduled and not ready and cpu == cfg.cpu and device == cfg.device
+    return any(
+        n and scheduled and not ready and cpu == cfg.cpu and device == cfg.device
         and (cfg.pool is None or pool == cfg.pool)
-        for (cpu, device, pool, scheduled, ready), n in ctx.workload.pod_counts.items() if n)
+        for (cpu, device, pool, scheduled, ready), n in ctx.workload.pod_counts.items())
 
 
 def rollout_in_progress(ctx: PlanningContext) -> bool:

@@ -400,13 +400,11 @@ class GridPlanner(Planner):
             acts = [a for a in steps_towards(ctx, target) if a.actuator != scaler.name]
             return target, "", [*acts, scaler.finish_rollout(ctx.workload.key, cur,
                                                                target.replicas)]
-        if target.replicas < cur.replicas and feedback.rollout_starting(ctx):
-            # Pods of an earlier shape change are still starting: the old ones leave as the
-            # new ones become ready, so removing replicas now takes capacity twice. Only
-            # then: a Deployment removes its unscheduled and not-ready pods first, so pods of
-            # the current shape that cannot be scheduled (one pod in a full cluster, or a
-            # rollout whose old pods hold the room its new ones need) would otherwise hold
-            # every scale-in back for good.
+        if target.replicas < cur.replicas and feedback.pods_starting(ctx):
+            # Pods are starting: after a shape change the old ones leave as the new ones
+            # become ready, so removing replicas now takes capacity twice; after a scale-out
+            # the new pods are on their way. Pods that cannot be scheduled hold nothing back
+            # (:func:`feedback.pods_starting`).
             step = target.with_(replicas=cur.replicas)
             return step, "scale-in waits for the rollout", steps_towards(ctx, step)
         acts = steps_towards(ctx, target)
