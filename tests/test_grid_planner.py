@@ -21,7 +21,7 @@ from planner.domain.state import ClusterSnapshot, NodeState, PodState, WorkloadC
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
 from planner.planners.base import PlanningContext
 from planner.planners.feedback import EXPLORE_GAIN
-from planner.planners.grid import GridPlanner, shape_axes
+from planner.planners.grid import SCALE_IN_MARGIN, GridPlanner, shape_axes
 from simulator.characterize import characterize
 from simulator.runner import ScenarioRun
 from simulator.scenario import load_scenario
@@ -140,7 +140,7 @@ def test_a_pod_that_cannot_be_scheduled_does_not_hold_a_scale_in_back() -> None:
     wl = replace(ctx.workload, pods=pods)
     ctx = replace(ctx, workload=wl, snapshot=replace(ctx.snapshot, workloads={"ns/w": wl}))
     plan = planner_with(TrueLatency()).plan(ctx)
-    assert plan.target.replicas == _fewest_holding(446.0 * 0.7 * (1 + 0.05))
+    assert plan.target.replicas == _fewest_holding(446.0 * 0.7 * (1 + SCALE_IN_MARGIN))
     assert "waits for the rollout" not in plan.reason
     by = {a.actuator: a for a in plan.actions}
     assert by["replicas"].params["replicas"] == plan.target.replicas
@@ -183,7 +183,7 @@ def test_a_rollout_whose_new_pods_cannot_be_scheduled_does_not_hold_a_scale_in_b
     pending pods and the old ones beyond the new count)."""
     plan = planner_with(TrueLatency()).plan(_rolling(5, 0, 15))
     assert "waits for the rollout" not in plan.reason
-    assert plan.target.replicas == _fewest_holding(446.0 * 0.7 * (1 + 0.05))
+    assert plan.target.replicas == _fewest_holding(446.0 * 0.7 * (1 + SCALE_IN_MARGIN))
 
 
 @on_shared_run(SHOP)
@@ -516,8 +516,6 @@ def test_scale_in_goes_to_the_fewest_replicas_that_hold_at_the_load_margin() -> 
     planner scales in from 40 to the fewest that do (11), not staying at 40 because the very
     cheapest is marginal (with tens of pods one pod is less than the margin, so the cheapest
     is nearly always marginal)."""
-    from planner.planners.grid import SCALE_IN_MARGIN
-
     rate = 446.0
     fewest, holding = _fewest_holding(rate), _fewest_holding(rate * (1 + SCALE_IN_MARGIN))
     assert fewest < holding < 40

@@ -107,6 +107,12 @@ def scheduled_running(workload: WorkloadState, cfg: WorkloadConfig, ready: bool 
                if on_node and (is_ready or not ready) and _is_shape(cpu, device, pool, cfg))
 
 
+def starting(workload: WorkloadState, cfg: WorkloadConfig) -> bool:
+    """Some pod of ``cfg``'s shape is on a node and not ready yet: starting. (A pod waiting
+    for room is not: it makes no progress.)"""
+    return scheduled_running(workload, cfg) > scheduled_running(workload, cfg, ready=True)
+
+
 def added_pods(workload: WorkloadState, plan: Plan) -> int:
     """Pods of the plan's target shape it needs beyond those scheduled now."""
     return _added(workload, plan.target)

@@ -81,35 +81,16 @@ def unobserved_shapes(batch: CandidateBatch, supported: NDArray[np.bool_]) -> ND
     return out
 
 
-def shape_rollout(ctx: PlanningContext) -> bool:
-    """Pods of another shape than the configured one are still there (a CPU size, device or
-    pool change is rolling out: its old pods leave as the new ones become ready)."""
-    cfg = ctx.config
-    return any(cpu != cfg.cpu or device != cfg.device
-               or (cfg.pool is not None and pool is not None and pool != cfg.pool)
-               for cpu, device, pool, _, _ in ctx.workload.pod_counts)
-
-
-def pods_starting(ctx: PlanningContext) -> bool:
-    """Some pod of the configured shape is scheduled and starting: a scale-out or a shape
-    change in flight that waiting lets finish. Pods that cannot be scheduled are not counted:
-    a Deployment removes them first on a scale-in, and one pod in a full cluster (or a
-    rollout whose old pods hold the room its new ones need: the old ones leave only once new
-    ones are ready) would otherwise be waited for for ever."""
-    cfg = ctx.config
-    return any(
-        n and scheduled and not ready and cpu == cfg.cpu and device == cfg.device
-        and (cfg.pool is None or pool == cfg.pool)
-        for (cpu, device, pool, scheduled, ready), n in ctx.workload.pod_counts.items())
-
-
 def rollout_in_progress(ctx: PlanningContext) -> bool:
     """Pods of another shape still serve, or not every pod is ready yet."""
     cfg = ctx.config
     pods = ctx.workload.pods
     if not pods:
         return False
-    return shape_rollout(ctx) or ctx.workload.ready_replicas < min(cfg.replicas, len(pods))
+    stale = any(cpu != cfg.cpu or device != cfg.device
+                or (cfg.pool is not None and pool is not None and pool != cfg.pool)
+                for cpu, device, pool, _, _ in ctx.workload.pod_counts)
+    return stale or ctx.workload.ready_replicas < min(cfg.replicas, len(pods))
 
 
 @dataclass

@@ -48,7 +48,7 @@ from planner.domain.plan import Action, Plan, ReasonPart
 from planner.domain.state import WorkloadConfig
 from planner.models.forecast import Forecast, LoadForecast
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
-from planner.planners import canary, fallback, feedback, plan_details
+from planner.planners import canary, capacity, fallback, feedback, plan_details
 from planner.planners.base import (
     Planner,
     PlanningContext,
@@ -400,11 +400,13 @@ class GridPlanner(Planner):
             acts = [a for a in steps_towards(ctx, target) if a.actuator != scaler.name]
             return target, "", [*acts, scaler.finish_rollout(ctx.workload.key, cur,
                                                                target.replicas)]
-        if target.replicas < cur.replicas and feedback.pods_starting(ctx):
+        if target.replicas < cur.replicas and capacity.starting(ctx.workload, cur):
             # Pods are starting: after a shape change the old ones leave as the new ones
             # become ready, so removing replicas now takes capacity twice; after a scale-out
-            # the new pods are on their way. Pods that cannot be scheduled hold nothing back
-            # (:func:`feedback.pods_starting`).
+            # the new pods are on their way. Pods waiting for room hold nothing back: a
+            # Deployment removes them first on a scale-in, and one pod in a full cluster (or
+            # a rollout whose old pods hold the room its new ones need: old pods leave only
+            # once new ones are ready) would otherwise be waited for for ever.
             step = target.with_(replicas=cur.replicas)
             return step, "scale-in waits for the rollout", steps_towards(ctx, step)
         acts = steps_towards(ctx, target)

@@ -174,8 +174,7 @@ def _stuck(ctx: PlanningContext, obs: Observation, watch: Watch) -> bool:
         watch.previous = watch.shape
         watch.shape, watch.progress, watch.since = shape, mine, ctx.now
         return False
-    starting = mine > capacity.scheduled_running(ctx.workload, cfg, ready=True)
-    if mine > watch.progress or obs.unscheduled == 0 or starting:
+    if mine > watch.progress or obs.unscheduled == 0 or capacity.starting(ctx.workload, cfg):
         watch.progress, watch.since = mine, ctx.now
         return False
     return ctx.now - watch.since >= STUCK_CYCLES * ctx.admin.cycle_s - 1e-9
