@@ -130,6 +130,12 @@ def test_no_scale_in_while_pods_are_replaced() -> None:
     assert "replicas" not in by or by["replicas"].params["replicas"] >= 12
 
 
+def _with_pods(ctx: PlanningContext, pods: tuple[PodState, ...]) -> PlanningContext:
+    """``ctx`` with the workload's pods replaced (in the snapshot too)."""
+    wl = replace(ctx.workload, pods=pods)
+    return replace(ctx, workload=wl, snapshot=replace(ctx.snapshot, workloads={"ns/w": wl}))
+
+
 def test_a_pod_that_cannot_be_scheduled_does_not_hold_a_scale_in_back() -> None:
     """20 x 1 cpu, one of them unschedulable (no node has room), at a load 8 pods carry: the
     planner scales in. Only a shape change's old pods hold a scale-in back (they leave as the
@@ -137,8 +143,7 @@ def test_a_pod_that_cannot_be_scheduled_does_not_hold_a_scale_in_back() -> None:
     the current shape is no reason to wait, and waiting for it would wait for ever."""
     ctx = context(replicas=20, rate=446.0 * 0.7, cpu_sizes=(1.0,))
     pods = (*ctx.workload.pods[:19], PodState("p19", None, 1.0, ready=False))
-    wl = replace(ctx.workload, pods=pods)
-    ctx = replace(ctx, workload=wl, snapshot=replace(ctx.snapshot, workloads={"ns/w": wl}))
+    ctx = _with_pods(ctx, pods)
     plan = planner_with(TrueLatency()).plan(ctx)
     assert plan.target.replicas == _fewest_holding(446.0 * 0.7 * (1 + SCALE_IN_MARGIN))
     assert "waits for the rollout" not in plan.reason
@@ -151,8 +156,7 @@ def test_pods_of_a_scale_out_still_starting_hold_a_scale_in_back() -> None:
     is let finish before a scale-in."""
     ctx = context(replicas=20, rate=446.0 * 0.7, cpu_sizes=(1.0,))
     pods = (*ctx.workload.pods[:19], PodState("p19", "n0", 1.0, ready=False))
-    wl = replace(ctx.workload, pods=pods)
-    ctx = replace(ctx, workload=wl, snapshot=replace(ctx.snapshot, workloads={"ns/w": wl}))
+    ctx = _with_pods(ctx, pods)
     plan = planner_with(TrueLatency()).plan(ctx)
     assert "scale-in waits for the rollout" in plan.reason
     assert all(a.params.get("replicas", 20) >= 20 for a in plan.actions)
@@ -166,8 +170,7 @@ def _rolling(new_ready: int, new_starting: int, new_pending: int) -> PlanningCon
             *(PodState(f"r{i}", "n0", 1.0) for i in range(new_ready)),
             *(PodState(f"s{i}", "n0", 1.0, ready=False) for i in range(new_starting)),
             *(PodState(f"p{i}", None, 1.0, ready=False) for i in range(new_pending)))
-    wl = replace(ctx.workload, pods=pods)
-    return replace(ctx, workload=wl, snapshot=replace(ctx.snapshot, workloads={"ns/w": wl}))
+    return _with_pods(ctx, pods)
 
 
 def test_a_shape_change_holds_its_old_pods_while_new_ones_start() -> None:
