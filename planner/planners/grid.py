@@ -42,7 +42,6 @@ import optuna
 from numpy.typing import NDArray
 
 from actuators.canary import CanaryActuator
-from actuators.replicas import ReplicasActuator
 from planner.domain.intents import KPIType, objective_met
 from planner.domain.plan import Action, Plan, ReasonPart
 from planner.domain.state import WorkloadConfig
@@ -54,6 +53,7 @@ from planner.planners.base import (
     PlanningContext,
     ShapeOption,
     clip_target,
+    scaler_of,
     steps_towards,
 )
 from planner.planners.canary import place_of
@@ -391,8 +391,8 @@ class GridPlanner(Planner):
         :meth:`actuators.replicas.ReplicasActuator.finish_rollout` says.
         """
         cur = ctx.config
-        scaler = ctx.actuators.get("replicas")
-        if (covered and isinstance(scaler, ReplicasActuator) and target.replicas < cur.replicas
+        scaler = scaler_of(ctx)
+        if (covered and scaler is not None and target.replicas < cur.replicas
                 and place_of(target) == place_of(cur)
                 and canary.ready_of(ctx, target) >= target.replicas):
             # Enough pods of the new shape are ready: the old ones leave at once (gradually,
