@@ -300,6 +300,49 @@ def test_a_stuck_rollback_is_not_undone_in_turn(pending: int, ready: int) -> Non
     assert plan.target.replicas == ready                      # what a can hold: no Pending
 
 
+def _stuck_move(old: int, new_ready: int, pending: int, wanted: int, p95: float,
+                mem: dict[str, Any]) -> tuple[Plan, dict[str, Any]]:
+    """The move to the full pool ``b`` made no progress for :data:`safety.STUCK_CYCLES`
+    cycles while the plan asks for ``wanted`` pods of it; the guarded plan of the cycle that
+    finds it stuck."""
+    ctx = _unpinned(old, 985.0)
+    _, mem = safety.guard(ctx, Plan("ns/w", "any", ctx.config, ctx.config), mem)
+    for cycle in range(safety.STUCK_CYCLES + 1):
+        ctx = replace(_move(old, new_ready, 0, pending, 1000.0 + 15.0 * cycle),
+                      current={"p95": p95})
+        plan, mem = safety.guard(ctx, Plan("ns/w", "any", ctx.config,
+                                           ctx.config.with_(replicas=wanted)), mem)
+    return plan, mem
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 8), st.integers(1, 8), st.integers(1, 8), st.data())
+def test_a_stuck_rollout_whose_ready_pods_hold_the_plan_is_finished_not_rolled_back(
+        old: int, new_ready: int, pending: int, data: st.DataObject) -> None:
+    # gen-306: the move to a faster pool had 24 of its 30 pods ready and the plan wanted 8 of
+    # them; 6 never got room, and the rollout was rolled back, back to a pool where p50 could
+    # not be met, for the hour of the veto.
+    wanted = data.draw(st.integers(1, new_ready))
+    plan, mem = _stuck_move(old, new_ready, pending, wanted, 50.0, {})
+    assert plan.target == WorkloadConfig(new_ready, 1.0, "cpu", "b"), plan.reason
+    assert "cannot progress" in plan.reason
+    moves = [a for a in plan.actions if a.actuator == "replicas"]
+    # One step to the ready pods, whatever the admin's max step: a rollout finishing.
+    assert [a.params["replicas"] for a in moves] == [new_ready]
+    assert not mem["vetoed"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 8), st.integers(1, 8), st.integers(1, 8), st.booleans())
+def test_a_stuck_rollout_is_rolled_back_when_its_ready_pods_do_not_hold_the_plan(
+        old: int, new_ready: int, pending: int, violated: bool) -> None:
+    # Violated (no scale-in then), or the plan wants more pods of b than are ready.
+    wanted = new_ready if violated else new_ready + 1
+    plan, mem = _stuck_move(old, new_ready, pending, wanted, 150.0 if violated else 50.0, {})
+    assert plan.target.pool is None and "stuck" in plan.reason, plan.reason
+    assert mem["vetoed"]
+
+
 def test_a_slow_rollout_that_progresses_is_not_rolled_back() -> None:
     """New pods take longer to start than STUCK_CYCLES cycles, and only one fits at a time:
     each one that becomes ready frees room for the next. Never stuck."""

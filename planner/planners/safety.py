@@ -215,7 +215,7 @@ def guard(ctx: PlanningContext, plan: Plan, memory: Memory,
     if fitted:
         # Its own kind: the controller plans competing intents together when one is capped.
         parts.append(ReasonPart("capacity", "; ".join(fitted)))
-    if target == plan.target:
+    if target == plan.target and mode != "finish":
         return _with_parts(plan, parts), watch.as_memory()
     # Actions that turn no knob of the workload (a canary beside it) stay as planned.
     scaler = scaler_of(ctx)
