@@ -19,14 +19,15 @@ the order they are applied to a plan's target:
 4. **A rollout that makes no progress is finished or undone.** When some desired pod stays
    unscheduled, no pod of the new shape is starting and none more got scheduled for
    :data:`STUCK_CYCLES` cycles: if the plan keeps the shape, nothing is observed violated and
-   the pods of the shape already ready hold the plan's replicas, the rollout is re-targeted to
-   those ready pods (the replicas drop to them at once, as a finished rollout's do: the old
-   pods and the waiting ones leave); otherwise a shape change (CPU size, device, pool) is
-   rolled back to the shape before it, and that shape change is not tried again for
-   :data:`VETO_S`; a scale-out is re-targeted to what fits (rule 3). A rollback that is
-   stuck too (its shape was rolled back from before) is not undone in turn: the shape more
-   scheduled pods run stays, capped by rule 3 (two shapes that both do not fit would
-   otherwise alternate for as long as the vetoes last).
+   the pods of the shape already ready hold the plan's replicas, or the measured load of all the
+   pods serving at the proportional rule's target (rule 1's, HPA's), the rollout is re-targeted
+   to those ready pods (the replicas drop to them at once, as a finished rollout's do: the old
+   pods and the waiting ones leave); otherwise a shape change (CPU size, device, pool) is rolled
+   back to the shape before it, and that shape change is not tried again for :data:`VETO_S`; a
+   scale-out is re-targeted to what fits (rule 3). A rollback that is stuck too (its shape was
+   rolled back from before) is not undone in turn: the shape more scheduled pods run stays,
+   capped by rule 3 (two shapes that both do not fit would otherwise alternate for as long as
+   the vetoes last).
 5. **No false claim.** A plan never says the objectives are met while one is observed
    violated: such reason parts are replaced by what is observed.
 
@@ -255,11 +256,19 @@ def _shape_rules(ctx: PlanningContext, obs: Observation, watch: Watch,
         # without room are what the count holds beyond them. (Counting the shape's ready
         # pods instead would count old pods that happen to run on the new pool's nodes.)
         ready = cur.replicas - obs.unscheduled
-        if 0 < target.replicas <= ready < cur.replicas:
+        # What holds: the plan's count, or, measured, the load of every pod serving now at
+        # the proportional rule's target utilisation (the rule HPA scales in by).
+        load = (math.ceil(obs.ready * obs.utilization / PROPORTIONAL_TARGET - 1e-9)
+                if obs.utilization is not None and obs.ready > 0 else None)
+        holds = (f"the plan's {target.replicas}" if 0 < target.replicas <= ready else
+                 f"the load of {obs.ready} pod(s) at {obs.utilization:.0%} CPU"
+                 if load is not None and obs.utilization is not None and load <= ready
+                 else None)
+        if holds is not None and 0 < ready < cur.replicas:
             why.append(f"rollout to {_shape(cur)} cannot progress ({obs.unscheduled} pod(s) "
                        f"unscheduled, none starting, for {ctx.now - watch.since:.0f} s): "
-                       f"finished at its {ready} ready pod(s), which hold the plan's "
-                       f"{target.replicas}; the old and the waiting pods leave")
+                       f"finished at its {ready} ready pod(s), which hold {holds}; the old "
+                       "and the waiting pods leave")
             return cur.with_(replicas=ready), why, "finish"
     back = _running_shape(ctx, watch) if stuck or watch.vetoes(cur) else None
     if back is not None and watch.vetoes(back):
