@@ -636,6 +636,40 @@ def test_the_current_configuration_is_judged_from_its_row_of_the_grid(
     assert np.array_equal(unscored.score, alone.score)
 
 
+def test_the_configuration_holding_at_the_margin_is_judged_from_its_row_of_the_search(
+        ) -> None:
+    """The replica count that holds at the load margin, scored at the planned load: judged
+    from the search's row it is what scoring it on its own gives, without asking the model
+    again (only the search at the margin asks); without that row it is predicted on its own."""
+    from planner.planners.grid import Inputs
+    from planner.planners.search_space import space_for
+
+    rate = 446.0
+    ctx = context(replicas=40, rate=rate, cpu_sizes=(1.0,))
+    pred = Counting()
+    planner = GridPlanner()
+    inp = Inputs({"p95": pred}, 0.0)
+    space = space_for(ctx)
+    scored, _ = planner._search(ctx, space, rate, inp)
+    cheapest = WorkloadConfig(_fewest_holding(rate), 1.0)
+    asked = len(pred.calls)
+    held, i = planner._holding(ctx, space, rate, inp, cheapest, scored)
+    assert len(pred.calls) == asked + 1                  # the search at the margin alone
+    assert i == 0
+    assert held.batch.config(0) == WorkloadConfig(_fewest_holding(rate * (1 + SCALE_IN_MARGIN)),
+                                                  1.0)
+    alone = planner.score(ctx, CandidateBatch.of([held.batch.config(0)]), rate, inp)
+    for field in ("cost", "feasible", "supported", "excess", "score"):
+        assert np.array_equal(getattr(held, field), getattr(alone, field)), field
+    assert np.array_equal(held.predictions["p95"].bound, alone.predictions["p95"].bound)
+    assert np.array_equal(held.predictions["p95"].mean, alone.predictions["p95"].mean)
+    other = planner.score(ctx, CandidateBatch.of([cheapest]), rate, inp)
+    asked = len(pred.calls)
+    unscored, _ = planner._holding(ctx, space, rate, inp, cheapest, other)
+    assert len(pred.calls) == asked + 2                  # the search, then on its own
+    assert np.array_equal(unscored.score, alone.score)
+
+
 def test_the_explicit_estimate_alone_does_not_move_the_workload_to_another_cpu_size() -> None:
     """With no learned model, the estimate (calibrated on the 1-cpu pods as they run) takes a
     4-cpu pod as four times as fast per request and predicts 4-cpu pods cheaper; that is an

@@ -237,3 +237,90 @@ def test_the_single_queue_quantile_is_the_old_one(case: Any, iterations: int,
         want = _old_newton(q, terms, iterations)
         got = sojourn._newton(q, terms, iterations)
     assert same(got, want), (got, want)
+
+
+# -- the latency model's batches as the grid planner asks them: hundreds of replica counts of
+# one shape, so every row has the same node classes present (some classes absent from the
+# whole call), many rows saturated; each parameter vector a block of rows
+@st.composite
+def planner_batches(draw: Any) -> tuple[float, FloatArray, FloatArray, FloatArray, FloatArray]:
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    k = draw(st.integers(2, 10))
+    m = draw(st.sampled_from((1, 3, 9)))
+    reps = np.arange(1.0, draw(st.integers(2, 400)) + 1.0)
+    n = len(reps)
+    mix = rng.dirichlet(np.ones(k)) * (rng.random(k) < draw(st.sampled_from((0.3, 0.7, 1.0))))
+    if not mix.any():
+        mix[rng.integers(0, k)] = 1.0
+    pull = np.exp(rng.uniform(-2.5, 2.5, (m, 1, k)) * rng.uniform(0, 1, (m, 1, 1)))
+    fp = mix[None, None, :] * pull
+    norm = fp.sum(axis=2)
+    rate = np.exp(rng.uniform(math.log(1.0), math.log(5e4)))
+    lam = (rate / reps[None, :] / norm)[:, :, None] * pull
+    weight = np.broadcast_to(fp / norm[:, :, None], (m, n, k)).copy()
+    mu = np.exp(rng.uniform(math.log(1.0), math.log(2e3), (m, 1, 1))) * pull ** rng.uniform(
+        0.0, 1.0) * np.ones((1, n, 1))
+    cpu = draw(st.sampled_from((1.0, 2.0, 4.0, 0.5)))
+    c = np.broadcast_to(np.array([max(1.0, math.floor(cpu))]), (m * n, k))
+    shape = (m * n, k)
+    lam, mu, weight = lam.reshape(shape), mu.reshape(shape), weight.reshape(shape)
+    if draw(st.booleans()):
+        for _ in range(draw(st.integers(1, 4))):
+            a = draw(st.sampled_from((lam, mu, weight)))
+            a[rng.integers(0, m * n), rng.integers(0, k)] = draw(st.sampled_from(ODD))
+    q = draw(st.sampled_from((0.5, 0.9, 0.95, 0.99)))
+    return q, lam, mu, c, weight
+
+
+@settings(max_examples=300, deadline=None)
+@given(planner_batches())
+def test_the_mixture_quantile_of_planner_batches_is_the_old_one(case: Any) -> None:
+    """Saturated rows answered ``inf`` unsolved, classes absent from every row left out of the
+    solve, settled Newton iterates set aside: exactly the old numbers on batches shaped like
+    the grid planner's (and with an odd value here and there)."""
+    q, lam, mu, c, w = case
+    with np.errstate(all="ignore"):
+        want = old_mixture_sojourn_quantile(q, lam, mu, c, w)
+        got = mixture_sojourn_quantile(q, lam, mu, c, w)
+    assert same(got, want), (got, want)
+
+
+@settings(max_examples=300, deadline=None)
+@given(mixture_inputs(), st.integers(0, 9), st.booleans())
+def test_newton_with_settled_iterates_set_aside_is_the_old_one(case: Any, iterations: int,
+                                                                broadcast: bool) -> None:
+    """Setting aside the iterates that stopped changing, on every call however small: the
+    old iterates exactly, for any number of steps, broadcast inputs included; and so the
+    mixture's."""
+    q, lam, mu, c, w = case
+    if broadcast:
+        mu, c = mu[:1, :1], c[:1, :1]
+    old_min = sojourn.SETTLE_MIN
+    sojourn.SETTLE_MIN = 0
+    try:
+        with np.errstate(all="ignore"):
+            terms = sojourn._survival_terms(lam, mu, c)
+            assert same(sojourn._newton(q, terms, iterations),
+                        _old_newton(q, terms, iterations))
+            if not broadcast:
+                assert same(mixture_sojourn_quantile(q, lam, mu, c, w),
+                            old_mixture_sojourn_quantile(q, lam, mu, c, w))
+    finally:
+        sojourn.SETTLE_MIN = old_min
+
+
+def test_absent_classes_out_of_range_still_enter_the_mixture() -> None:
+    """A class absent from every row but with inputs out of range (here a NaN service rate:
+    its terms are NaN, and ``0 * NaN`` makes the old mixture NaN) is solved with the others,
+    so the answer stays the old one; in range, it is left out and the answer is the same."""
+    rng = np.random.default_rng(7)
+    n, k = 50, 3
+    mu = rng.uniform(50.0, 100.0, (n, k))
+    lam = mu * rng.uniform(0.1, 0.9, (n, k))
+    c = np.ones((n, k))
+    w = np.column_stack([np.full(n, 0.4), np.zeros(n), np.full(n, 0.6)])
+    for odd in (np.nan, np.inf, 0.0, 75.0):
+        mu[:, 1] = odd
+        with np.errstate(all="ignore"):
+            assert same(mixture_sojourn_quantile(0.95, lam, mu, c, w),
+                        old_mixture_sojourn_quantile(0.95, lam, mu, c, w)), odd

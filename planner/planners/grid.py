@@ -329,13 +329,14 @@ class GridPlanner(Planner):
         return self._study(ctx, space, rate, inp)
 
     def _holding(self, ctx: PlanningContext, space: SearchSpace, rate: float, inp: Inputs,
-                 cheapest: WorkloadConfig) -> tuple[Scored, int]:
+                 cheapest: WorkloadConfig, scored: Scored) -> tuple[Scored, int]:
         """The configuration of ``cheapest``'s shape (CPU size, device, pool) that the search
         picks at :data:`SCALE_IN_MARGIN` more load than ``rate`` (the best-scored feasible
         replica count, by the method ``space``'s size calls for), scored at ``rate``; index -1
         when none is feasible there. Only the shape's candidates are searched and only the
         replica count changes: the margin is a margin in load, and another shape would restart
-        pods for it."""
+        pods for it. ``scored``: the search's candidates at ``rate``, where the chosen one is
+        looked up before it is predicted again (:meth:`_row_of`)."""
         only = SearchSpace(space.replicas, (cheapest.cpu,), (cheapest.device,),
                            (cheapest.pool,))
         # The method of the whole space (so the same candidates are compared), short of a
@@ -346,22 +347,29 @@ class GridPlanner(Planner):
         if not ok.any():
             return wider, -1
         i = int(np.flatnonzero(ok)[np.argmin(wider.score[ok])])
-        return self.score(ctx, CandidateBatch.of([wider.batch.config(i)]), rate, inp), 0
+        return self._row_of(ctx, scored, wider.batch.config(i), rate, inp), 0
 
     def _current(self, ctx: PlanningContext, scored: Scored, rate: float,
                  inp: Inputs) -> Scored:
         """The current configuration scored with its objectives' tolerance: from its row of
         ``scored`` when the search scored it (a candidate's prediction depends on its own row
         only), else predicted on its own."""
-        cfg = ctx.config
+        return self._row_of(ctx, scored, ctx.config, rate, inp, slack=1.0)
+
+    def _row_of(self, ctx: PlanningContext, scored: Scored, cfg: WorkloadConfig, rate: float,
+                inp: Inputs, slack: float = 0.0) -> Scored:
+        """``cfg`` scored at ``rate`` (as :meth:`score` with ``slack``): judged from its row
+        of ``scored`` (scored at ``rate`` with ``inp``) when that has it (a candidate's
+        prediction depends on its own row only), else predicted on its own."""
         batch = CandidateBatch.of([cfg])
         rows = np.flatnonzero((scored.batch.replicas == cfg.replicas)
                               & feedback.shape_mask(scored.batch, feedback.shape_of(cfg)))
         if rows.size == 0:
-            return self.score(ctx, batch, rate, inp, slack=1.0)
+            return self.score(ctx, batch, rate, inp, slack=slack)
         i = slice(int(rows[0]), int(rows[0]) + 1)
         return self._judge(ctx, batch, {n: Prediction(p.mean[i], p.bound[i], p.supported[i])
-                                        for n, p in scored.predictions.items()}, inp, slack=1.0)
+                                        for n, p in scored.predictions.items()}, inp,
+                           slack=slack)
 
     def _feasibility(self, ctx: PlanningContext, batch: CandidateBatch, rate: float,
                      inp: Inputs) -> tuple[NDArray[np.bool_], NDArray[np.bool_],
@@ -583,7 +591,7 @@ class GridPlanner(Planner):
             # an exploratory probe is not replaced.
             idx = -1
             if probe is None and not exploratory:
-                scored, idx = self._holding(ctx, space, rate, inp, best)
+                scored, idx = self._holding(ctx, space, rate, inp, best, scored)
                 if idx >= 0:
                     best = scored.batch.config(idx)
         if keep_current and (idx < 0 or scored.score[idx] > current.score[0] * (1 - HYSTERESIS)):
