@@ -65,7 +65,7 @@ class ReplicasActuator(Actuator):
         scale-down cooldown do not apply)."""
         b = self.admin.replicas
         want = min(b.max, max(b.min, replicas))
-        return Action("replicas", workload, {"replicas": want, "from": current.replicas},
+        return Action(self.name, workload, {"replicas": want, "from": current.replicas},
                       f"rollout finished: {current.replicas} -> {want}, the old pods leave")
 
     def apply(self, action: Action, backend: ClusterBackend) -> None:

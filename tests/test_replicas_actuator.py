@@ -73,3 +73,14 @@ def test_registry_rejects_unknown_actuator() -> None:
         assert exc.field == "actuators" and "replicas" in exc.fix
     else:
         raise AssertionError("unknown actuator accepted")
+
+
+def test_a_finished_rollout_is_applied_by_the_actuator_that_made_it() -> None:
+    # remove-pod is a drop-in for replicas: its finish action must name remove-pod, the
+    # actuator the controller has enabled, not replicas.
+    admin = AdminConfig(actuators=("remove-pod",), replicas=ReplicaBounds(max=50, max_step=2))
+    acts = registry.create(admin.actuators, admin)
+    [act] = [a for a in acts.values() if isinstance(a, ReplicasActuator)]
+    a = act.finish_rollout("ns/w", WorkloadConfig(30), 24)
+    assert a.actuator == "remove-pod" and a.actuator in acts
+    assert a.params == {"replicas": 24, "from": 30}          # no max step: a rollout ending

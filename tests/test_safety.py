@@ -203,9 +203,10 @@ def test_a_baseline_is_left_as_it_is(w: World) -> None:
 
 # ---------------------------------------------------------------------- histories
 def _move(ready_old: int, new_ready: int, new_starting: int, pending: int,
-          now: float) -> PlanningContext:
+          now: float, util: float = 0.5) -> PlanningContext:
     """A workload asked to move from pool ``a`` to pool ``b``: old pods serving in ``a``, new
-    ones ready or starting in ``b`` and the rest Pending (``b`` is full)."""
+    ones ready or starting in ``b`` and the rest Pending (``b`` is full); the pods ``util``
+    busy."""
     replicas = new_ready + new_starting + pending
     cfg = WorkloadConfig(max(replicas, 1), 1.0, "cpu", "b")
     pods = ([PodState(f"old-{i}", "a0", 1.0, "cpu", True, pool="a") for i in range(ready_old)]
@@ -213,7 +214,7 @@ def _move(ready_old: int, new_ready: int, new_starting: int, pending: int,
             + [PodState(f"start-{i}", "b0", 1.0, "cpu", False, pool="b")
                for i in range(new_starting)]
             + [PodState(f"pend-{i}", None, 1.0, "cpu", False) for i in range(pending)])
-    wl = WorkloadState("ns", "w", cfg, tuple(pods), request_rate=50.0, cpu_utilization=0.5)
+    wl = WorkloadState("ns", "w", cfg, tuple(pods), request_rate=50.0, cpu_utilization=util)
     nodes = (NodeState("a0", "a", "eu", 16.0, float(ready_old)),
              NodeState("b0", "b", "eu", float(new_ready + new_starting),
                        float(new_ready + new_starting)))
@@ -225,11 +226,11 @@ def _move(ready_old: int, new_ready: int, new_starting: int, pending: int,
                            now)
 
 
-def _unpinned(ready: int, now: float) -> PlanningContext:
+def _unpinned(ready: int, now: float, util: float = 0.5) -> PlanningContext:
     ctx = _move(ready, 0, 0, 0, now)
     cfg = WorkloadConfig(ready, 1.0, "cpu", None)
     wl = WorkloadState("ns", "w", cfg, ctx.workload.pods, request_rate=50.0,
-                       cpu_utilization=0.5)
+                       cpu_utilization=util)
     return replace(ctx, workload=wl, snapshot=ClusterSnapshot(now, ctx.snapshot.nodes,
                                                               {"ns/w": wl}))
 
@@ -266,12 +267,13 @@ def test_a_rollout_without_progress_is_rolled_back_then_not_retried(pending: int
 
 def _stuck_rollback(ready: int, pending: int, now: float) -> PlanningContext:
     """Rolled back from pool ``b`` to running unpinned with more replicas than pool ``a``
-    holds: ``ready`` pods serve in ``a``, the rest are Pending (both pools full)."""
+    holds: ``ready`` pods serve in ``a``, the rest are Pending (both pools full); the pods
+    busy enough that the ready ones alone would not carry the load."""
     ctx = _move(ready, 0, 0, 0, now)
     cfg = WorkloadConfig(ready + pending, 1.0, "cpu", None)
     pods = (*ctx.workload.pods, *(PodState(f"pend-{i}", None, 1.0, "cpu", False)
                                   for i in range(pending)))
-    wl = WorkloadState("ns", "w", cfg, pods, request_rate=50.0, cpu_utilization=0.5)
+    wl = WorkloadState("ns", "w", cfg, pods, request_rate=50.0, cpu_utilization=0.85)
     nodes = (NodeState("a0", "a", "eu", float(ready), float(ready)), ctx.snapshot.nodes[1])
     return replace(ctx, workload=wl, snapshot=ClusterSnapshot(now, nodes, {"ns/w": wl}))
 
@@ -287,7 +289,7 @@ def test_a_stuck_rollback_is_not_undone_in_turn(pending: int, ready: int) -> Non
     _, mem = safety.guard(ctx, Plan("ns/w", "any", ctx.config, ctx.config), mem)
     now = 1000.0
     for _ in range(safety.STUCK_CYCLES + 1):
-        ctx = _move(ready, 0, 0, pending, now)
+        ctx = _move(ready, 0, 0, pending, now, util=0.85)
         plan, mem = safety.guard(ctx, Plan("ns/w", "any", ctx.config, ctx.config), mem)
         now += 15.0
     assert plan.target.pool is None and "stuck" in plan.reason
@@ -298,6 +300,64 @@ def test_a_stuck_rollback_is_not_undone_in_turn(pending: int, ready: int) -> Non
         now += 15.0
     assert "both rolled back as stuck" in plan.reason
     assert plan.target.replicas == ready                      # what a can hold: no Pending
+
+
+def _stuck_move(old: int, new_ready: int, pending: int, wanted: int, p95: float,
+                mem: dict[str, Any], util: float = 0.85) -> tuple[Plan, dict[str, Any]]:
+    """The move to the full pool ``b`` made no progress for :data:`safety.STUCK_CYCLES`
+    cycles while the plan asks for ``wanted`` pods of it and the pods are ``util`` busy; the
+    guarded plan of the cycle that finds it stuck."""
+    ctx = _unpinned(old, 985.0)
+    _, mem = safety.guard(ctx, Plan("ns/w", "any", ctx.config, ctx.config), mem)
+    for cycle in range(safety.STUCK_CYCLES + 1):
+        ctx = replace(_move(old, new_ready, 0, pending, 1000.0 + 15.0 * cycle, util),
+                      current={"p95": p95})
+        plan, mem = safety.guard(ctx, Plan("ns/w", "any", ctx.config,
+                                           ctx.config.with_(replicas=wanted)), mem)
+    return plan, mem
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 8), st.integers(1, 8), st.integers(1, 8), st.data())
+def test_a_stuck_rollout_whose_ready_pods_hold_the_plan_is_finished_not_rolled_back(
+        old: int, new_ready: int, pending: int, data: st.DataObject) -> None:
+    # gen-306: the move to a faster pool had 24 of its 30 pods ready and the plan wanted 8 of
+    # them; 6 never got room, and the rollout was rolled back, back to a pool where p50 could
+    # not be met, for the hour of the veto.
+    wanted = data.draw(st.integers(1, new_ready))
+    plan, mem = _stuck_move(old, new_ready, pending, wanted, 50.0, {})
+    assert plan.target == WorkloadConfig(new_ready, 1.0, "cpu", "b"), plan.reason
+    assert "cannot progress" in plan.reason
+    moves = [a for a in plan.actions if a.actuator == "replicas"]
+    # One step to the ready pods, whatever the admin's max step: a rollout finishing.
+    assert [a.params["replicas"] for a in moves] == [new_ready]
+    assert not mem["vetoed"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 8), st.integers(1, 8), st.integers(1, 8))
+def test_a_stuck_rollout_whose_ready_pods_carry_the_measured_load_is_finished(
+        old: int, new_ready: int, pending: int) -> None:
+    # gen-101: the plan kept 32 pods of the faster pool (its current configuration still
+    # met every objective), 29 were ready at a p99 of 34 ms against 50; the rollback put the
+    # workload back on the slower pool, violated for the rest of the hour of the veto. The
+    # plan asks for every pod of b here; the ready ones carry all the pods' measured load at
+    # the proportional rule's target utilisation.
+    util = 0.8 * new_ready / (old + new_ready) * 0.99
+    plan, mem = _stuck_move(old, new_ready, pending, new_ready + pending, 50.0, {}, util)
+    assert plan.target == WorkloadConfig(new_ready, 1.0, "cpu", "b"), plan.reason
+    assert "cannot progress" in plan.reason and not mem["vetoed"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 8), st.integers(1, 8), st.integers(1, 8), st.booleans())
+def test_a_stuck_rollout_is_rolled_back_when_its_ready_pods_do_not_hold_the_plan(
+        old: int, new_ready: int, pending: int, violated: bool) -> None:
+    # Violated (no scale-in then), or the plan wants more pods of b than are ready.
+    wanted = new_ready if violated else new_ready + 1
+    plan, mem = _stuck_move(old, new_ready, pending, wanted, 150.0 if violated else 50.0, {})
+    assert plan.target.pool is None and "stuck" in plan.reason, plan.reason
+    assert mem["vetoed"]
 
 
 def test_a_slow_rollout_that_progresses_is_not_rolled_back() -> None:

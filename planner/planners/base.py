@@ -10,6 +10,7 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from actuators.base import Actuator
+from actuators.replicas import ReplicasActuator
 from knowledge.base import KnowledgeBase
 from planner.domain.admin import AdminConfig
 from planner.domain.intents import Intent, KPIProfile
@@ -122,6 +123,15 @@ def steps_towards(ctx: PlanningContext, target: WorkloadConfig) -> list[Action]:
         actions.extend(act.steps(ctx.workload.key, ctx.config, target, ctx.now,
                                  ctx.actuator_memory.get(name, EMPTY)))
     return actions[: ctx.admin.max_actions_per_cycle]
+
+
+def scaler_of(ctx: PlanningContext) -> ReplicasActuator | None:
+    """The enabled actuator that sets the replica count (``replicas`` or a drop-in
+    replacement such as ``remove-pod``), when it is one."""
+    for act in ctx.actuators.values():
+        if "replicas" in act.knobs and isinstance(act, ReplicasActuator):
+            return act
+    return None
 
 
 def held_reasons(ctx: PlanningContext) -> list[str]:

@@ -42,7 +42,6 @@ import optuna
 from numpy.typing import NDArray
 
 from actuators.canary import CanaryActuator
-from actuators.replicas import ReplicasActuator
 from planner.domain.intents import KPIType, objective_met
 from planner.domain.plan import Action, Plan, ReasonPart
 from planner.domain.state import WorkloadConfig
@@ -54,6 +53,7 @@ from planner.planners.base import (
     PlanningContext,
     ShapeOption,
     clip_target,
+    scaler_of,
     steps_towards,
 )
 from planner.planners.canary import place_of
@@ -399,8 +399,8 @@ class GridPlanner(Planner):
         :meth:`actuators.replicas.ReplicasActuator.finish_rollout` says.
         """
         cur = ctx.config
-        scaler = ctx.actuators.get("replicas")
-        if (covered and isinstance(scaler, ReplicasActuator) and target.replicas < cur.replicas
+        scaler = scaler_of(ctx)
+        if (covered and scaler is not None and target.replicas < cur.replicas
                 and place_of(target) == place_of(cur)
                 and canary.ready_of(ctx, target) >= target.replicas):
             # Enough pods of the new shape are ready: the old ones leave at once (gradually,
@@ -531,6 +531,7 @@ class GridPlanner(Planner):
         probe: int | None = None
         why_kind = "choice"
         unreachable: list[ReasonPart] = []
+        fell_back = False
         if known.any():
             idx = int(np.flatnonzero(known)[np.argmin(scored.score[known])])
             why = "cheapest configuration predicted to meet every objective"
@@ -574,9 +575,15 @@ class GridPlanner(Planner):
             scored = self.score(ctx, CandidateBatch.of([fb]), rate, inp)
             idx = 0
             why = f"no configuration is predicted feasible: {fb_why}"
+            fell_back = True
         best = scored.batch.config(idx)
-        if keep_current and scored.score[idx] < current.score[0] and not self._holds_at(
-                ctx, scored.batch.config(idx), rate * (1 + SCALE_IN_MARGIN), inp):
+        # After the fallback the models that predict nothing feasible have no say on whether
+        # its count holds (it scales in only on observed headroom); the current configuration
+        # kept on its tolerance alone would otherwise keep a burst's replicas for as long as
+        # the models remember the burst.
+        if keep_current and not fell_back and scored.score[idx] < current.score[0] \
+                and not self._holds_at(ctx, scored.batch.config(idx),
+                                       rate * (1 + SCALE_IN_MARGIN), inp):
             # Cheaper, but only just feasible: moving there now would come back next cycle.
             # Move instead to a replica count of its shape that holds at the margin (with
             # tens of pods one pod is less than the margin, so the very cheapest is nearly

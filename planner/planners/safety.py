@@ -16,13 +16,18 @@ the order they are applied to a plan's target:
    nodes that may host it (pool, GPUs), plus the room its old-shape pods there will free.
    Pending pods hold no room and are not counted. The cap never removes a scheduled pod.
    A shape change that does not fit is not started.
-4. **A rollout that makes no progress is undone.** When some desired pod stays unscheduled,
-   no pod of the new shape is starting and none more got scheduled for :data:`STUCK_CYCLES`
-   cycles, a shape change (CPU size, device, pool) is rolled back to the shape before it, and
-   that shape change is not tried again for :data:`VETO_S`; a scale-out is re-targeted to what
-   fits (rule 3). A rollback that is stuck too (its shape was rolled back from before) is not
-   undone in turn: the shape more scheduled pods run stays, capped by rule 3 (two shapes that
-   both do not fit would otherwise alternate for as long as the vetoes last).
+4. **A rollout that makes no progress is finished or undone.** When some desired pod stays
+   unscheduled, no pod of the new shape is starting and none more got scheduled for
+   :data:`STUCK_CYCLES` cycles: if the plan keeps the shape, nothing is observed violated and
+   the pods of the shape already ready hold the plan's replicas, or the measured load of all the
+   pods serving at the proportional rule's target (rule 1's, HPA's), the rollout is re-targeted
+   to those ready pods (the replicas drop to them at once, as a finished rollout's do: the old
+   pods and the waiting ones leave); otherwise a shape change (CPU size, device, pool) is rolled
+   back to the shape before it, and that shape change is not tried again for :data:`VETO_S`; a
+   scale-out is re-targeted to what fits (rule 3). A rollback that is stuck too (its shape was
+   rolled back from before) is not undone in turn: the shape more scheduled pods run stays,
+   capped by rule 3 (two shapes that both do not fit would otherwise alternate for as long as
+   the vetoes last).
 5. **No false claim.** A plan never says the objectives are met while one is observed
    violated: such reason parts are replaced by what is observed.
 
@@ -47,7 +52,13 @@ from planner.domain.plan import Plan, ReasonPart, join_reason
 from planner.domain.state import WorkloadConfig
 from planner.models.training import SATURATED_UTILIZATION
 from planner.planners import capacity, plan_details
-from planner.planners.base import Planner, PlanningContext, clip_target, steps_towards
+from planner.planners.base import (
+    Planner,
+    PlanningContext,
+    clip_target,
+    scaler_of,
+    steps_towards,
+)
 from planner.planners.feedback import shape_of
 
 PROPORTIONAL_TARGET = 0.8
@@ -189,10 +200,10 @@ def guard(ctx: PlanningContext, plan: Plan, memory: Memory,
         return plan, watch.as_memory()
     obs = observe(ctx)
     cur = ctx.config
-    target, why, rolling_back = _shape_rules(ctx, obs, watch, plan.target)
+    target, why, mode = _shape_rules(ctx, obs, watch, plan.target)
     target, sized = _size_rules(ctx, obs, target)
     why.extend(sized)
-    target, fitted = _fit_rules(ctx, obs, target, rolling_back)
+    target, fitted = _fit_rules(ctx, obs, target, mode == "rollback")
     parts = list(plan.reason_parts)
     if obs.violated and any(p.kind in CLAIM_KINDS for p in parts):
         parts = [p for p in parts if p.kind not in CLAIM_KINDS]
@@ -205,12 +216,17 @@ def guard(ctx: PlanningContext, plan: Plan, memory: Memory,
     if fitted:
         # Its own kind: the controller plans competing intents together when one is capped.
         parts.append(ReasonPart("capacity", "; ".join(fitted)))
-    if target == plan.target:
+    if target == plan.target and mode != "finish":
         return _with_parts(plan, parts), watch.as_memory()
     # Actions that turn no knob of the workload (a canary beside it) stay as planned.
-    actions = [*steps_towards(ctx, target),
-               *(a for a in plan.actions if a.actuator in ctx.actuators
-                 and not ctx.actuators[a.actuator].knobs)]
+    scaler = scaler_of(ctx)
+    if (mode == "finish" and scaler is not None
+            and shape_of(target) == shape_of(cur) and target.replicas < cur.replicas):
+        moves = [scaler.finish_rollout(ctx.workload.key, cur, target.replicas)]
+    else:
+        moves = steps_towards(ctx, target)
+    actions = [*moves, *(a for a in plan.actions if a.actuator in ctx.actuators
+                         and not ctx.actuators[a.actuator].knobs)]
     known = {s.config: dict(s.predicted) for s in plan.steps}
     steps = tuple(replace(s, predicted=known.get(s.config, s.predicted))
                   for s in plan_details.plan_steps(ctx, actions, target))
@@ -226,13 +242,34 @@ def _with_parts(plan: Plan, parts: list[ReasonPart]) -> Plan:
 
 
 def _shape_rules(ctx: PlanningContext, obs: Observation, watch: Watch,
-                 target: WorkloadConfig) -> tuple[WorkloadConfig, list[str], bool]:
-    """Rule 4: a stuck rollout is rolled back (and kept rolled back while the current shape is
-    vetoed, e.g. while a cooldown holds the rollback); a vetoed shape change is not started
-    (the current shape is kept, sized for the same cores). The flag says "rolling back"."""
+                 target: WorkloadConfig) -> tuple[WorkloadConfig, list[str], str]:
+    """Rule 4: a stuck rollout is finished at its ready pods when they hold the plan, else
+    rolled back (and kept rolled back while the current shape is vetoed, e.g. while a
+    cooldown holds the rollback); a vetoed shape change is not started (the current shape is
+    kept, sized for the same cores). The mode says "finish", "rollback" or nothing."""
     cur = ctx.config
     why: list[str] = []
     stuck = _stuck(ctx, obs, watch)
+    if stuck and not obs.violated and shape_of(target) == shape_of(cur) \
+            and scaler_of(ctx) is not None:
+        # None of the shape's scheduled pods is starting: all of them are ready, and those
+        # without room are what the count holds beyond them. (Counting the shape's ready
+        # pods instead would count old pods that happen to run on the new pool's nodes.)
+        ready = cur.replicas - obs.unscheduled
+        # What holds: the plan's count, or, measured, the load of every pod serving now at
+        # the proportional rule's target utilisation (the rule HPA scales in by).
+        load = (math.ceil(obs.ready * obs.utilization / PROPORTIONAL_TARGET - 1e-9)
+                if obs.utilization is not None and obs.ready > 0 else None)
+        holds = (f"the plan's {target.replicas}" if 0 < target.replicas <= ready else
+                 f"the load of {obs.ready} pod(s) at {obs.utilization:.0%} CPU"
+                 if load is not None and obs.utilization is not None and load <= ready
+                 else None)
+        if holds is not None and 0 < ready < cur.replicas:
+            why.append(f"rollout to {_shape(cur)} cannot progress ({obs.unscheduled} pod(s) "
+                       f"unscheduled, none starting, for {ctx.now - watch.since:.0f} s): "
+                       f"finished at its {ready} ready pod(s), which hold {holds}; the old "
+                       "and the waiting pods leave")
+            return cur.with_(replicas=ready), why, "finish"
     back = _running_shape(ctx, watch) if stuck or watch.vetoes(cur) else None
     if back is not None and watch.vetoes(back):
         # Both shapes were rolled back as stuck (a rollback that did not fit either): no more
@@ -246,8 +283,8 @@ def _shape_rules(ctx: PlanningContext, obs: Observation, watch: Watch,
                    "schedule of it")
         if keep_cur:
             return (target if shape_of(target) == shape_of(cur)
-                    else cur.with_(replicas=max(on_cur, 1))), why, True
-        return back.with_(replicas=max(on_back, 1)), why, True
+                    else cur.with_(replicas=max(on_cur, 1))), why, "rollback"
+        return back.with_(replicas=max(on_back, 1)), why, "rollback"
     if back is not None:
         if stuck:
             watch.veto(cur, ctx.now + VETO_S)
@@ -256,13 +293,13 @@ def _shape_rules(ctx: PlanningContext, obs: Observation, watch: Watch,
                        f"back to {_shape(back)}, not retried for {VETO_S / 60:.0f} min")
         else:
             why.append(f"{_shape(cur)} was rolled back as stuck: back to {_shape(back)}")
-        return back.with_(replicas=max(cur.replicas, obs.ready, 1)), why, True
+        return back.with_(replicas=max(cur.replicas, obs.ready, 1)), why, "rollback"
     if shape_of(target) == shape_of(cur):
-        return target, why, False
+        return target, why, ""
     if watch.vetoes(target):
         why.append(f"{_shape(target)} was rolled back as stuck earlier: {_shape(cur)} kept")
-        return _same_cores(cur, target), why, False
-    return target, why, False
+        return _same_cores(cur, target), why, ""
+    return target, why, ""
 
 
 def _same_cores(cur: WorkloadConfig, target: WorkloadConfig) -> WorkloadConfig:
