@@ -91,3 +91,11 @@ class Predictor(ABC):
         """``predict(batch, rate).mean``; a predictor whose bound costs more than its mean
         (a learned model's bootstrap ensemble) answers without computing the bound."""
         return self.predict(batch, rate).mean
+
+    def predict_mean_rates(self, batch: CandidateBatch, rates: Sequence[float]) -> FloatArray:
+        """``(len(rates), len(batch))``: row ``i`` is :meth:`predict_mean` at ``rates[i]``
+        (the same numbers). This default asks once per rate; a predictor that can evaluate
+        several loads in one vectorised call (a learned model) overrides it."""
+        out: FloatArray = np.array([self.predict_mean(batch, r) for r in rates],
+                                   dtype=float).reshape(len(rates), len(batch))
+        return out
