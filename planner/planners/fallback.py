@@ -9,9 +9,8 @@ still knows how many pods carry the load: the fewest that meet the latency objec
 prediction, or, when no count does (a target below the base latency), the fewest that keep
 every pod at HPA's target utilisation. Models out of their depth are no reason to remove
 pods, so it scales in only on what is observed: every objective known and met, the pods all of
-the current shape, a count that meets the latency objectives by the estimate (when there are
-any), and never below the count that keeps the pods at HPA's target utilisation at the
-utilisation measured now (a burst that taught a model that nothing holds would otherwise
+the current shape, and never below the count that keeps them at HPA's target utilisation at
+the utilisation measured now (a burst that taught a model that nothing holds would otherwise
 keep the burst's replica count for as long as the model remembers it). Without an estimate
 the current replicas are kept (the safety layer scales a saturated, violated workload out by
 the proportional rule).
@@ -76,9 +75,7 @@ def explicit_sizing(ctx: PlanningContext, est: QueueEstimate | None,
                   if latency else ""))
     if r >= cfg.replicas:
         return cfg.with_(replicas=r), why
-    # Without a count that meets the latency objectives by the estimate, the utilisation
-    # count says nothing of them: no scale-in then either.
-    held = observed_floor(ctx, floor) if not latency or ok.any() else None
+    held = observed_floor(ctx, floor)
     if held is None or held >= cfg.replicas:
         return cfg, why + f"; {cfg.replicas} kept (no scale-in on a model's word)"
     r = max(r, held)
