@@ -469,39 +469,6 @@ def test_nothing_feasible_scales_in_on_observed_headroom_only(util: float) -> No
     assert kept.replicas == 30
 
 
-class WithinToleranceOnly(Predictor):
-    """61 ms everywhere against a 60 ms target with 5 % tolerance: only the current
-    configuration passes (on its tolerance), nothing else is predicted feasible."""
-
-    kind = "learned"
-
-    def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
-        p = np.full(len(batch), 61.0)
-        return Prediction(p, p, np.ones(len(batch), dtype=bool))
-
-
-def test_a_current_configuration_kept_on_its_tolerance_alone_does_not_lock_the_count() -> None:
-    """gen-27: a burst taught the models that nothing holds; 100 pods passed on their
-    tolerance alone at a third of the burst's load and stayed for the rest of the run, the
-    fallback's scale-in overruled by the same models. The fallback's count, sized on what
-    is observed, is taken."""
-    from planner.models.queue_estimate import QueueEstimate
-
-    ctx = context(replicas=30, latency=40.0, rate=100.0, tolerance=0.05)
-    ctx = replace(ctx, workload=replace(ctx.workload, cpu_utilization=0.05))
-    p = GridPlanner()
-
-    def predictors(c: PlanningContext, mem: Any) -> dict[str, Predictor]:
-        mem.estimate = QueueEstimate(100.0, 3.0)
-        return {"p95": WithinToleranceOnly()}
-
-    p.predictors = predictors  # type: ignore[method-assign]
-    plan = Remembering(p).plan(ctx)
-    assert plan.target.replicas < 30, plan.reason
-    assert "no configuration is predicted feasible" in plan.reason
-    assert "observed met" in plan.reason
-
-
 class Jagged(Predictor):
     """Latency that is not monotone in replicas (a row's value depends on that row alone),
     counting its calls."""

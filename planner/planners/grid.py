@@ -531,7 +531,6 @@ class GridPlanner(Planner):
         probe: int | None = None
         why_kind = "choice"
         unreachable: list[ReasonPart] = []
-        fell_back = False
         if known.any():
             idx = int(np.flatnonzero(known)[np.argmin(scored.score[known])])
             why = "cheapest configuration predicted to meet every objective"
@@ -575,15 +574,9 @@ class GridPlanner(Planner):
             scored = self.score(ctx, CandidateBatch.of([fb]), rate, inp)
             idx = 0
             why = f"no configuration is predicted feasible: {fb_why}"
-            fell_back = True
         best = scored.batch.config(idx)
-        # After the fallback the models that predict nothing feasible have no say on whether
-        # its count holds (it scales in only on observed headroom); the current configuration
-        # kept on its tolerance alone would otherwise keep a burst's replicas for as long as
-        # the models remember the burst.
-        if keep_current and not fell_back and scored.score[idx] < current.score[0] \
-                and not self._holds_at(ctx, scored.batch.config(idx),
-                                       rate * (1 + SCALE_IN_MARGIN), inp):
+        if keep_current and scored.score[idx] < current.score[0] and not self._holds_at(
+                ctx, scored.batch.config(idx), rate * (1 + SCALE_IN_MARGIN), inp):
             # Cheaper, but only just feasible: moving there now would come back next cycle.
             # Move instead to a replica count of its shape that holds at the margin (with
             # tens of pods one pod is less than the margin, so the very cheapest is nearly
