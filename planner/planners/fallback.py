@@ -7,13 +7,9 @@ violating" point sends the workload to the admin's maximum replicas and largest 
 what the cluster can schedule. The explicit estimate (:mod:`planner.models.queue_estimate`)
 still knows how many pods carry the load: the fewest that meet the latency objectives by its
 prediction, or, when no count does (a target below the base latency), the fewest that keep
-every pod at HPA's target utilisation. Models out of their depth are no reason to remove
-pods, so it scales in only on what is observed: every objective known and met, the pods all of
-the current shape, and never below the count that keeps them at HPA's target utilisation at
-the utilisation measured now (a burst that taught a model that nothing holds would otherwise
-keep the burst's replica count for as long as the model remembers it). Without an estimate
-the current replicas are kept (the safety layer scales a saturated, violated workload out by
-the proportional rule).
+every pod at HPA's target utilisation. It never scales in: models out of their depth are no
+reason to remove pods. Without an estimate the current replicas are kept (the safety layer
+scales a saturated, violated workload out by the proportional rule).
 """
 
 from __future__ import annotations
@@ -28,7 +24,6 @@ from planner.domain.state import WorkloadConfig
 from planner.models.explicit import ExplicitLatency
 from planner.models.predictor import CandidateBatch, Predictor
 from planner.models.queue_estimate import QueueEstimate
-from planner.planners import capacity, safety
 from planner.planners.base import PlanningContext
 from planner.planners.safety import PROPORTIONAL_TARGET
 
@@ -63,39 +58,18 @@ def explicit_sizing(ctx: PlanningContext, est: QueueEstimate | None,
                                    objective=o.name).predict(batch, rate)
             ok &= pred.bound <= o.value * (1.0 + o.tolerance)
     if latency and ok.any():
-        r = int(reps[int(np.argmax(ok))])
-        why = (f"explicit queueing estimate: {r} replica(s) of the current size meet the "
-               f"latency objectives at {rate:.0f} req/s")
-    else:
-        need = rate / (PROPORTIONAL_TARGET * est.mu_per_core * cfg.cpu)
-        r = int(min(max(b.max, floor), max(floor, math.ceil(need))))
-        why = (f"explicit queueing estimate: {r} replica(s) of the current size carry "
-               f"{rate:.0f} req/s at {PROPORTIONAL_TARGET:.0%} utilisation"
-               + (" (no count meets the latency targets by the estimate either)"
-                  if latency else ""))
-    if r >= cfg.replicas:
-        return cfg.with_(replicas=r), why
-    held = observed_floor(ctx, floor)
-    if held is None or held >= cfg.replicas:
+        r = max(int(reps[int(np.argmax(ok))]), cfg.replicas)
+        return cfg.with_(replicas=r), (
+            f"explicit queueing estimate: {r} replica(s) of the current size meet the latency "
+            f"objectives at {rate:.0f} req/s")
+    need = rate / (PROPORTIONAL_TARGET * est.mu_per_core * cfg.cpu)
+    r = int(min(max(b.max, floor), max(floor, math.ceil(need))))
+    why = (f"explicit queueing estimate: {r} replica(s) of the current size carry {rate:.0f} "
+           f"req/s at {PROPORTIONAL_TARGET:.0%} utilisation"
+           + (" (no count meets the latency targets by the estimate either)" if latency else ""))
+    if r < cfg.replicas:
         return cfg, why + f"; {cfg.replicas} kept (no scale-in on a model's word)"
-    r = max(r, held)
-    return cfg.with_(replicas=r), why + (
-        f"; every objective observed met with the pods {ctx.workload.cpu_utilization:.0%} "
-        f"busy: {r} replica(s) (none fewer than keep them at {PROPORTIONAL_TARGET:.0%})")
-
-
-def observed_floor(ctx: PlanningContext, floor: int) -> int | None:
-    """The fewest replicas that keep the pods at HPA's target utilisation at the utilisation
-    measured now, when the observation supports a scale-in: every objective known and met,
-    every pod ready and of the current shape; ``None`` when it does not."""
-    obs = safety.observe(ctx)
-    util = obs.utilization
-    known = all(ctx.current.get(o.name) is not None for o in ctx.intent.spec.objectives)
-    if (not known or obs.violated or util is None or obs.ready <= 0 or obs.unscheduled
-            or capacity.scheduled_running(ctx.workload, ctx.config, ready=True) != obs.ready
-            or obs.scheduled != obs.ready):
-        return None
-    return max(floor, math.ceil(obs.ready * util / PROPORTIONAL_TARGET - 1e-9))
+    return cfg.with_(replicas=r), why
 
 
 IDLE_RATE = 1e-6
