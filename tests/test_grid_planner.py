@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 import sys
 from collections.abc import Callable
@@ -440,33 +439,6 @@ def test_nothing_feasible_with_an_estimate_carries_the_load() -> None:
     low = context(replicas=4, cpu=1.0, latency=40.0, rate=300.0)
     cfg2, why2 = fallback.explicit_sizing(low, QueueEstimate(100.0, 500.0), 300.0)
     assert cfg2.replicas == 4 and "no count meets" in why2
-
-
-@pytest.mark.parametrize("util", [0.05, 0.2, 0.45])
-def test_nothing_feasible_scales_in_on_observed_headroom_only(util: float) -> None:
-    """gen-20: a burst taught the learned models that nothing holds; the fallback kept the
-    burst's 45 pods for 100 minutes at a fifth of the load, every objective met. It scales
-    in now, but only on what is observed, and never below HPA's proportional count."""
-    from planner.models.queue_estimate import QueueEstimate
-    from planner.planners import fallback
-    from planner.planners.safety import PROPORTIONAL_TARGET
-
-    ctx = context(replicas=30, cpu=1.0, latency=40.0, rate=100.0)
-    ctx = replace(ctx, workload=replace(ctx.workload, cpu_utilization=util))
-    est = QueueEstimate(100.0, 3.0)
-    explicit, _ = fallback.explicit_sizing(context(replicas=1, rate=100.0), est, 100.0)
-    cfg, why = fallback.explicit_sizing(ctx, est, 100.0)
-    proportional = math.ceil(30 * util / PROPORTIONAL_TARGET)
-    assert cfg.replicas == max(explicit.replicas, proportional) < 30, why
-    assert "observed met" in why
-    # An objective observed violated, or not known: no scale-in on the models' word.
-    for current in ({"p95": 70.0}, {"p95": None}):
-        kept, why = fallback.explicit_sizing(replace(ctx, current=current), est, 100.0)
-        assert kept.replicas == 30 and "kept" in why
-    # A pod not ready (say, a rollout): its load share is not measured; kept.
-    pods = (*ctx.workload.pods[:29], PodState("p29", "n0", 1.0, ready=False))
-    kept, _ = fallback.explicit_sizing(_with_pods(ctx, pods), est, 100.0)
-    assert kept.replicas == 30
 
 
 class Jagged(Predictor):
