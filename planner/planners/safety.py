@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 from planner.domain.cost import cost_per_hour
 from planner.domain.intents import KPIType, objective_met
@@ -74,6 +74,8 @@ CAPACITY_KPIS = (KPIType.LATENCY, KPIType.AVAILABILITY, KPIType.THROUGHPUT)
 keep pods)."""
 CLAIM_KINDS = ("hysteresis",)
 """Reason kinds that claim the objectives are met."""
+Mode = Literal["", "rollback", "finish"]
+"""What rule 4 did to a plan: nothing, a rollback, or a finish at the ready pods."""
 
 
 @dataclass(frozen=True)
@@ -220,8 +222,7 @@ def guard(ctx: PlanningContext, plan: Plan, memory: Memory,
         return _with_parts(plan, parts), watch.as_memory()
     # Actions that turn no knob of the workload (a canary beside it) stay as planned.
     scaler = scaler_of(ctx)
-    if (mode == "finish" and scaler is not None
-            and shape_of(target) == shape_of(cur) and target.replicas < cur.replicas):
+    if mode == "finish" and scaler is not None and target.replicas < cur.replicas:
         moves = [scaler.finish_rollout(ctx.workload.key, cur, target.replicas)]
     else:
         moves = steps_towards(ctx, target)
@@ -242,7 +243,7 @@ def _with_parts(plan: Plan, parts: list[ReasonPart]) -> Plan:
 
 
 def _shape_rules(ctx: PlanningContext, obs: Observation, watch: Watch,
-                 target: WorkloadConfig) -> tuple[WorkloadConfig, list[str], str]:
+                 target: WorkloadConfig) -> tuple[WorkloadConfig, list[str], Mode]:
     """Rule 4: a stuck rollout is finished at its ready pods when they hold the plan, else
     rolled back (and kept rolled back while the current shape is vetoed, e.g. while a
     cooldown holds the rollback); a vetoed shape change is not started (the current shape is
@@ -250,26 +251,14 @@ def _shape_rules(ctx: PlanningContext, obs: Observation, watch: Watch,
     cur = ctx.config
     why: list[str] = []
     stuck = _stuck(ctx, obs, watch)
-    if stuck and not obs.violated and shape_of(target) == shape_of(cur) \
-            and scaler_of(ctx) is not None:
-        # None of the shape's scheduled pods is starting: all of them are ready, and those
-        # without room are what the count holds beyond them. (Counting the shape's ready
-        # pods instead would count old pods that happen to run on the new pool's nodes.)
-        ready = cur.replicas - obs.unscheduled
-        # What holds: the plan's count, or, measured, the load of every pod serving now at
-        # the proportional rule's target utilisation (the rule HPA scales in by).
-        load = (math.ceil(obs.ready * obs.utilization / PROPORTIONAL_TARGET - 1e-9)
-                if obs.utilization is not None and obs.ready > 0 else None)
-        holds = (f"the plan's {target.replicas}" if 0 < target.replicas <= ready else
-                 f"the load of {obs.ready} pod(s) at {obs.utilization:.0%} CPU"
-                 if load is not None and obs.utilization is not None and load <= ready
-                 else None)
-        if holds is not None and 0 < ready < cur.replicas:
-            why.append(f"rollout to {_shape(cur)} cannot progress ({obs.unscheduled} pod(s) "
-                       f"unscheduled, none starting, for {ctx.now - watch.since:.0f} s): "
-                       f"finished at its {ready} ready pod(s), which hold {holds}; the old "
-                       "and the waiting pods leave")
-            return cur.with_(replicas=ready), why, "finish"
+    finish = _finish(ctx, obs, target) if stuck and not obs.violated else None
+    if finish is not None:
+        ready, holds = finish
+        why.append(f"rollout to {_shape(cur)} cannot progress ({obs.unscheduled} pod(s) "
+                   f"unscheduled, none starting, for {ctx.now - watch.since:.0f} s): "
+                   f"finished at its {ready} ready pod(s), which hold {holds}; the old "
+                   "and the waiting pods leave")
+        return cur.with_(replicas=ready), why, "finish"
     back = _running_shape(ctx, watch) if stuck or watch.vetoes(cur) else None
     if back is not None and watch.vetoes(back):
         # Both shapes were rolled back as stuck (a rollback that did not fit either): no more
@@ -300,6 +289,29 @@ def _shape_rules(ctx: PlanningContext, obs: Observation, watch: Watch,
         why.append(f"{_shape(target)} was rolled back as stuck earlier: {_shape(cur)} kept")
         return _same_cores(cur, target), why, ""
     return target, why, ""
+
+
+def _finish(ctx: PlanningContext, obs: Observation, target: WorkloadConfig
+            ) -> tuple[int, str] | None:
+    """Where a stuck rollout that ``target`` keeps the shape of can finish: its ready pods
+    and what they hold (the plan's count, or the measured load of every pod serving now at
+    the proportional rule's target, the rule HPA scales in by); ``None`` when they hold
+    neither or no actuator sets the replica count. None of the shape's scheduled pods is
+    starting (the rollout is stuck), so they are all ready and the waiting ones are what the
+    count holds beyond them (counting the shape's ready pods instead would count old pods
+    that happen to run on the new pool's nodes)."""
+    cur = ctx.config
+    ready = cur.replicas - obs.unscheduled
+    if shape_of(target) != shape_of(cur) or scaler_of(ctx) is None \
+            or not 0 < ready < cur.replicas:
+        return None
+    if 0 < target.replicas <= ready:
+        return ready, f"the plan's {target.replicas}"
+    util = obs.utilization
+    if util is not None and obs.ready > 0 \
+            and math.ceil(obs.ready * util / PROPORTIONAL_TARGET - 1e-9) <= ready:
+        return ready, f"the load of {obs.ready} pod(s) at {util:.0%} CPU"
+    return None
 
 
 def _same_cores(cur: WorkloadConfig, target: WorkloadConfig) -> WorkloadConfig:
