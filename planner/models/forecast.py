@@ -170,11 +170,18 @@ class LoadForecast:
             del st.pending[gone]
 
     # ---------------------------------------------------------------- projection
+    def _recent(self, key: str, now: float, span_s: float) -> list[float]:
+        return [r for t, r in self._points.get(key) or () if t >= now - span_s]
+
     def peak(self, key: str, now: float, span_s: float) -> float | None:
         """The highest rate observed for ``key`` in the last ``span_s`` (``None``: none)."""
-        pts = self._points.get(key)
-        rates = [r for t, r in pts or () if t >= now - span_s]
+        rates = self._recent(key, now, span_s)
         return max(rates) if rates else None
+
+    def trough(self, key: str, now: float, span_s: float) -> float | None:
+        """The lowest rate observed for ``key`` in the last ``span_s`` (``None``: none)."""
+        rates = self._recent(key, now, span_s)
+        return min(rates) if rates else None
 
     def startup_s(self, key: str) -> float:
         """Median of the learned start-up samples, else ``default_startup_s``."""

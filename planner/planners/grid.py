@@ -34,7 +34,7 @@ import logging
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -57,6 +57,7 @@ from planner.planners.base import (
     steps_towards,
 )
 from planner.planners.canary import place_of
+from planner.planners.observed_limits import ObservedLimits
 from planner.planners.predictors import PredictorMemory, PredictorSource
 from planner.planners.search_space import SearchSpace, gpu_capacity_ok, prices, space_for
 
@@ -105,6 +106,9 @@ class Recall:
     explorer: feedback.Explorer
     """Which unobserved shape is on trial (see :mod:`.feedback`)."""
     predictors: PredictorMemory
+    limits: ObservedLimits
+    """Per shape, the load per pod at which a latency objective was observed violated
+    (:mod:`.observed_limits`): candidates that reach it are not feasible, whatever the model."""
 
     @staticmethod
     def of(key: str, memory: Mapping[str, Any]) -> Recall:
@@ -112,20 +116,23 @@ class Recall:
         forecast.recall(key, memory.get("forecast") or {})
         explorer.recall(key, memory.get("explorer") or {})
         return Recall(float(memory.get("alarm") or 0.0), forecast, explorer,
-                      PredictorMemory.recall(memory.get("predictors") or {}))
+                      PredictorMemory.recall(memory.get("predictors") or {}),
+                      ObservedLimits.recall(memory.get("limits") or {}))
 
     def as_memory(self, key: str) -> dict[str, Any]:
         return {"alarm": self.alarm, "forecast": self.forecast.remember(key),
                 "explorer": self.explorer.remember(key),
-                "predictors": self.predictors.as_memory()}
+                "predictors": self.predictors.as_memory(), "limits": self.limits.remember()}
 
 
 @dataclass(frozen=True)
 class Inputs:
-    """What scoring a candidate needs besides the candidate: the predictors and the alarm."""
+    """What scoring a candidate needs besides the candidate: the predictors, the alarm and
+    the limits observed."""
 
     preds: dict[str, Predictor]
     alarm: float
+    limits: ObservedLimits = field(default_factory=ObservedLimits)
 
 
 @dataclass(frozen=True)
@@ -185,9 +192,9 @@ class GridPlanner(Planner):
         monotone in replicas for the binary search; they are applied to its result."""
         predictions = {o.name: p.predict(batch, rate) for o in ctx.intent.spec.objectives
                        if (p := inp.preds.get(o.name)) is not None}
-        return self._judge(ctx, batch, predictions, inp, slack, monotone_only)
+        return self._judge(ctx, batch, rate, predictions, inp, slack, monotone_only)
 
-    def _judge(self, ctx: PlanningContext, batch: CandidateBatch,
+    def _judge(self, ctx: PlanningContext, batch: CandidateBatch, rate: float,
                predictions: dict[str, Prediction], inp: Inputs, slack: float = 0.0,
                monotone_only: bool = False) -> Scored:
         """Feasibility and score of every candidate of ``batch`` from its predictions (see
@@ -212,6 +219,12 @@ class GridPlanner(Planner):
             closeness = np.maximum(closeness, np.nan_to_num(1.0 + rel, nan=1e9, posinf=1e9))
             excess = np.maximum(excess, np.nan_to_num(np.maximum(rel, 0.0), nan=1e9,
                                                       posinf=1e9))
+        # Configurations observed violating at this load per pod (whatever the models say);
+        # their excess made positive so the optuna path's constraint sees them infeasible.
+        limited = inp.limits.excluded(batch, rate)
+        if limited.any():
+            feasible &= ~limited
+            excess = np.where(limited, np.maximum(excess, 1e-3), excess)
         cost = prices(ctx.snapshot, batch)
         if not monotone_only:
             feasible &= gpu_capacity_ok(ctx.snapshot, batch)
@@ -367,9 +380,9 @@ class GridPlanner(Planner):
         if rows.size == 0:
             return self.score(ctx, batch, rate, inp, slack=slack)
         i = slice(int(rows[0]), int(rows[0]) + 1)
-        return self._judge(ctx, batch, {n: Prediction(p.mean[i], p.bound[i], p.supported[i])
-                                        for n, p in scored.predictions.items()}, inp,
-                           slack=slack)
+        return self._judge(ctx, batch, rate,
+                           {n: Prediction(p.mean[i], p.bound[i], p.supported[i])
+                            for n, p in scored.predictions.items()}, inp, slack=slack)
 
     def _feasibility(self, ctx: PlanningContext, batch: CandidateBatch, rate: float,
                      inp: Inputs) -> tuple[NDArray[np.bool_], NDArray[np.bool_],
@@ -475,6 +488,8 @@ class GridPlanner(Planner):
             return on_hold
         violated = _violated_any(ctx)
         mem.alarm = 1.0 if violated else mem.alarm * ALARM_DECAY
+        mem.limits.observe(ctx, mem.forecast.peak(key, ctx.now, feedback.KPI_WINDOW_S),
+                           mem.forecast.trough(key, ctx.now, feedback.KPI_WINDOW_S))
         trial = mem.explorer.observe(key, ctx.now, violated)
         preds = self.predictors(ctx, mem.predictors)
         if not preds:
@@ -483,7 +498,7 @@ class GridPlanner(Planner):
         # Shapes a canary measured count as known, at their measured speed.
         preds = canary.with_speeds(preds, canary.measured_speeds(ctx, mem.explorer),
                                    _throughput_objectives(ctx))
-        return Inputs(preds, mem.alarm), violated, trial
+        return Inputs(preds, mem.alarm, mem.limits), violated, trial
 
     def shape_options(self, ctx: PlanningContext) -> list[ShapeOption] | None:
         """The fewest replicas per shape predicted to meet every objective (known shapes
@@ -549,7 +564,8 @@ class GridPlanner(Planner):
                     [(d, p) for d in space.devices for p in space.pools], observed,
                     space.replicas,
                     preds, _throughput_objectives(ctx),
-                    lambda b, ps: self._feasibility(ctx, b, rate, Inputs(dict(ps), inp.alarm)),
+                    lambda b, ps: self._feasibility(ctx, b, rate,
+                                                    replace(inp, preds=dict(ps))),
                     best_score)
             if probe is not None:
                 gain = 1.0 - float(scored.score[probe] / scored.score[idx])
@@ -613,6 +629,8 @@ class GridPlanner(Planner):
             + (f" (forecast +{fc.pct_per_min:.0f} %/min over {fc.horizon_s:.0f} s)"
                if fc.raised else "") + ")"))]
         parts.extend(unreachable)
+        if inp.limits.excluded(scored.batch, rate).any():
+            parts.append(ReasonPart("correction", inp.limits.describe()))
         if corrected:
             parts.append(ReasonPart("correction", ", ".join(
                 f"load x{f:.2f} planned: {n} observed violated, above its model"

@@ -1,0 +1,180 @@
+"""What the workload was seen to break: per configuration shape, the load per pod at which a
+latency objective was observed violated.
+
+A learned model that extrapolates below the replica counts it was trained on can keep calling
+a configuration feasible after the cluster has shown it is not. The observation that would
+correct the model never reaches it: a scale-in that breaks an objective is undone within a
+cycle or two, before the configuration has settled long enough to be a training row, and the
+load correction (:func:`.feedback.load_correction`) applies only while the configuration it
+corrects is in place. So the planner goes back to it as soon as the KPI clears, and the
+workload flaps between a configuration that holds and one that does not, violating a little
+each time.
+
+:class:`ObservedLimits` keeps that observation as data. Contract:
+
+* **A limit is recorded** for the current configuration's shape (CPU size, device, pool) when a
+  latency objective is observed violated beyond its tolerance and the observation is the
+  configuration's own: it has been in place with every pod ready (no rollout in progress) for
+  the KPI window, or it was entered by a scale-in of the same shape from a configuration that
+  had been (the window's earlier part had more ready pods, so what was observed is a lower
+  bound on what this configuration does), and no canary served beside it. The limit is the
+  highest request rate over the KPI window and the next cycle's, divided by the replicas: the
+  most load per pod the violation can be blamed on (the rate is measured over a shorter
+  interval than the KPI, so on a steep rise the next cycle's rate is the one that caused
+  it). It is recorded at that next cycle. A shape keeps the lowest such load.
+* **A limit excludes** every candidate of its shape whose planned load per pod is at least the
+  limit (:meth:`ObservedLimits.excluded`). More replicas of the same shape carry less load per
+  pod, so the exclusion is monotone in replicas: it never hides a configuration with more
+  replicas than one it allows.
+* **A limit is dropped** when the shape is observed meeting every latency objective, in place
+  for the whole KPI window, at a load per pod (the lowest rate over the window, per replica) at
+  least the limit; or when it is older than ``FORGET_S`` (as other per-intent memory).
+* Everything is plain data (:meth:`remember`, :meth:`recall`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from planner.domain.intents import KPIType, objective_met
+from planner.domain.state import WorkloadConfig
+from planner.models.predictor import CandidateBatch
+from planner.planners import feedback
+from planner.planners.base import PlanningContext
+
+
+@dataclass(frozen=True)
+class Limit:
+    """Load per pod (req/s) at which the shape was observed violating, and when."""
+
+    per_pod: float
+    at: float
+
+
+def _latency_verdicts(ctx: PlanningContext) -> list[bool | None]:
+    """Met / violated / unknown for each latency objective the intent minimises."""
+    out: list[bool | None] = []
+    for o in ctx.intent.spec.objectives:
+        prof = ctx.profiles[o.name]
+        if prof.spec.type is KPIType.LATENCY and prof.spec.minimizes:
+            out.append(objective_met(ctx.current.get(o.name), o, prof))
+    return out
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A violation seen at ``replicas`` pods of ``shape``, recorded the next cycle."""
+
+    shape: feedback.Shape
+    replicas: int
+    peak_rate: float
+    at: float
+
+
+@dataclass
+class ObservedLimits:
+    """Per-shape limits of one intent, and the configuration they are judged against (see
+    the module doc)."""
+
+    limits: dict[feedback.Shape, Limit] = field(default_factory=dict)
+    config: WorkloadConfig | None = None
+    """The configuration in place, every pod ready, last cycle (``None``: it was not)."""
+    since: float = 0.0
+    """Since when :attr:`config` has been in place with every pod ready."""
+    by_scale_in: bool = False
+    """Whether :attr:`config` was entered by a scale-in of the same shape from a
+    configuration that had been in place with every pod ready for the KPI window."""
+    pending: Pending | None = None
+    """A violation seen this cycle, recorded at the next (:meth:`_record`)."""
+
+    # ---------------------------------------------------------------- observations
+    def observe(self, ctx: PlanningContext, peak_rate: float | None,
+                low_rate: float | None) -> None:
+        """Judge this cycle's KPIs against the configuration in place; ``peak_rate`` and
+        ``low_rate`` are the highest and lowest request rates over the KPI window."""
+        cfg, now = ctx.config, ctx.now
+        self.limits = {s: lim for s, lim in self.limits.items()
+                       if now - lim.at <= feedback.FORGET_S}
+        if self.pending is not None:
+            self._record(self.pending, peak_rate)
+            self.pending = None
+        pods = ctx.workload.pods
+        if (cfg.replicas <= 0 or feedback.rollout_in_progress(ctx) or len(pods) != cfg.replicas
+                or any(not p.ready for p in pods) or ctx.workload.canary is not None):
+            # Not the configuration's own behaviour: judged again from its next steady cycle.
+            self.config, self.by_scale_in = None, False
+            return
+        if cfg != self.config:
+            self.by_scale_in = (self.config is not None and cfg.replicas < self.config.replicas
+                                and feedback.shape_of(cfg) == feedback.shape_of(self.config)
+                                and now - self.since >= feedback.KPI_WINDOW_S)
+            self.config, self.since = cfg, now
+        whole_window = now - self.since >= feedback.KPI_WINDOW_S
+        verdicts = _latency_verdicts(ctx)
+        shape = feedback.shape_of(cfg)
+        if False in verdicts and (whole_window or self.by_scale_in) and peak_rate:
+            self.pending = Pending(shape, cfg.replicas, peak_rate, now)
+        elif (verdicts and all(v is True for v in verdicts) and whole_window
+              and low_rate is not None and shape in self.limits
+              and low_rate / cfg.replicas >= self.limits[shape].per_pod):
+            del self.limits[shape]
+
+    def _record(self, seen: Pending, peak_rate: float | None) -> None:
+        """Record a violation seen last cycle at the highest rate of both windows: the rate
+        is the mean of the last metrics interval, so on a steep rise the violation is caused
+        by more load than was measured when it was seen, and the next cycle's rate shows it."""
+        per_pod = max(seen.peak_rate, peak_rate or 0.0) / seen.replicas
+        old = self.limits.get(seen.shape)
+        if old is None or per_pod <= old.per_pod:
+            self.limits[seen.shape] = Limit(per_pod, seen.at)
+
+    # ---------------------------------------------------------------- use
+    def excluded(self, batch: CandidateBatch, rate: float) -> NDArray[np.bool_]:
+        """Candidates of ``batch`` whose shape has a limit their load per pod reaches at
+        ``rate`` requests per second."""
+        out = np.zeros(len(batch), dtype=bool)
+        if not self.limits or rate <= 0:
+            return out
+        per_pod = rate / np.maximum(batch.replicas, 1)
+        for shape, lim in self.limits.items():
+            out |= feedback.shape_mask(batch, shape) & (per_pod >= lim.per_pod)
+        return out
+
+    def describe(self) -> str:
+        """The limits in words (for a plan's reason)."""
+        return "; ".join(
+            f"{cpu:g} cpu {device}" + (f" in {pool}" if pool else "")
+            + f" observed violating at {lim.per_pod:.1f} req/s per pod"
+            for (cpu, device, pool), lim in sorted(self.limits.items(), key=str))
+
+    # ---------------------------------------------------------------- memory as data
+    def remember(self) -> dict[str, Any]:
+        return {
+            "limits": [[cpu, device, pool, lim.per_pod, lim.at]
+                       for (cpu, device, pool), lim in self.limits.items()],
+            "config": None if self.config is None else self.config.as_dict(),
+            "since": self.since, "by_scale_in": self.by_scale_in,
+            "pending": None if self.pending is None else [
+                *self.pending.shape, self.pending.replicas, self.pending.peak_rate,
+                self.pending.at],
+        }
+
+    @staticmethod
+    def recall(memory: Mapping[str, Any]) -> ObservedLimits:
+        cfg, seen = memory.get("config"), memory.get("pending")
+        return ObservedLimits(
+            {(float(cpu), str(device), None if pool is None else str(pool)):
+             Limit(float(per_pod), float(at))
+             for cpu, device, pool, per_pod, at in memory.get("limits") or ()},
+            None if cfg is None else WorkloadConfig(
+                int(cfg["replicas"]), float(cfg["cpu"]), str(cfg["device"]),
+                None if cfg.get("pool") is None else str(cfg["pool"])),
+            float(memory.get("since") or 0.0), bool(memory.get("by_scale_in")),
+            None if seen is None else Pending(
+                (float(seen[0]), str(seen[1]), None if seen[2] is None else str(seen[2])),
+                int(seen[3]), float(seen[4]), float(seen[5])))
