@@ -99,6 +99,14 @@ def rollout_in_progress(ctx: PlanningContext) -> bool:
     return stale or ctx.workload.ready_replicas < min(cfg.replicas, len(pods))
 
 
+def serving_as_configured(ctx: PlanningContext) -> bool:
+    """The configuration's own pods serve, every one ready: what the KPIs show is its own
+    behaviour (with a settle time or a window, as the reader needs)."""
+    pods = ctx.workload.pods
+    return (not rollout_in_progress(ctx) and len(pods) == ctx.config.replicas
+            and all(p.ready for p in pods))
+
+
 @dataclass
 class Canary:
     """A canary on trial: its shape, when it was started, when all its pods were first seen
@@ -270,9 +278,8 @@ def load_correction(ctx: PlanningContext, preds: dict[str, Predictor],
     a settled configuration (all pods ready for ``SETTLED_S``) the model claims to know."""
     factors: dict[str, float] = {}
     rate = max(ctx.workload.request_rate or 0.0, observed_rate or 0.0)
-    pods = ctx.workload.pods
-    if (rollout_in_progress(ctx) or len(pods) != ctx.config.replicas
-            or any(not p.ready or ctx.now - p.started_at < SETTLED_S for p in pods)):
+    if not serving_as_configured(ctx) or any(ctx.now - p.started_at < SETTLED_S
+                                             for p in ctx.workload.pods):
         return factors
     batch = CandidateBatch.of([ctx.config])
     for o in ctx.intent.spec.objectives:

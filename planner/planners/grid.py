@@ -220,11 +220,13 @@ class GridPlanner(Planner):
             excess = np.maximum(excess, np.nan_to_num(np.maximum(rel, 0.0), nan=1e9,
                                                       posinf=1e9))
         # Configurations observed violating at this load per pod (whatever the models say);
-        # their excess made positive so the optuna path's constraint sees them infeasible.
-        limited = inp.limits.excluded(batch, rate)
+        # their excess (the optuna path's constraint) is the overload, made positive.
+        over = inp.limits.overload(batch, rate)
+        limited = over >= 1.0
         if limited.any():
             feasible &= ~limited
-            excess = np.where(limited, np.maximum(excess, 1e-3), excess)
+            excess = np.where(limited, np.maximum(excess, np.nextafter(over - 1.0, np.inf)),
+                              excess)
         cost = prices(ctx.snapshot, batch)
         if not monotone_only:
             feasible &= gpu_capacity_ok(ctx.snapshot, batch)

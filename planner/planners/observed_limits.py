@@ -14,21 +14,29 @@ each time.
 
 * **A limit is recorded** for the current configuration's shape (CPU size, device, pool) when a
   latency objective is observed violated beyond its tolerance and the observation is the
-  configuration's own: it has been in place with every pod ready (no rollout in progress) for
-  the KPI window, or it was entered by a scale-in of the same shape from a configuration that
-  had been (the window's earlier part had more ready pods, so what was observed is a lower
-  bound on what this configuration does), and no canary served beside it. The limit is the
-  highest request rate over the KPI window and the next cycle's, divided by the replicas: the
-  most load per pod the violation can be blamed on (the rate is measured over a shorter
-  interval than the KPI, so on a steep rise the next cycle's rate is the one that caused
-  it). It is recorded at that next cycle. A shape keeps the lowest such load.
+  configuration's own: it has been in place with every pod ready, none restarted or replaced
+  and no canary beside it, for the KPI window (cycles observed without a gap of more than two
+  cycles); or it was entered by a scale-in of the same shape from a configuration that had
+  been (the window's earlier part had more ready pods, so what was observed is a lower bound
+  on what this configuration does). The limit is the highest request rate over the KPI window
+  and the next cycle's, divided by the replicas: the most load per pod the violation can be
+  blamed on (the rate is measured over a shorter interval than the KPI, so on a steep rise the
+  next cycle's rate is the one that caused it). It is recorded at that next cycle, and only
+  above the highest load per pod the shape was observed holding (a violation at a load the
+  shape has held is not the load's doing: a slow dependency, noise). A shape keeps the lowest
+  such load.
 * **A limit excludes** every candidate of its shape whose planned load per pod is at least the
   limit (:meth:`ObservedLimits.excluded`). More replicas of the same shape carry less load per
   pod, so the exclusion is monotone in replicas: it never hides a configuration with more
   replicas than one it allows.
 * **A limit is dropped** when the shape is observed meeting every latency objective, in place
   for the whole KPI window, at a load per pod (the lowest rate over the window, per replica) at
-  least the limit; or when it is older than ``FORGET_S`` (as other per-intent memory).
+  least the limit; or when it is older than ``FORGET_S`` (as other per-intent memory); all of
+  it when the clock goes back. The planner rarely runs a configuration it excludes, so the age
+  is what usually ends a limit: within ``FORGET_S`` a limit it should not have recorded costs
+  capacity, never an objective.
+* The KPI window is taken to be ``feedback.KPI_WINDOW_S`` (a PromQL ``[1m]``); a profile whose
+  query covers a longer range is judged on that assumption (not read from the query).
 * Everything is plain data (:meth:`remember`, :meth:`recall`).
 """
 
@@ -54,6 +62,10 @@ class Limit:
 
     per_pod: float
     at: float
+
+
+def _fresh(seen: dict[feedback.Shape, Limit], now: float) -> dict[feedback.Shape, Limit]:
+    return {s: lim for s, lim in seen.items() if now - lim.at <= feedback.FORGET_S}
 
 
 def _latency_verdicts(ctx: PlanningContext) -> list[bool | None]:
@@ -82,10 +94,17 @@ class ObservedLimits:
     the module doc)."""
 
     limits: dict[feedback.Shape, Limit] = field(default_factory=dict)
+    held: dict[feedback.Shape, Limit] = field(default_factory=dict)
+    """Per shape, the highest load per pod observed meeting every latency objective over a
+    whole steady window: a violation at or below it is not the load's doing."""
     config: WorkloadConfig | None = None
     """The configuration in place, every pod ready, last cycle (``None``: it was not)."""
     since: float = 0.0
-    """Since when :attr:`config` has been in place with every pod ready."""
+    """Since when :attr:`config` has been in place with every pod ready and none restarted."""
+    restarts: int = 0
+    """The pods' restarts counted then (a restart between two cycles starts the window over)."""
+    seen_at: float | None = None
+    """When :meth:`observe` last ran (a gap of more than two cycles starts over)."""
     by_scale_in: bool = False
     """Whether :attr:`config` was entered by a scale-in of the same shape from a
     configuration that had been in place with every pod ready for the KPI window."""
@@ -97,15 +116,19 @@ class ObservedLimits:
                 low_rate: float | None) -> None:
         """Judge this cycle's KPIs against the configuration in place; ``peak_rate`` and
         ``low_rate`` are the highest and lowest request rates over the KPI window."""
-        cfg, now = ctx.config, ctx.now
-        self.limits = {s: lim for s, lim in self.limits.items()
-                       if now - lim.at <= feedback.FORGET_S}
-        if self.pending is not None:
+        cfg, now, pods = ctx.config, ctx.now, ctx.workload.pods
+        if self.seen_at is not None and now < self.seen_at:      # a restarted clock
+            self.limits, self.held, self.config, self.pending = {}, {}, None, None
+        gap = self.seen_at is not None and now - self.seen_at > 2 * ctx.admin.cycle_s
+        self.seen_at = now
+        self.limits = _fresh(self.limits, now)
+        self.held = _fresh(self.held, now)
+        if self.pending is not None and not gap:
             self._record(self.pending, peak_rate)
-            self.pending = None
-        pods = ctx.workload.pods
-        if (cfg.replicas <= 0 or feedback.rollout_in_progress(ctx) or len(pods) != cfg.replicas
-                or any(not p.ready for p in pods) or ctx.workload.canary is not None):
+        self.pending = None
+        restarts = sum(p.restarts for p in pods)
+        if (gap or cfg.replicas <= 0 or not feedback.serving_as_configured(ctx)
+                or ctx.workload.canary is not None):
             # Not the configuration's own behaviour: judged again from its next steady cycle.
             self.config, self.by_scale_in = None, False
             return
@@ -114,35 +137,52 @@ class ObservedLimits:
                                 and feedback.shape_of(cfg) == feedback.shape_of(self.config)
                                 and now - self.since >= feedback.KPI_WINDOW_S)
             self.config, self.since = cfg, now
-        whole_window = now - self.since >= feedback.KPI_WINDOW_S
+        elif restarts > self.restarts:
+            self.since, self.by_scale_in = now, False
+        self.restarts = restarts
+        steady = max(self.since, max(p.started_at for p in pods))
+        whole_window = now - steady >= feedback.KPI_WINDOW_S
         verdicts = _latency_verdicts(ctx)
         shape = feedback.shape_of(cfg)
         if False in verdicts and (whole_window or self.by_scale_in) and peak_rate:
             self.pending = Pending(shape, cfg.replicas, peak_rate, now)
         elif (verdicts and all(v is True for v in verdicts) and whole_window
-              and low_rate is not None and shape in self.limits
-              and low_rate / cfg.replicas >= self.limits[shape].per_pod):
-            del self.limits[shape]
+              and low_rate is not None):
+            per_pod = low_rate / cfg.replicas
+            if shape not in self.held or per_pod >= self.held[shape].per_pod:
+                self.held[shape] = Limit(per_pod, now)
+            if shape in self.limits and per_pod >= self.limits[shape].per_pod:
+                del self.limits[shape]
 
     def _record(self, seen: Pending, peak_rate: float | None) -> None:
         """Record a violation seen last cycle at the highest rate of both windows: the rate
         is the mean of the last metrics interval, so on a steep rise the violation is caused
-        by more load than was measured when it was seen, and the next cycle's rate shows it."""
+        by more load than was measured when it was seen, and the next cycle's rate shows it.
+        Not at a load per pod the shape has held: then something else caused it."""
         per_pod = max(seen.peak_rate, peak_rate or 0.0) / seen.replicas
+        held = self.held.get(seen.shape)
+        if held is not None and per_pod <= held.per_pod:
+            return
         old = self.limits.get(seen.shape)
         if old is None or per_pod <= old.per_pod:
             self.limits[seen.shape] = Limit(per_pod, seen.at)
 
     # ---------------------------------------------------------------- use
-    def excluded(self, batch: CandidateBatch, rate: float) -> NDArray[np.bool_]:
-        """Candidates of ``batch`` whose shape has a limit their load per pod reaches at
-        ``rate`` requests per second."""
-        out = np.zeros(len(batch), dtype=bool)
+    def overload(self, batch: CandidateBatch, rate: float) -> NDArray[np.float64]:
+        """Per candidate of ``batch``, its load per pod at ``rate`` over its shape's limit
+        (0 without a limit): at 1 or more the candidate is excluded."""
+        out = np.zeros(len(batch))
         if not self.limits or rate <= 0:
             return out
         per_pod = rate / np.maximum(batch.replicas, 1)
         for shape, lim in self.limits.items():
-            out |= feedback.shape_mask(batch, shape) & (per_pod >= lim.per_pod)
+            out = np.where(feedback.shape_mask(batch, shape), per_pod / lim.per_pod, out)
+        return out
+
+    def excluded(self, batch: CandidateBatch, rate: float) -> NDArray[np.bool_]:
+        """Candidates of ``batch`` whose shape has a limit their load per pod reaches at
+        ``rate`` requests per second."""
+        out: NDArray[np.bool_] = self.overload(batch, rate) >= 1.0
         return out
 
     def describe(self) -> str:
@@ -155,10 +195,10 @@ class ObservedLimits:
     # ---------------------------------------------------------------- memory as data
     def remember(self) -> dict[str, Any]:
         return {
-            "limits": [[cpu, device, pool, lim.per_pod, lim.at]
-                       for (cpu, device, pool), lim in self.limits.items()],
+            "limits": _rows(self.limits), "held": _rows(self.held),
             "config": None if self.config is None else self.config.as_dict(),
-            "since": self.since, "by_scale_in": self.by_scale_in,
+            "since": self.since, "restarts": self.restarts, "seen_at": self.seen_at,
+            "by_scale_in": self.by_scale_in,
             "pending": None if self.pending is None else [
                 *self.pending.shape, self.pending.replicas, self.pending.peak_rate,
                 self.pending.at],
@@ -166,15 +206,26 @@ class ObservedLimits:
 
     @staticmethod
     def recall(memory: Mapping[str, Any]) -> ObservedLimits:
-        cfg, seen = memory.get("config"), memory.get("pending")
+        cfg, seen, at = memory.get("config"), memory.get("pending"), memory.get("seen_at")
         return ObservedLimits(
-            {(float(cpu), str(device), None if pool is None else str(pool)):
-             Limit(float(per_pod), float(at))
-             for cpu, device, pool, per_pod, at in memory.get("limits") or ()},
+            _limits(memory.get("limits")), _limits(memory.get("held")),
             None if cfg is None else WorkloadConfig(
                 int(cfg["replicas"]), float(cfg["cpu"]), str(cfg["device"]),
                 None if cfg.get("pool") is None else str(cfg["pool"])),
-            float(memory.get("since") or 0.0), bool(memory.get("by_scale_in")),
-            None if seen is None else Pending(
-                (float(seen[0]), str(seen[1]), None if seen[2] is None else str(seen[2])),
-                int(seen[3]), float(seen[4]), float(seen[5])))
+            float(memory.get("since") or 0.0), int(memory.get("restarts") or 0),
+            None if at is None else float(at), bool(memory.get("by_scale_in")),
+            None if seen is None else Pending(_shape(seen[:3]), int(seen[3]), float(seen[4]),
+                                              float(seen[5])))
+
+
+def _shape(row: Any) -> feedback.Shape:
+    cpu, device, pool = row
+    return (float(cpu), str(device), None if pool is None else str(pool))
+
+
+def _rows(seen: dict[feedback.Shape, Limit]) -> list[list[Any]]:
+    return [[*shape, lim.per_pod, lim.at] for shape, lim in seen.items()]
+
+
+def _limits(rows: Any) -> dict[feedback.Shape, Limit]:
+    return {_shape(r[:3]): Limit(float(r[3]), float(r[4])) for r in rows or ()}
