@@ -148,31 +148,3 @@ def test_the_midpoints_are_the_steps_midpoints() -> None:
             assert mids[node] == mid
             up = bool(path >> level & 1)
             lo, hi, node = (mid, hi, 2 * node + 1) if up else (lo, mid, 2 * node + 2)
-
-
-@settings(max_examples=300, deadline=None)
-@given(fitted_models(), st.integers(0, 2**32 - 1))
-def test_the_mean_and_support_alone_are_the_predictions(case: Any, seed: int) -> None:
-    """What ``load_correction`` reads at the current rate, asked for without the bootstrap
-    ensemble: :meth:`predict`'s mean and support exactly (inf and NaN included), whatever the
-    model has seen (devices, classes, CPU sizes, the load per core)."""
-    est, X = case
-    rng = np.random.default_rng(seed)
-    est.seen_gpu_, est.seen_cpu_device_ = bool(rng.random() < 0.5), bool(rng.random() < 0.8)
-    est.seen_classes_ = sorted({int(i) for i in rng.integers(0, est.n_classes_, 2)})
-    est.cpu_sizes_ = sorted({float(c) for c in rng.choice([0.5, 1.0, 2.0, 4.0], 2)})
-    est.cpu_range_ = (est.cpu_sizes_[0], est.cpu_sizes_[-1])
-    p, batch = learned(est, X, seed)
-    if rng.random() < 0.5:
-        p.model.metadata["load_per_core_max"] = {"cpu": float(rng.uniform(1.0, 500.0)),
-                                                 "gpu": float(rng.uniform(1.0, 5000.0))}
-    rows = X[rng.integers(0, len(X), 4)]
-    batch = CandidateBatch.of([batch.config(0)] + [
-        WorkloadConfig(max(1, int(r[1])), float(r[2]), "gpu" if r[3] > 0.5 else "cpu",
-                       batch.pool[0]) for r in rows])
-    for rate in (0.0, float(np.exp(rng.uniform(math.log(0.1), math.log(1e5))))):
-        with np.errstate(all="ignore"):
-            want = p.predict(batch, rate)
-            mean, supported = p.predict_mean_supported(batch, rate)
-        assert same(mean, want.mean)
-        assert np.array_equal(supported, want.supported)

@@ -161,16 +161,6 @@ class LearnedKPI(Predictor):
                                                                           self.mix))
         return out
 
-    def predict_mean_supported(self, batch: CandidateBatch, rate: float
-                               ) -> tuple[FloatArray, NDArray[np.bool_]]:
-        """:meth:`predict`'s mean and support without the bootstrap ensemble: the fitted
-        model's prediction is the ensemble's first member, the same number (tested bit for
-        bit), and support does not depend on the ensemble."""
-        X = self.model.features(batch, rate, self.mix)
-        est: QueueingLatencyRegressor | AvailabilityRegressor = self.model.estimator
-        mean: FloatArray = est.predict(X)
-        return mean, est.supported(X) & self.within_load_range(batch, rate)
-
     def predict_mean_rates(self, batch: CandidateBatch, rates: Sequence[float]) -> FloatArray:
         """:meth:`predict_mean` at each of ``rates`` in one evaluation of the fitted model:
         ``batch``'s feature rows repeated once per rate, the rate column set to that rate.

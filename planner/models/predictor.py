@@ -92,13 +92,6 @@ class Predictor(ABC):
         (a learned model's bootstrap ensemble) answers without computing the bound."""
         return self.predict(batch, rate).mean
 
-    def predict_mean_supported(self, batch: CandidateBatch, rate: float
-                               ) -> tuple[FloatArray, NDArray[np.bool_]]:
-        """``predict(batch, rate)``'s ``mean`` and ``supported`` (the same numbers), without
-        the bound where a predictor can skip it (a learned model's bootstrap ensemble)."""
-        p = self.predict(batch, rate)
-        return p.mean, p.supported
-
     def predict_mean_rates(self, batch: CandidateBatch, rates: Sequence[float]) -> FloatArray:
         """``(len(rates), len(batch))``: row ``i`` is :meth:`predict_mean` at ``rates[i]``
         (the same numbers). This default asks once per rate; a predictor that can evaluate

@@ -287,8 +287,8 @@ def load_correction(ctx: PlanningContext, preds: dict[str, Predictor],
         if p is None or seen is None or rate <= 0 or not prof.spec.minimizes or objective_met(
                 seen, o, prof) is not False:
             continue
-        mean, supported = p.predict_mean_supported(batch, rate)  # the bound is not needed
-        if not supported[0] or not float(mean[0]) < seen:
+        now = p.predict(batch, rate)
+        if not now.supported[0] or not float(now.mean[0]) < seen:
             continue
         factors[o.name] = _bisect(p, batch, rate, seen)
     return factors
