@@ -58,7 +58,8 @@ from planner.planners.base import PlanningContext
 
 @dataclass(frozen=True)
 class Limit:
-    """Load per pod (req/s) at which the shape was observed violating, and when."""
+    """A load per pod (req/s) observed for a shape, and when: one it violated at (in
+    ``limits``) or one it held over a whole window (in ``held``)."""
 
     per_pod: float
     at: float
