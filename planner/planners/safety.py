@@ -291,6 +291,12 @@ def _shape_rules(ctx: PlanningContext, obs: Observation, watch: Watch,
     return target, why, ""
 
 
+def proportional(pods: int, utilization: float) -> int:
+    """HPA's proportional rule: the pods that carry ``pods`` pods' load at
+    :data:`PROPORTIONAL_TARGET` utilisation."""
+    return math.ceil(pods * utilization / PROPORTIONAL_TARGET)
+
+
 def _finish(ctx: PlanningContext, obs: Observation, target: WorkloadConfig
             ) -> tuple[int, str] | None:
     """Where a stuck rollout that ``target`` keeps the shape of can finish: its ready pods
@@ -309,7 +315,7 @@ def _finish(ctx: PlanningContext, obs: Observation, target: WorkloadConfig
         return ready, f"the plan's {target.replicas}"
     util = obs.utilization
     if util is not None and obs.ready > 0 \
-            and math.ceil(obs.ready * util / PROPORTIONAL_TARGET - 1e-9) <= ready:
+            and proportional(obs.ready, util) <= ready:
         return ready, f"the load of {obs.ready} pod(s) at {util:.0%} CPU"
     return None
 
@@ -361,7 +367,7 @@ def _size_rules(ctx: PlanningContext, obs: Observation,
                        f"{target.device} now")
             target = _same_cores(cur, target)
         base = obs.ready if obs.ready > 0 else cur.replicas
-        floor_cores = math.ceil(base * obs.utilization / PROPORTIONAL_TARGET) * cur.cpu
+        floor_cores = proportional(base, obs.utilization) * cur.cpu
         floor = max(base + 1, math.ceil(floor_cores / target.cpu - 1e-9))
         if target.replicas < floor:
             why.append(f"{', '.join(obs.violated)} violated at {obs.utilization:.0%} CPU: "
