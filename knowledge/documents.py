@@ -48,26 +48,43 @@ def sanitize(doc: Mapping[str, Any], where: str = "document") -> Document:
     if not isinstance(doc, Mapping):
         raise InvalidDocument(f"{where}: expected a mapping, got {type(doc).__name__}")
     out: Document = {}
-    for key, value in doc.items():
-        name = _key(key, where)
-        if name.startswith("$"):
-            raise InvalidDocument(f"{where}.{name}: top-level keys must not start with '$'")
-        out[name] = _value(value, f"{where}.{name}")
+    try:
+        for key, value in doc.items():
+            name = _key(key)
+            if name.startswith("$"):
+                raise _Refused("top-level keys must not start with '$'", [f".{name}"])
+            try:
+                out[name] = _value(value)
+            except _Refused as exc:
+                exc.path.append(f".{name}")
+                raise
+    except _Refused as exc:
+        # The path is built only here, on the way out of a refusal (a document's every value
+        # would otherwise format its own path on the happy path).
+        raise InvalidDocument(f"{where}{''.join(reversed(exc.path))}: {exc.reason}") from None
     return out
 
 
-def _key(key: object, where: str) -> str:
+class _Refused(Exception):
+    """A value that cannot be stored: why, and its path inside the document from the value
+    outwards (each container appends its part as the refusal passes through it)."""
+
+    def __init__(self, reason: str, path: list[str] | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.path: list[str] = path if path is not None else []
+
+
+def _key(key: object) -> str:
     if type(key) is not str:
         if isinstance(key, str):  # str subclass, e.g. a str-valued enum
             key = _plain_str(key)
         else:
-            raise InvalidDocument(
-                f"{where}: keys must be strings, got {type(key).__name__} {key!r}"
-            )
+            raise _Refused(f"keys must be strings, got {type(key).__name__} {key!r}")
     assert isinstance(key, str)
     if "\x00" in key:
-        raise InvalidDocument(f"{where}: key {key!r} contains a NUL character")
-    _check_utf8(key, where)
+        raise _Refused(f"key {key!r} contains a NUL character")
+    _check_utf8(key)
     return key
 
 
@@ -79,13 +96,13 @@ def _plain_str(value: str) -> str:
     return str.__str__(value)
 
 
-def _check_utf8(text: str, where: str) -> None:
+def _check_utf8(text: str) -> None:
     if text.isascii():
         return
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise InvalidDocument(f"{where}: string is not valid unicode ({exc.reason})") from None
+        raise _Refused(f"string is not valid unicode ({exc.reason})") from None
 
 
 def _float(value: float) -> float | None:
@@ -96,15 +113,33 @@ def _int(value: int) -> int | float:
     return value if _INT64_MIN <= value <= _INT64_MAX else float(value)
 
 
-def _mapping(value: Mapping[Any, Any], where: str) -> Document:
+def _mapping(value: Mapping[Any, Any]) -> Document:
     out: Document = {}
     for key, item in value.items():
-        name = _key(key, where)
-        out[name] = _value(item, f"{where}.{name}")
+        name = _key(key)
+        try:
+            out[name] = _value(item)
+        except _Refused as exc:
+            exc.path.append(f".{name}")
+            raise
     return out
 
 
-def _value(value: Any, where: str) -> Any:
+def _sequence(value: Sequence[Any]) -> list[Any]:
+    try:
+        return [_value(v) for v in value]
+    except _Refused as exc:
+        # Which item: found again only now, on the error path.
+        for i, v in enumerate(value):
+            try:
+                _value(v)
+            except _Refused:
+                exc.path.append(f"[{i}]")
+                break
+        raise
+
+
+def _value(value: Any) -> Any:
     kind = type(value)
     # Fast paths for the exact builtin types.
     if value is None or kind is bool:
@@ -114,25 +149,25 @@ def _value(value: Any, where: str) -> Any:
     if kind is int:
         return _int(value)
     if kind is str:
-        _check_utf8(value, where)
+        _check_utf8(value)
         return value
     if kind is bytes:
         return value
     if kind is dict:
-        return _mapping(value, where)
+        return _mapping(value)
     if kind is list or kind is tuple:
-        return [_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return _sequence(value)
     if isinstance(value, Mapping):
-        return _mapping(value, where)
+        return _mapping(value)
     # Subclasses and foreign scalar types.
     if isinstance(value, bool | np.bool_):
         return bool(value)
     if isinstance(value, np.ndarray):
-        return _value(value.tolist(), where)
+        return _value(value.tolist())
     if isinstance(value, np.generic):
-        return _value(value.item(), where)
+        return _value(value.item())
     if isinstance(value, str):
-        return _value(_plain_str(value), where)
+        return _value(_plain_str(value))
     if isinstance(value, int):
         return _int(int(value))
     if isinstance(value, float):
@@ -140,9 +175,9 @@ def _value(value: Any, where: str) -> Any:
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value)
     if isinstance(value, Sequence) and not isinstance(value, str | bytes):
-        return [_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
-    raise InvalidDocument(
-        f"{where}: cannot store a value of type {type(value).__name__}; "
+        return _sequence(value)
+    raise _Refused(
+        f"cannot store a value of type {type(value).__name__}; "
         "convert it to numbers, strings, lists or dicts first"
     )
 
