@@ -304,13 +304,17 @@ class SimulatedCluster(ClusterBackend, KPISource):
         served while ready; 0 (and no rate) when not ready."""
         if not pod.ready(t):
             return 0.0, None
-        recent = [(dt, u, r) for (at, dt, u, r) in pod.utilization_samples
-                  if at >= t - self.metrics_window_s]
-        span = sum(dt for dt, _, _ in recent)
+        # One pass, each sum added left to right from 0 (as ``sum`` adds): the same numbers.
+        start = t - self.metrics_window_s
+        span = busy = served = 0.0
+        for at, dt, u, r in pod.utilization_samples:
+            if at >= start:
+                span += dt
+                busy += dt * u
+                served += dt * r
         if span <= 0:
             return pod.utilization, None
-        return (sum(dt * u for dt, u, _ in recent) / span,
-                sum(dt * r for dt, _, r in recent) / span)
+        return busy / span, served / span
 
     def _workload(self, key: str) -> SimWorkload:
         try:
