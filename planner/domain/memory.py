@@ -99,7 +99,17 @@ def plain(value: Any) -> Any:
     """``value`` as JSON-safe data: mappings with string keys, lists, finite numbers (a
     non-finite float becomes ``None``), strings, booleans and ``None``. Anything else is a
     :class:`TypeError` (a plugin that remembers an object must say how to write it down)."""
-    if value is None or isinstance(value, bool | str | int):
+    kind = type(value)
+    # Exact builtin types first (an ABC check per value costs more than the conversion).
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if value is None or kind is str or kind is int or kind is bool:
+        return value
+    if kind is list or kind is tuple:
+        return [plain(v) for v in value]
+    if kind is dict:
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, bool | str | int):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else None
