@@ -20,6 +20,9 @@ pods serve with noise (so models have something to learn), the default planner. 
   tenth of the measured cycles against the last tenth and the least-squares slope in ms per
   cycle (:func:`growth`); the process's current RSS when the measured cycles start and when
   they end, and the events stored (and, on the embedded store, their BSON bytes) at both;
+* the CPU the garbage collector takes per measured cycle (``--heap keeper``, the default: with
+  the keeper the CLI and the operator install, :mod:`planner.control.heap`; ``--heap default``:
+  CPython's collector left as it is);
 * the scaling exponent of the controller cycle between the first and the last size
   (``log(t_last / t_first) / log(intents_last / intents_first)``).
 
@@ -31,6 +34,7 @@ A size is INTENTSxNODESxPODS (pods per workload).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import math
 import resource
@@ -130,12 +134,30 @@ def _pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, math.ceil(q * len(xs)) - 1)]
 
 
+class CollectorClock:
+    """CPU seconds CPython's cyclic garbage collector spends, and its collections (through
+    ``gc.callbacks``), while installed."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.collections = 0
+        self._start = 0.0
+
+    def __call__(self, phase: str, _info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._start = time.process_time()
+        else:
+            self.seconds += time.process_time() - self._start
+            self.collections += 1
+
+
 def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int,
-            progress: int = 0) -> dict[str, Any]:
+            progress: int = 0, keep_heap: bool = True) -> dict[str, Any]:
     """One size (see the module docstring); every ``progress`` measured cycles (0: never) a
     line on stderr with that cycle's CPU and the RSS."""
     t0 = time.perf_counter()
-    run = ScenarioRun(parse_scenario(scenario(intents, nodes, pods), "scale"), "grid", 1)
+    run = ScenarioRun(parse_scenario(scenario(intents, nodes, pods), "scale"), "grid", 1,
+                      keep_heap=keep_heap)
     built = time.perf_counter() - t0
     ctl = run.controller
     w0 = time.perf_counter()
@@ -150,6 +172,8 @@ def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int,
     rss_start = rss_mib()
     events_start = run.knowledge.count_events()
     kb_bytes_start = stored_event_bytes(run.knowledge)
+    collector = CollectorClock()
+    gc.callbacks.append(collector)
     for _ in range(cycles):
         c0 = time.process_time()
         ctl_s = 0.0
@@ -172,6 +196,9 @@ def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int,
                   f"{ctl_s:.3f}s, without the KPI solve {product_cpu[-1]:.3f}s ({ph}); "
                   f"simulator {sim_cpu[-1]:.3f}s; RSS {rss_mib():.0f} MiB",
                   file=sys.stderr, flush=True)
+    gc.callbacks.remove(collector)
+    if run.heap is not None:
+        run.heap.close()
     rss_end = rss_mib()
     modelled = len({e["intent"] for e in run.knowledge.effects()})
     last = run.knowledge.events(limit=intents)
@@ -183,6 +210,8 @@ def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int,
         "without_kpis_p50_s": _pct(product_cpu, 0.5),
         "phases_s": {k: sum(v) / cycles for k, v in phase_cpu.items()},
         "simulator_s": _pct(sim_cpu, 0.5), "modelled": modelled,
+        "gc_s": collector.seconds / cycles, "gc_collections": collector.collections / cycles,
+        "keep_heap": keep_heap,
         "event_bytes": sum(sizes) / max(1, len(sizes)),
         "events_stored": run.knowledge.count_events(),
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -205,11 +234,15 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--progress", type=int, default=0, metavar="N",
                     help="every N measured cycles, that cycle's CPU and the RSS on stderr")
+    ap.add_argument("--heap", choices=("keeper", "default"), default="keeper",
+                    help="the garbage-collector keeper the CLI and the operator install "
+                         "(planner/control/heap.py), or CPython's collector left as it is")
     args = ap.parse_args()
     rows = []
     for size in args.sizes.split(","):
         intents, nodes, pods = (int(x) for x in size.split("x"))
-        row = measure(intents, nodes, pods, args.warm, args.cycles, args.progress)
+        row = measure(intents, nodes, pods, args.warm, args.cycles, args.progress,
+                      keep_heap=args.heap == "keeper")
         rows.append(row)
         if not args.json:
             ph = "  ".join(f"{k} {v:.3f}" for k, v in row["phases_s"].items())
@@ -221,6 +254,9 @@ def main() -> None:
                   f"{row['event_bytes'] / 1024:.1f} KiB; {row['events_stored']} events; "
                   f"peak RSS {row['peak_rss_mib']:.0f} MiB", flush=True)
             print(f"    per phase (s/cycle): {ph}", flush=True)
+            print(f"    garbage collector ({args.heap}): {row['gc_s']:.3f} s CPU and "
+                  f"{row['gc_collections']:.1f} collections per cycle (in the phases above "
+                  "and the simulator's stepping)", flush=True)
             print(f"    growth over {args.cycles} cycles (ms, mean of the first tenth -> the "
                   "last tenth; least-squares slope in ms/cycle):", flush=True)
             for name, g in row["growth"].items():

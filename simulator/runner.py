@@ -77,7 +77,7 @@ class ScenarioRun:
 
     def __init__(self, scenario: Scenario, planner: str | None = None, seed: int | None = None,
                  knowledge: KnowledgeBase | None = None, start_time: float | None = None,
-                 threaded_training: bool = False) -> None:
+                 threaded_training: bool = False, keep_heap: bool = False) -> None:
         from knowledge.connect import open_knowledge_base
 
         self.scenario = scenario
@@ -94,9 +94,13 @@ class ScenarioRun:
         self.source = StaticIntentSource(scenario.intents, scenario.profiles)
         self.knowledge = knowledge if knowledge is not None else open_knowledge_base(None)
         built = wiring.build_controller(self.sim, self.sim, self.source, self.knowledge, admin,
-                                        threaded_training=threaded_training)
+                                        threaded_training=threaded_training,
+                                        keep_heap=keep_heap)
         self.controller = built.controller
         self.trainer = built.trainer
+        self.heap = built.heap
+        """The garbage-collector keeper (``keep_heap``: for a process that runs this
+        simulation, as the CLI does; see :mod:`planner.control.heap`)."""
         self.accountant = Accountant(self.sim, scenario.intents, self.source.profiles())
         self.step_s = scenario.spec.step_s
         self.cycle_s = admin.cycle_s

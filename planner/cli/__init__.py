@@ -94,13 +94,17 @@ def simulate(
         # libraries (seconds), which a command refusing its input does without.
         from simulator.runner import ScenarioRun
 
-        run = ScenarioRun(sc, planner, seed, knowledge)
+        run = ScenarioRun(sc, planner, seed, knowledge, keep_heap=True)
     except SpecError as exc:
         raise _fail(exc) from None
     with SimulationProgress(err, f"{sc.name} / {run.admin.planner}", total) as progress, \
             StopOnInterrupt() as interrupt:
-        result = run.run(total, on_progress=progress.update,
-                         should_stop=lambda: interrupt.stopped)
+        try:
+            result = run.run(total, on_progress=progress.update,
+                             should_stop=lambda: interrupt.stopped)
+        finally:
+            if run.heap is not None:
+                run.heap.close()
     data = result.as_dict()
     if interrupt.stopped:
         data["interrupted"] = True
@@ -149,7 +153,7 @@ def run(
         now = time.time()
         start = resumed_start(knowledge, now)
         runner = ScenarioRun(sc, planner, seed, knowledge, start_time=start,
-                             threaded_training=True)
+                             threaded_training=True, keep_heap=True)
     except SpecError as exc:
         raise _fail(exc) from None
     if speed <= 0:
@@ -423,6 +427,8 @@ def _close_kb(runner: Any, uri: str) -> None:
     what could not be stored (a store that was unreachable at the end)."""
     if runner.trainer is not None:
         runner.trainer.close()
+    if runner.heap is not None:
+        runner.heap.close()
     kb = runner.knowledge
     kb.close()
     lost = kb.lost() if callable(getattr(kb, "lost", None)) else {}

@@ -41,11 +41,13 @@ def serve_runtime(settings: Settings) -> Runtime:
     scenario = load_scenario(settings.scenario)
     kb = open_knowledge_base(settings.kb, resilient=True, background=True)
     run = ScenarioRun(scenario, settings.planner, knowledge=kb,
-                      start_time=resumed_start(kb, DEFAULT_START))
+                      start_time=resumed_start(kb, DEFAULT_START), keep_heap=True)
     if settings.warmup_s > 0:
         run.run(settings.warmup_s)
     rt = scenario_runtime(run, looping=False)
     rt.closers.append(kb.close)
     if run.trainer is not None:
         rt.closers.append(run.trainer.close)
+    if run.heap is not None:
+        rt.closers.append(run.heap.close)
     return rt

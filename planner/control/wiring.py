@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from actuators import registry as actuator_registry
 from knowledge.base import KnowledgeBase
 from planner.control.controller import IntentController
+from planner.control.heap import HeapKeeper
 from planner.control.training import Trainer
 from planner.domain.admin import AdminConfig
 from planner.domain.ports import ClusterBackend, IntentSource, KPISource
@@ -26,10 +27,13 @@ class Assembly:
 
     controller: IntentController
     trainer: Trainer | None
+    heap: HeapKeeper | None = None
 
     def close(self) -> None:
         if self.trainer is not None:
             self.trainer.close()
+        if self.heap is not None:
+            self.heap.close()
 
 
 def needs_training(admin: AdminConfig) -> bool:
@@ -41,11 +45,13 @@ def needs_training(admin: AdminConfig) -> bool:
 
 def build_controller(backend: ClusterBackend, kpis: KPISource, source: IntentSource,
                      knowledge: KnowledgeBase, admin: AdminConfig, *,
-                     threaded_training: bool = False) -> Assembly:
+                     threaded_training: bool = False, keep_heap: bool = False) -> Assembly:
     """A controller over ``backend`` with the admin's actuators, and a :class:`Trainer` hook
     when a configured planner learns (``threaded_training``: fits off the cycle's thread, for
     live runs; simulations train inline so they stay deterministic; the admin's
-    ``training.executor`` may name another place, e.g. worker processes or a Dask cluster)."""
+    ``training.executor`` may name another place, e.g. worker processes or a Dask cluster).
+    ``keep_heap``: a :class:`HeapKeeper` hook, for a process that runs the controller (it
+    changes the process's garbage collector)."""
     planner_registry.check_admin(admin)
     knowledge.follow_clock(backend.now)  # effects stamped by this clock are not "the future"
     actuators = actuator_registry.create(actuator_registry.enabled_names(admin), admin)
@@ -55,4 +61,8 @@ def build_controller(backend: ClusterBackend, kpis: KPISource, source: IntentSou
         trainer = Trainer(knowledge, source, threaded=threaded_training,
                           settings=admin.training)
         controller.hooks.append(trainer)
-    return Assembly(controller, trainer)
+    heap = None
+    if keep_heap:
+        heap = HeapKeeper()
+        controller.hooks.append(heap)
+    return Assembly(controller, trainer, heap)

@@ -133,9 +133,10 @@ class OperatorRuntime:
                                                    deadline=config.kpi_deadline_s)
             kpis = KubernetesKPISource(self._prometheus, self.backend.workload)
         built = wiring.build_controller(self.backend, kpis, self.source, knowledge, config.admin,
-                                        threaded_training=True)
+                                        threaded_training=True, keep_heap=True)
         self.controller = built.controller
         self.trainer = built.trainer
+        self.heap = built.heap
         apply_configmap = configmap_applier(api_client)
         for act in self.controller.actuators.values():
             attach = getattr(act, "attach_configmap", None)
@@ -179,6 +180,8 @@ class OperatorRuntime:
         self.executor.shutdown(wait=True, cancel_futures=True)
         if self.trainer is not None:
             self.trainer.close()
+        if self.heap is not None:
+            self.heap.close()
         if self._prometheus is not None:
             self._prometheus.close()
         if self._load is not None:

@@ -1,0 +1,56 @@
+"""Keeping CPython's cyclic garbage collector off a large controller's cycle.
+
+A full collection scans every tracked object of the oldest generation, and one starts whenever
+the objects that survived into that generation since the last one reach a quarter of it. A
+controller cycle at 1,000 intents keeps most of a million tracked objects alive (the
+snapshot's pods, the memories, the models) and replaces a large part of them every cycle (a new
+snapshot, new plans), so a full collection runs about every cycle and scans the whole heap,
+although what the cycle replaced is freed by reference counting, not by the collector
+(``bench/scale.py`` prints the collector's CPU per cycle).
+
+:class:`HeapKeeper`, a cycle hook, collects after each cycle what the cycle left (the objects
+not frozen) and then freezes the survivors (:func:`gc.freeze`), so the collections of the next
+cycle scan only what that cycle allocates. Garbage cycles that reach a frozen object are not
+found while it is frozen, so every ``full_every`` cycles the heap is unfrozen and collected in
+full. The collector is process-wide state: the operator and the CLI install the keeper; a
+controller built as a library object (tests, notebooks) leaves the process's collector alone.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from typing import Any
+
+FULL_EVERY = 240
+"""Cycles between full collections of the unfrozen heap (an hour at 15 s cycles)."""
+
+
+class HeapKeeper:
+    """A cycle hook (see the module docstring); ``seconds`` and ``collections`` count its own
+    work."""
+
+    def __init__(self, full_every: int = FULL_EVERY) -> None:
+        if full_every < 1:
+            raise ValueError("full_every must be >= 1")
+        self.full_every = full_every
+        self.cycles = 0
+        self.collections = 0
+        self.full_collections = 0
+        self.seconds = 0.0
+        """CPU seconds spent in its collections."""
+
+    def __call__(self, _snapshot: Any, _outcomes: Any) -> None:
+        start = time.process_time()
+        self.cycles += 1
+        if self.cycles % self.full_every == 0:
+            gc.unfreeze()
+            self.full_collections += 1
+        gc.collect()
+        gc.freeze()
+        self.collections += 1
+        self.seconds += time.process_time() - start
+
+    def close(self) -> None:
+        """Give the frozen objects back to the collector (the controller stops)."""
+        gc.unfreeze()

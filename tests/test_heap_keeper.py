@@ -1,0 +1,102 @@
+"""The garbage-collector keeper (:mod:`planner.control.heap`): survivors frozen after each cycle,
+garbage cycles still found, a full collection every ``full_every`` cycles."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from knowledge.connect import open_knowledge_base
+from planner.control import wiring
+from planner.control.heap import HeapKeeper
+from simulator.runner import ScenarioRun
+from simulator.scenario import parse_scenario
+
+
+class Node:
+    def __init__(self) -> None:
+        self.other: Any = None
+
+
+@pytest.fixture(autouse=True)
+def thawed() -> Iterator[None]:
+    gc.unfreeze()
+    yield
+    gc.unfreeze()
+
+
+def cycle_pair() -> weakref.ref[Node]:
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    return weakref.ref(a)
+
+
+def test_a_cycle_freezes_the_survivors_and_collects_the_cycles_garbage() -> None:
+    keeper = HeapKeeper(full_every=10)
+    garbage = cycle_pair()                  # unreachable, found only by the collector
+    kept = Node()
+    assert garbage() is not None
+    keeper(None, [])
+    assert garbage() is None
+    assert gc.get_freeze_count() > 0
+    assert all(o is not kept for o in gc.get_objects())   # frozen: no longer tracked as young
+    assert keeper.collections == 1 and keeper.full_collections == 0
+
+
+def test_garbage_reaching_a_frozen_object_waits_for_the_full_collection() -> None:
+    keeper = HeapKeeper(full_every=3)
+    old = Node()
+    keeper(None, [])                        # cycle 1: `old` frozen
+    young = Node()
+    old.other, young.other = young, old
+    gone = weakref.ref(old)
+    del old, young
+    keeper(None, [])                        # cycle 2: the pair reaches a frozen object
+    assert gone() is not None
+    keeper(None, [])                        # cycle 3: unfrozen and collected in full
+    assert gone() is None
+    assert keeper.full_collections == 1
+
+
+def test_close_gives_the_frozen_objects_back() -> None:
+    keeper = HeapKeeper()
+    keeper(None, [])
+    assert gc.get_freeze_count() > 0
+    keeper.close()
+    assert gc.get_freeze_count() == 0
+    with pytest.raises(ValueError, match="full_every"):
+        HeapKeeper(full_every=0)
+
+
+SCENARIO = {
+    "name": "tiny", "duration": "2m", "step_s": 5,
+    "cluster": {"pools": [{"name": "p", "nodes": 2, "cpu": 8, "cost_per_core_hour": 0.03}]},
+    "workloads": [{"name": "w", "namespace": "n", "replicas": 2, "cpu": 1,
+                   "service": {"rate_per_core": 100, "base_latency_ms": 3},
+                   "trace": {"kind": "constant", "rate": 50.0}}],
+    "manifests": [
+        {"apiVersion": "intent-planner.io/v1alpha1", "kind": "KPIProfile",
+         "metadata": {"name": "p95", "namespace": "n"},
+         "spec": {"type": "latency", "percentile": 95}},
+        {"apiVersion": "intent-planner.io/v1alpha1", "kind": "Intent",
+         "metadata": {"name": "w", "namespace": "n"},
+         "spec": {"targetRef": {"kind": "Deployment", "name": "w"},
+                  "objectives": [{"name": "p95", "value": 100, "measuredBy": "p95"}]}}],
+}
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_only_a_process_that_runs_the_controller_installs_it(keep: bool) -> None:
+    run = ScenarioRun(parse_scenario(SCENARIO, "tiny"), "grid", 1, open_knowledge_base(None),
+                      keep_heap=keep)
+    hooks = [h for h in run.controller.hooks if isinstance(h, HeapKeeper)]
+    assert (run.heap is not None) is keep and hooks == ([run.heap] if keep else [])
+    run.run(60.0)
+    assert (gc.get_freeze_count() > 0) is keep
+    assert run.heap is None or run.heap.collections == 4       # one per 15 s cycle
+    wiring.Assembly(run.controller, None, run.heap).close()
+    assert gc.get_freeze_count() == 0
