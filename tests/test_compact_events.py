@@ -72,14 +72,42 @@ def test_every_pod_when_they_changed_at_most_every_interval() -> None:
     sampler = PodDetailSampler(min_interval_s=300.0)
     w, _ = _cluster([("a", "cpu", 1.0, True, True, 0)] * 3)
     moved, _ = _cluster([("b", "cpu", 1.0, True, True, 0)] * 3)
+    due = 300.0 + sampler.phase("big/w")             # the first interval, spread by name
+    assert 300.0 <= due < 600.0
     assert sampler.wants("big/w", w, 0.0)            # first event: every pod
     assert not sampler.wants("big/w", w, 15.0)       # unchanged
-    assert not sampler.wants("big/w", moved, 30.0)   # changed, but detailed 30 s ago
-    assert not sampler.wants("big/w", moved, 299.0)
-    assert sampler.wants("big/w", moved, 300.0)      # changed since the last detail
-    assert not sampler.wants("big/w", moved, 900.0)  # unchanged since
+    assert not sampler.wants("big/w", moved, min(30.0, due - 1.0))  # changed, detailed lately
+    assert not sampler.wants("big/w", moved, due - 0.5)
+    assert sampler.wants("big/w", moved, due)        # changed since the last detail
+    assert not sampler.wants("big/w", moved, due + 600.0)  # unchanged since
     sampler.forget(set())
-    assert sampler.wants("big/w", moved, 915.0)      # deleted and created again
+    assert sampler.wants("big/w", moved, due + 615.0)  # deleted and created again
+
+
+def test_intents_started_together_carry_their_pods_in_different_cycles() -> None:
+    """Pods that change every cycle, 200 intents started together: after the first cycle each
+    cycle holds about its share of the detailed events (not all of them every 20 cycles),
+    and each intent still has at most one per interval."""
+    sampler = PodDetailSampler(min_interval_s=300.0)
+    states = [_cluster([(pool, "cpu", 1.0, True, True, 0)] * 2)[0] for pool in ("a", "b")]
+    per_cycle: list[int] = []
+    last: dict[str, float] = {}
+    count: dict[str, int] = {}
+    for cycle in range(80):
+        now = cycle * 15.0
+        n = 0
+        for i in range(200):
+            name = f"big/w{i}"
+            if sampler.wants(name, states[cycle % 2], now):
+                assert name not in last or now - last[name] >= 300.0
+                last[name] = now
+                count[name] = count.get(name, 0) + 1
+                n += 1
+        per_cycle.append(n)
+    assert per_cycle[0] == 200
+    assert max(per_cycle[1:]) <= 30 < 200       # an even share is 10 per cycle
+    # Still every intent once per interval once started: by 600 s and by 900 s (of 1,185).
+    assert min(count.values()) >= 3
 
 
 class EveryPod(PodDetailSampler):
