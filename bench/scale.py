@@ -123,10 +123,8 @@ def rss_mib() -> float:
 def stored_event_bytes(knowledge: object) -> int | None:
     """The BSON bytes of every stored event on the embedded store (which keeps them encoded),
     else ``None``."""
-    events = getattr(knowledge, "_events", None)
-    if not isinstance(events, dict):
-        return None
-    return sum(len(b) for per_intent in events.values() for b in per_intent.blobs)
+    counted = getattr(knowledge, "event_bytes", None)
+    return int(counted()) if callable(counted) else None
 
 
 def _pct(xs: list[float], q: float) -> float:

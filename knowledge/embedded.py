@@ -13,6 +13,11 @@ the memory of the same document as Python objects, decoded only when read), so:
 * ``apply_retention`` cuts each intent's events at the retention cut-off;
 * ``max_events_per_intent`` bounds memory: past it, the intent's oldest event is dropped and
   counted (:meth:`lost`, ``events_evicted``), never silently;
+* ``max_event_bytes`` bounds all events together (their BSON): past it, the oldest events of
+  any intent are dropped first, and counted the same way. A process cannot hold a large
+  cluster's events for the retention window (at 1,000 intents about 1.5 GiB an hour, section
+  27 of ``docs/benchmarks.md``): the in-memory store keeps the newest it can hold, and the
+  directory store or MongoDB keep the rest;
 * effects per (intent, objective) in (timestamp, insertion) order, statuses and memories per
   intent; ``max_effects_per_objective`` bounds the versions kept: past it, the oldest trained
   (non-static) version is dropped and counted (:meth:`lost`, ``effects_evicted``). Without it
@@ -45,6 +50,11 @@ DEFAULT_MAX_EVENTS_PER_INTENT = 100_000
 """Events kept per intent before the oldest is dropped (and counted): about 17 days of one
 event every 15 s, more than the default retention; a bound, not a retention."""
 
+DEFAULT_MAX_EVENT_BYTES = 256 * 2**20
+"""BSON bytes of events kept in all before the oldest are dropped (and counted): the shipped
+scenarios never reach it (a few MiB); at 1,000 intents it holds about ten minutes of events,
+what the trainer's newest windows and the REST API read most."""
+
 DEFAULT_MAX_EFFECTS_PER_OBJECTIVE = 100
 """Effect versions kept per (intent, objective) before the oldest trained one is dropped (and
 counted): at the default training interval (5 minutes) more than 8 hours of versions, past the
@@ -64,7 +74,11 @@ class _Events:
     ids: list[str | None] = field(default_factory=list)
     """The id a batch gave each event (:meth:`KnowledgeBase.record_events`), else ``None``."""
 
+    size: int = 0
+    """The BSON bytes of the events held."""
+
     def add(self, key: Key, blob: bytes, eid: str | None = None) -> None:
+        self.size += len(blob)
         if not self.keys or key >= self.keys[-1]:
             self.keys.append(key)
             self.blobs.append(blob)
@@ -94,6 +108,7 @@ class _Events:
     def drop_oldest(self, n: int) -> list[str | None]:
         """Drop the ``n`` oldest events; their ids."""
         gone = self.ids[:n]
+        self.size -= sum(len(b) for b in self.blobs[:n])
         del self.keys[:n], self.blobs[:n], self.ids[:n]
         return gone
 
@@ -112,11 +127,20 @@ class EmbeddedKnowledgeBase(base.KnowledgeBase):
 
     def __init__(self, retention_s: float | None = DEFAULT_RETENTION_S,
                  max_events_per_intent: int = DEFAULT_MAX_EVENTS_PER_INTENT,
-                 max_effects_per_objective: int = DEFAULT_MAX_EFFECTS_PER_OBJECTIVE) -> None:
+                 max_effects_per_objective: int = DEFAULT_MAX_EFFECTS_PER_OBJECTIVE,
+                 max_event_bytes: int | None = DEFAULT_MAX_EVENT_BYTES) -> None:
         if retention_s is not None and not retention_s > 0:
             raise ValueError("retention_s must be > 0 or None")
         if max_events_per_intent < 1:
             raise ValueError("max_events_per_intent must be >= 1")
+        if max_event_bytes is not None and max_event_bytes < 1:
+            raise ValueError("max_event_bytes must be >= 1 or None")
+        self.max_event_bytes = max_event_bytes
+        self._event_bytes = 0
+        self._oldest: list[tuple[Key, str]] = []
+        """A heap of (an intent's oldest event key, the intent), to find the oldest events of
+        all intents; an entry is checked against the intent's events when popped (events
+        dropped otherwise leave stale entries, refreshed or discarded then)."""
         if max_effects_per_objective < 1:
             raise ValueError("max_effects_per_objective must be >= 1")
         self.retention_s = retention_s
@@ -157,15 +181,43 @@ class EmbeddedKnowledgeBase(base.KnowledgeBase):
                     continue
                 seq = next(self._seq)
                 stored = self._events.setdefault(doc["intent"], _Events())
-                stored.add((float(doc["time"]), seq), blob, eid)
+                key = (float(doc["time"]), seq)
+                before = stored.size
+                if not stored.keys or key < stored.keys[0]:
+                    heapq.heappush(self._oldest, (key, doc["intent"]))
+                stored.add(key, blob, eid)
                 if eid is not None:
                     self._ids.add(eid)
                 over = len(stored.keys) - self.max_events_per_intent
                 if over > 0:
                     self._forget_ids(stored.drop_oldest(over))
                     self.events_evicted += over
+                self._event_bytes += stored.size - before
                 out.append(eid if eid is not None else f"embedded:{seq}")
+            self._within_bytes()
         return out
+
+    def _within_bytes(self) -> None:
+        """Drop the oldest events of all intents until the events fit ``max_event_bytes``
+        (holding the lock)."""
+        if self.max_event_bytes is None:
+            return
+        while self._event_bytes > self.max_event_bytes and self._oldest:
+            key, intent = heapq.heappop(self._oldest)
+            stored = self._events.get(intent)
+            if stored is None or not stored.keys:
+                continue                             # the intent's events are gone
+            if stored.keys[0] != key:                # stale: its oldest changed since
+                heapq.heappush(self._oldest, (stored.keys[0], intent))
+                continue
+            before = stored.size
+            self._forget_ids(stored.drop_oldest(1))
+            self._event_bytes -= before - stored.size
+            self.events_evicted += 1
+            if stored.keys:
+                heapq.heappush(self._oldest, (stored.keys[0], intent))
+            else:
+                del self._events[intent]
 
     def _forget_ids(self, gone: list[str | None]) -> None:
         self._ids.difference_update(e for e in gone if e is not None)
@@ -192,6 +244,11 @@ class EmbeddedKnowledgeBase(base.KnowledgeBase):
             picked = [blob for _, blob in itertools.islice(rows, skip, stop)]
         return [_decode(b) for b in picked]
 
+    def event_bytes(self) -> int:
+        """The BSON bytes of the events stored (what ``max_event_bytes`` bounds)."""
+        with self._lock:
+            return self._event_bytes
+
     def count_events(self, intent: str | None = None) -> int:
         with self._lock:
             if intent is not None:
@@ -206,8 +263,10 @@ class EmbeddedKnowledgeBase(base.KnowledgeBase):
         with self._lock:
             deleted = 0
             for e in self._events.values():
+                before = e.size
                 gone = e.drop_before(cutoff)
                 self._forget_ids(gone)
+                self._event_bytes -= before - e.size
                 deleted += len(gone)
             for key in [k for k, e in self._events.items() if not e.keys]:
                 del self._events[key]
@@ -282,10 +341,12 @@ class EmbeddedKnowledgeBase(base.KnowledgeBase):
         """An independent copy holding the same documents (a second run from this moment);
         the stored documents are immutable bytes, so copying the indexes is enough."""
         new = EmbeddedKnowledgeBase(self.retention_s, self.max_events_per_intent,
-                                    self.max_effects_per_objective)
+                                    self.max_effects_per_objective, self.max_event_bytes)
         with self._lock:
-            new._events = {k: _Events(list(e.keys), list(e.blobs), list(e.ids))
+            new._events = {k: _Events(list(e.keys), list(e.blobs), list(e.ids), e.size)
                            for k, e in self._events.items()}
+            new._event_bytes = self._event_bytes
+            new._oldest = list(self._oldest)
             new._ids = set(self._ids)
             new._effects = {k: list(v) for k, v in self._effects.items()}
             new._status = dict(self._status)

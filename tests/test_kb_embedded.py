@@ -89,3 +89,46 @@ def test_effect_versions_stay_bounded_by_default() -> None:
         kb.put_effect(kb_conformance.effect(timestamp=float(t)))
     assert len(kb.effects()) == embedded.DEFAULT_MAX_EFFECTS_PER_OBJECTIVE
     assert kb.effects()[0]["timestamp"] == 3 * embedded.DEFAULT_MAX_EFFECTS_PER_OBJECTIVE - 1
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.one_of(
+    st.tuples(st.just("record"), st.sampled_from(["a", "b", "c"]), st.integers(0, 50),
+              st.integers(0, 400)),
+    st.tuples(st.just("retention"), st.integers(0, 80))), max_size=40),
+    st.integers(300, 4000))
+def test_events_past_the_byte_bound_are_dropped_oldest_first_of_any_intent(
+        ops: list[tuple], budget: int) -> None:
+    """Whatever is recorded (in or out of time order) and cut by retention: the stored events
+    never exceed ``max_event_bytes`` (their BSON, as counted), the ones the bound dropped are
+    older (time, then arrival) than every one kept, and each is counted in ``lost()``."""
+    kb = embedded.EmbeddedKnowledgeBase(retention_s=30.0, max_event_bytes=budget)
+    recorded: dict[int, tuple[float, int]] = {}
+    evicted = 0
+    for op in ops:
+        before = {e["n"] for e in kb.events()}
+        if op[0] == "record":
+            _, intent, t, pad = op
+            n = len(recorded)
+            recorded[n] = (float(t), n)
+            kb.record_event({"intent": intent, "time": float(t), "n": n, "pad": "x" * pad})
+            before.add(n)
+        else:
+            kb.apply_retention(float(op[1]))
+            before = {n for n in before if recorded[n][0] >= op[1] - 30.0}
+        kept = kb.events()
+        assert kb.event_bytes() == sum(len(embedded._encode(e)) for e in kept) <= budget
+        kept_n = {e["n"] for e in kept}
+        dropped = before - kept_n               # by the bound, in this step
+        evicted += len(dropped)
+        assert kb.lost().get("events", 0) == evicted
+        if dropped and kept_n:
+            assert max(recorded[n] for n in dropped) < min(recorded[n] for n in kept_n)
+
+
+def test_the_byte_bound_is_on_by_default_and_can_be_lifted() -> None:
+    assert embedded.EmbeddedKnowledgeBase().max_event_bytes == embedded.DEFAULT_MAX_EVENT_BYTES
+    kb = embedded.EmbeddedKnowledgeBase(max_event_bytes=None)
+    for i in range(50):
+        kb.record_event({"intent": "a", "time": float(i), "pad": "x" * 1000})
+    assert kb.count_events() == 50 and kb.lost() == {} and kb.event_bytes() > 50_000
