@@ -69,3 +69,21 @@ def test_a_tiny_cluster_reports_growth_for_every_phase() -> None:
     # two intents, one event each per cycle: ten cycles add twenty events and their bytes
     assert row["events_stored"] - row["events_stored_start"] == 20
     assert row["kb_event_bytes"] > row["kb_event_bytes_start"]
+
+
+@pytest.mark.parametrize(("intents", "nodes"), [(10, 50), (100, 500), (1000, 5000)])
+def test_the_bench_cluster_holds_its_pods_and_they_meet_the_objective(intents: int,
+                                                                     nodes: int) -> None:
+    """The sizes the bench measures are a steady cluster, not an overloaded one: every
+    workload's pods fit the nodes with room to spare, and at the bench's load they meet the
+    p95 objective (an M/M/1 pod: base latency plus the sojourn's 95th percentile)."""
+    doc = scale.scenario(intents, nodes, 200)
+    cores = sum(p["nodes"] * p["cpu"] for p in doc["cluster"]["pools"])
+    pods = sum(w["replicas"] * w["cpu"] for w in doc["workloads"])
+    assert pods <= 0.75 * cores
+    target = doc["manifests"][1]["spec"]["objectives"][0]["value"]
+    for w in doc["workloads"]:
+        mu = w["service"]["rate_per_core"] * w["cpu"]
+        lam = w["trace"]["rate"] / w["replicas"]
+        p95_ms = w["service"]["base_latency_ms"] + 1000.0 * math.log(20.0) / (mu - lam)
+        assert lam < mu and p95_ms < target
