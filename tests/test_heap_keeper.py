@@ -25,8 +25,10 @@ class Node:
 @pytest.fixture(autouse=True)
 def thawed() -> Iterator[None]:
     gc.unfreeze()
+    thresholds = gc.get_threshold()
     yield
     gc.unfreeze()
+    gc.set_threshold(*thresholds)
 
 
 def cycle_pair() -> weakref.ref[Node]:
@@ -62,12 +64,15 @@ def test_garbage_reaching_a_frozen_object_waits_for_the_full_collection() -> Non
     assert keeper.full_collections == 1
 
 
-def test_close_gives_the_frozen_objects_back() -> None:
+def test_close_gives_the_frozen_objects_and_the_thresholds_back() -> None:
+    before = gc.get_threshold()
     keeper = HeapKeeper()
+    assert gc.get_threshold() == before          # nothing changes until the first cycle
     keeper(None, [])
     assert gc.get_freeze_count() > 0
+    assert gc.get_threshold()[:2] == before[:2] and gc.get_threshold()[2] > 1000
     keeper.close()
-    assert gc.get_freeze_count() == 0
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == before
     with pytest.raises(ValueError, match="full_every"):
         HeapKeeper(full_every=0)
 
