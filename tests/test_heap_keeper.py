@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from bench import scale
 from knowledge.connect import open_knowledge_base
 from planner.control import wiring
 from planner.control.heap import HeapKeeper
@@ -77,27 +78,10 @@ def test_close_gives_the_frozen_objects_and_the_thresholds_back() -> None:
         HeapKeeper(full_every=0)
 
 
-SCENARIO = {
-    "name": "tiny", "duration": "2m", "step_s": 5,
-    "cluster": {"pools": [{"name": "p", "nodes": 2, "cpu": 8, "cost_per_core_hour": 0.03}]},
-    "workloads": [{"name": "w", "namespace": "n", "replicas": 2, "cpu": 1,
-                   "service": {"rate_per_core": 100, "base_latency_ms": 3},
-                   "trace": {"kind": "constant", "rate": 50.0}}],
-    "manifests": [
-        {"apiVersion": "intent-planner.io/v1alpha1", "kind": "KPIProfile",
-         "metadata": {"name": "p95", "namespace": "n"},
-         "spec": {"type": "latency", "percentile": 95}},
-        {"apiVersion": "intent-planner.io/v1alpha1", "kind": "Intent",
-         "metadata": {"name": "w", "namespace": "n"},
-         "spec": {"targetRef": {"kind": "Deployment", "name": "w"},
-                  "objectives": [{"name": "p95", "value": 100, "measuredBy": "p95"}]}}],
-}
-
-
 @pytest.mark.parametrize("keep", [False, True])
 def test_only_a_process_that_runs_the_controller_installs_it(keep: bool) -> None:
-    run = ScenarioRun(parse_scenario(SCENARIO, "tiny"), "grid", 1, open_knowledge_base(None),
-                      keep_heap=keep)
+    run = ScenarioRun(parse_scenario(scale.scenario(2, 10, 2), "tiny"), "grid", 1,
+                      open_knowledge_base(None), keep_heap=keep)
     hooks = [h for h in run.controller.hooks if isinstance(h, HeapKeeper)]
     assert (run.heap is not None) is keep and hooks == ([run.heap] if keep else [])
     run.run(60.0)
