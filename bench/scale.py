@@ -201,6 +201,8 @@ def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int,
     modelled = len({e["intent"] for e in run.knowledge.effects()})
     last = run.knowledge.events(limit=intents)
     sizes = [len(bson.encode({k: v for k, v in e.items() if k != "_id"})) for e in last]
+    compact = [n for n, e in zip(sizes, last, strict=True) if "pods" not in e]
+    detailed = [n for n, e in zip(sizes, last, strict=True) if "pods" in e]
     return {
         "size": f"{intents}x{nodes}x{pods}", "intents": intents, "build_s": built,
         "warm_wall_s": warm_s, "cycle_p50_s": _pct(cycle_cpu, 0.5),
@@ -211,6 +213,9 @@ def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int,
         "gc_s": collector.seconds / cycles, "gc_collections": collector.collections / cycles,
         "keep_heap": keep_heap,
         "event_bytes": sum(sizes) / max(1, len(sizes)),
+        "compact_event_bytes_max": max(compact, default=0),
+        "detailed_events": len(detailed),
+        "detailed_event_bytes": sum(detailed) / max(1, len(detailed)),
         "events_stored": run.knowledge.count_events(),
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "growth": {"cycle": growth(cycle_cpu), "without_kpis": growth(product_cpu),
@@ -252,6 +257,9 @@ def main() -> None:
                   f"{row['event_bytes'] / 1024:.1f} KiB; {row['events_stored']} events; "
                   f"peak RSS {row['peak_rss_mib']:.0f} MiB", flush=True)
             print(f"    per phase (s/cycle): {ph}", flush=True)
+            print(f"    the last cycle's events: {row['compact_event_bytes_max'] / 1024:.1f} KiB "
+                  f"at most without the pods; {row['detailed_events']} with every pod, "
+                  f"{row['detailed_event_bytes'] / 1024:.1f} KiB on average", flush=True)
             print(f"    garbage collector ({args.heap}): {row['gc_s']:.3f} s CPU and "
                   f"{row['gc_collections']:.1f} collections per cycle (in the phases above "
                   "and the simulator's stepping)", flush=True)
