@@ -13,8 +13,10 @@ pods serve with noise (so models have something to learn), the default planner. 
   simulated backend that is the simulator's own KPI solve; on Kubernetes, Prometheus queries),
   and per phase (observe, kpis, plan, act, record, status, retention, hooks = training), from
   :mod:`planner.control.phases`; the simulator's own stepping apart;
-* how many intents planned with a trained model, the process's peak RSS, the mean size of the
-  last cycle's event documents (BSON), and the events stored;
+* how many intents planned with a trained model, the process's peak RSS, the mean and largest
+  size of the last cycle's event documents (BSON), the number and mean size of the pod-detail
+  documents stored beside them (every pod, :func:`knowledge.documents.split_event`), and the
+  events stored;
 * growth over the measured cycles (issue 13's "no growth over 240 cycles"): for the cycle,
   the cycle without ``kpis``, each phase and the simulator, the mean CPU time of the first
   tenth of the measured cycles against the last tenth and the least-squares slope in ms per
@@ -200,9 +202,9 @@ def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int,
     rss_end = rss_mib()
     modelled = len({e["intent"] for e in run.knowledge.effects()})
     last = run.knowledge.events(limit=intents)
-    sizes = [len(bson.encode({k: v for k, v in e.items() if k != "_id"})) for e in last]
-    compact = [n for n, e in zip(sizes, last, strict=True) if "pods" not in e]
-    detailed = [n for n, e in zip(sizes, last, strict=True) if "pods" in e]
+    sizes = [len(bson.encode(e)) for e in last]
+    since = min((float(e["time"]) for e in last), default=None)
+    detailed = [len(bson.encode(d)) for d in run.knowledge.pod_details(since=since)]
     return {
         "size": f"{intents}x{nodes}x{pods}", "intents": intents, "build_s": built,
         "warm_wall_s": warm_s, "cycle_p50_s": _pct(cycle_cpu, 0.5),
@@ -213,9 +215,9 @@ def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int,
         "gc_s": collector.seconds / cycles, "gc_collections": collector.collections / cycles,
         "keep_heap": keep_heap,
         "event_bytes": sum(sizes) / max(1, len(sizes)),
-        "compact_event_bytes_max": max(compact, default=0),
-        "detailed_events": len(detailed),
-        "detailed_event_bytes": sum(detailed) / max(1, len(detailed)),
+        "event_bytes_max": max(sizes, default=0),
+        "pod_details": len(detailed),
+        "pod_detail_bytes": sum(detailed) / max(1, len(detailed)),
         "events_stored": run.knowledge.count_events(),
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "growth": {"cycle": growth(cycle_cpu), "without_kpis": growth(product_cpu),
@@ -257,9 +259,9 @@ def main() -> None:
                   f"{row['event_bytes'] / 1024:.1f} KiB; {row['events_stored']} events; "
                   f"peak RSS {row['peak_rss_mib']:.0f} MiB", flush=True)
             print(f"    per phase (s/cycle): {ph}", flush=True)
-            print(f"    the last cycle's events: {row['compact_event_bytes_max'] / 1024:.1f} KiB "
-                  f"at most without the pods; {row['detailed_events']} with every pod, "
-                  f"{row['detailed_event_bytes'] / 1024:.1f} KiB on average", flush=True)
+            print(f"    the last cycle's events: {row['event_bytes_max']} bytes at most; "
+                  f"{row['pod_details']} pod details beside them (every pod, kept apart), "
+                  f"{row['pod_detail_bytes'] / 1024:.1f} KiB on average", flush=True)
             print(f"    garbage collector ({args.heap}): {row['gc_s']:.3f} s CPU and "
                   f"{row['gc_collections']:.1f} collections per cycle (in the phases above "
                   "and the simulator's stepping)", flush=True)

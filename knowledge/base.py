@@ -10,7 +10,12 @@ Documents are plain JSON-safe dicts so that any store can hold them. Shapes:
      "pod_groups": [{"pool", "device", "cpu", "ready", "scheduled", "count", "restarts"}],
      "node_pools": {pool: {"region", "nodes", "cpu_capacity", ...}},
      "resources": {...}, "plan": {...} | None, "exploratory": bool, "planner": str,
-     "pods": [...], "nodes": {...}}   # pods and nodes only when they changed (sampled)
+     "pod_detail": true}   # only when the event was recorded with "pods" or "nodes"
+
+``pod_details`` (an event's ``pods`` and ``nodes``, recorded when the pods changed, sampled)::
+
+    {"time": float, "intent": "ns/name", "workload": "ns/name",
+     "pods": {"name": [...], "node": [...], ...}, "nodes": {"name": [...], "pool": [...], ...}}
 
 ``effects`` (one model per intent and objective; the newest static or non-stale wins)::
 
@@ -69,6 +74,13 @@ class KnowledgeBase(ABC):
 
     * ``record_event`` stores a copy: later changes to the argument do not change the store.
       It returns an id (string). Documents come back without store-internal keys (``_id``).
+    * An event recorded with ``pods`` or ``nodes`` is stored without them and with
+      ``pod_detail: true``; they are stored as one ``pod_details`` document with the event's
+      ``time``, ``intent`` and ``workload`` (:func:`knowledge.documents.split_event`).
+      ``pod_details`` reads those documents as ``events`` reads events (same arguments, same
+      order); retention and eviction treat an event and its detail as one (both are kept or
+      neither). The event is written first: a batch stopped part-way may leave an event
+      without its detail until it is sent again, never a detail without its event.
     * ``events`` returns documents of one intent (or all) with ``since <= time < until``,
       newest first, at most ``limit`` (0 = no limit), skipping ``skip``. Events with the same
       ``time`` come most recently recorded first, so pages (``skip``/``limit``) never overlap.
@@ -183,6 +195,18 @@ class KnowledgeBase(ABC):
         limit: int = 0,
         skip: int = 0,
     ) -> list[Document]: ...
+
+    @abstractmethod
+    def pod_details(
+        self,
+        intent: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int = 0,
+        skip: int = 0,
+    ) -> list[Document]:
+        """The ``pods`` and ``nodes`` of the events that carried them (see the class
+        docstring), as :meth:`events` selects and orders events."""
 
     @abstractmethod
     def count_events(self, intent: str | None = None) -> int: ...

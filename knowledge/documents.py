@@ -210,6 +210,30 @@ def event_document(event: Mapping[str, Any], where: str = "event") -> Document:
     return doc
 
 
+DETAIL_FIELDS = ("pods", "nodes")
+"""An event's fields kept apart from it (:func:`split_event`)."""
+DETAIL_MARK = "pod_detail"
+"""Set (``True``) on an event whose detail is stored in the ``pod_details`` collection."""
+
+
+def split_event(doc: Document) -> tuple[Document, Document | None]:
+    """A sanitized event (:func:`event_document`) as stored: without ``pods`` and ``nodes``,
+    which go into a document of their own (``time``, ``intent`` and ``workload`` copied;
+    ``None`` when the event carries neither), and with ``pod_detail: true`` when they did.
+
+    Every pod of a workload is tens of kilobytes, the rest of an event a few: kept apart, the
+    events a trainer and the REST API read stay small, and the pods are read only by whoever
+    asks for them (:meth:`knowledge.base.KnowledgeBase.pod_details`)."""
+    if not any(f in doc for f in DETAIL_FIELDS):
+        return doc, None
+    detail: Document = {k: doc[k] for k in ("time", "intent", "workload") if k in doc}
+    for f in DETAIL_FIELDS:
+        if f in doc:
+            detail[f] = doc.pop(f)
+    doc[DETAIL_MARK] = True
+    return doc, detail
+
+
 FUTURE_TOLERANCE_S = 300.0
 """How far past a store's clock an effect's ``timestamp`` may lie (clocks of writers differ)."""
 

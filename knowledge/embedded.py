@@ -6,18 +6,20 @@ any intent recorded, and an hour of a large cluster's events did not fit in memo
 dicts. This store keeps, per intent, its events in time order as BSON bytes (about a tenth of
 the memory of the same document as Python objects, decoded only when read), so:
 
-* ``record_event`` appends (O(log n) when an event arrives out of time order);
+* ``record_event`` appends (O(log n) when an event arrives out of time order); an event's pod
+  detail (:func:`knowledge.documents.split_event`) is held beside it, read by ``pod_details``
+  and dropped with it;
 * ``events(intent, since, until, limit, skip)`` bisects the intent's own events and decodes
   only the ones returned; ``count_events`` is a length; without ``intent`` the intents' events
   are merged newest first;
 * ``apply_retention`` cuts each intent's events at the retention cut-off;
 * ``max_events_per_intent`` bounds memory: past it, the intent's oldest event is dropped and
   counted (:meth:`lost`, ``events_evicted``), never silently;
-* ``max_event_bytes`` bounds all events together (their BSON): past it, the oldest events of
-  any intent are dropped first, and counted the same way. A process cannot hold a large
-  cluster's events for the retention window (at 1,000 intents about 1.5 GiB an hour, section
-  27 of ``docs/benchmarks.md``): the in-memory store keeps the newest it can hold, and the
-  directory store or MongoDB keep the rest;
+* ``max_event_bytes`` bounds all events together (their BSON, pod details included): past
+  it, the oldest events of any intent are dropped first, and counted the same way. A process
+  cannot hold a large cluster's events for the retention window (at 1,000 intents about
+  1.5 GiB an hour, section 27 of ``docs/benchmarks.md``): the in-memory store keeps the newest
+  it can hold, and the directory store or MongoDB keep the rest;
 * effects per (intent, objective) in (timestamp, insertion) order, statuses and memories per
   intent; ``max_effects_per_objective`` bounds the versions kept: past it, the oldest trained
   (non-static) version is dropped and counted (:meth:`lost`, ``effects_evicted``). Without it
@@ -74,20 +76,26 @@ class _Events:
     ids: list[str | None] = field(default_factory=list)
     """The id a batch gave each event (:meth:`KnowledgeBase.record_events`), else ``None``."""
 
-    size: int = 0
-    """The BSON bytes of the events held."""
+    details: list[bytes | None] = field(default_factory=list)
+    """Each event's pod detail (:func:`knowledge.documents.split_event`), else ``None``."""
 
-    def add(self, key: Key, blob: bytes, eid: str | None = None) -> None:
-        self.size += len(blob)
+    size: int = 0
+    """The BSON bytes of the events and details held."""
+
+    def add(self, key: Key, blob: bytes, eid: str | None = None,
+            detail: bytes | None = None) -> None:
+        self.size += len(blob) + (len(detail) if detail is not None else 0)
         if not self.keys or key >= self.keys[-1]:
             self.keys.append(key)
             self.blobs.append(blob)
             self.ids.append(eid)
+            self.details.append(detail)
             return
         i = bisect.bisect_right(self.keys, key)
         self.keys.insert(i, key)
         self.blobs.insert(i, blob)
         self.ids.insert(i, eid)
+        self.details.insert(i, detail)
 
     def span(self, since: float | None, until: float | None) -> tuple[int, int]:
         """Index range of the events with ``since <= time < until``."""
@@ -95,11 +103,15 @@ class _Events:
         hi = len(self.keys) if until is None else bisect.bisect_left(self.keys, (until, -1))
         return lo, max(lo, hi)
 
-    def newest_first(self, since: float | None, until: float | None
+    def newest_first(self, since: float | None, until: float | None, details: bool = False
                      ) -> Iterator[tuple[tuple[float, int], bytes]]:
+        """The events (or, with ``details``, the details of those that have one) in the
+        window, newest first, with a key that sorts them so across intents."""
         lo, hi = self.span(since, until)
         for i in range(hi - 1, lo - 1, -1):
-            yield (-self.keys[i][0], -self.keys[i][1]), self.blobs[i]
+            blob = self.details[i] if details else self.blobs[i]
+            if blob is not None:
+                yield (-self.keys[i][0], -self.keys[i][1]), blob
 
     def drop_before(self, cutoff: float) -> list[str | None]:
         """Drop the events before ``cutoff``; their ids."""
@@ -109,7 +121,8 @@ class _Events:
         """Drop the ``n`` oldest events; their ids."""
         gone = self.ids[:n]
         self.size -= sum(len(b) for b in self.blobs[:n])
-        del self.keys[:n], self.blobs[:n], self.ids[:n]
+        self.size -= sum(len(d) for d in self.details[:n] if d is not None)
+        del self.keys[:n], self.blobs[:n], self.ids[:n], self.details[:n]
         return gone
 
 
@@ -170,8 +183,11 @@ class EmbeddedKnowledgeBase(base.KnowledgeBase):
         """Store ``events`` in order; an event whose id (``ids``) is stored already is not
         stored again (a batch sent again after a failure)."""
         base._check_ids(events, ids)
-        docs = [documents.event_document(e, where=f"events[{i}]") for i, e in enumerate(events)]
-        blobs = [_encode(d) for d in docs]
+        split = [documents.split_event(documents.event_document(e, where=f"events[{i}]"))
+                 for i, e in enumerate(events)]
+        docs = [doc for doc, _ in split]
+        blobs = [_encode(doc) for doc in docs]
+        details = [None if d is None else _encode(d) for _, d in split]
         out: list[str] = []
         with self._lock:
             for i, (doc, blob) in enumerate(zip(docs, blobs, strict=True)):
@@ -185,7 +201,7 @@ class EmbeddedKnowledgeBase(base.KnowledgeBase):
                 before = stored.size
                 if not stored.keys or key < stored.keys[0]:
                     heapq.heappush(self._oldest, (key, doc["intent"]))
-                stored.add(key, blob, eid)
+                stored.add(key, blob, eid, details[i])
                 if eid is not None:
                     self._ids.add(eid)
                 over = len(stored.keys) - self.max_events_per_intent
@@ -230,22 +246,37 @@ class EmbeddedKnowledgeBase(base.KnowledgeBase):
         limit: int = 0,
         skip: int = 0,
     ) -> list[base.Document]:
+        return self._read_events(intent, since, until, limit, skip, details=False)
+
+    def pod_details(
+        self,
+        intent: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int = 0,
+        skip: int = 0,
+    ) -> list[base.Document]:
+        return self._read_events(intent, since, until, limit, skip, details=True)
+
+    def _read_events(self, intent: str | None, since: float | None, until: float | None,
+                     limit: int, skip: int, details: bool) -> list[base.Document]:
         if limit < 0 or skip < 0:
             raise ValueError("limit and skip must be >= 0")
         with self._lock:
             if intent is not None:
                 found = self._events.get(intent)
                 rows: Iterator[tuple[Key, bytes]] = (
-                    iter(()) if found is None else found.newest_first(since, until))
+                    iter(()) if found is None else found.newest_first(since, until, details))
             else:
-                rows = heapq.merge(*(e.newest_first(since, until)
+                rows = heapq.merge(*(e.newest_first(since, until, details)
                                      for e in self._events.values()), key=lambda r: r[0])
             stop = skip + limit if limit else None
             picked = [blob for _, blob in itertools.islice(rows, skip, stop)]
         return [_decode(b) for b in picked]
 
     def event_bytes(self) -> int:
-        """The BSON bytes of the events stored (what ``max_event_bytes`` bounds)."""
+        """The BSON bytes of the events stored, their pod details included (what
+        ``max_event_bytes`` bounds)."""
         with self._lock:
             return self._event_bytes
 
@@ -343,7 +374,8 @@ class EmbeddedKnowledgeBase(base.KnowledgeBase):
         new = EmbeddedKnowledgeBase(self.retention_s, self.max_events_per_intent,
                                     self.max_effects_per_objective, self.max_event_bytes)
         with self._lock:
-            new._events = {k: _Events(list(e.keys), list(e.blobs), list(e.ids), e.size)
+            new._events = {k: _Events(list(e.keys), list(e.blobs), list(e.ids),
+                                      list(e.details), e.size)
                            for k, e in self._events.items()}
             new._event_bytes = self._event_bytes
             new._oldest = list(self._oldest)

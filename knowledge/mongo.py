@@ -14,6 +14,9 @@ Collections and indexes (created by :meth:`MongoKnowledgeBase.prepare`, idempote
     The TTL uses the insertion wall clock rather than the event's ``time`` because ``time`` may
     come from a simulated clock; ``apply_retention(now)`` uses ``time`` (mongomock has no TTL
     monitor, so this explicit delete is what runs there).
+``pod_details``
+    An event's ``pods`` and ``nodes`` (:func:`knowledge.documents.split_event`), under the
+    event's ``_id``; the same three indexes as ``events``.
 ``effects``
     ``intent_objective_timestamp`` (intent, objective, timestamp desc, _id desc).
 ``status``
@@ -59,6 +62,7 @@ DEFAULT_DATABASE = "intent_planner"
 DEFAULT_RETENTION_S = 7 * 24 * 3600.0
 
 EVENTS = "events"
+POD_DETAILS = "pod_details"
 EFFECTS = "effects"
 STATUS = "status"
 MEMORY = "memory"
@@ -128,6 +132,7 @@ class MongoKnowledgeBase(base.KnowledgeBase):
                              else bulk_upserts)
         db = client[database]
         self._events = db[EVENTS]
+        self._details = db[POD_DETAILS]
         self._effects = db[EFFECTS]
         self._status = db[STATUS]
         self._memory = db[MEMORY]
@@ -174,22 +179,8 @@ class MongoKnowledgeBase(base.KnowledgeBase):
         """Create the indexes (idempotent); align the TTL index with ``retention_s``."""
         asc, desc = pymongo.ASCENDING, pymongo.DESCENDING
         with self._translate("creating indexes"):
-            self._events.create_index(
-                [("intent", asc), ("time", desc), ("_id", desc)], name=INDEX_EVENTS_INTENT_TIME
-            )
-            self._events.create_index([("time", asc), ("_id", asc)], name=INDEX_EVENTS_TIME)
-            want = (None if self.retention_s is None or not self.ttl_index
-                    else math.ceil(self.retention_s))
-            ttl = self._events.index_information().get(INDEX_EVENTS_TTL)
-            if ttl is not None and ttl.get("expireAfterSeconds") != want:
-                # The retention changed since the index was made: MongoDB refuses to create an
-                # index with the same name and other options, so replace it.
-                self._events.drop_index(INDEX_EVENTS_TTL)
-                ttl = None
-            if want is not None and ttl is None:
-                self._events.create_index(
-                    [(RECORDED_AT, asc)], name=INDEX_EVENTS_TTL, expireAfterSeconds=want
-                )
+            for collection in (self._events, self._details):
+                self._prepare_events(collection)
             self._effects.create_index(
                 [("intent", asc), ("objective", asc), ("timestamp", desc), ("_id", desc)],
                 name=INDEX_EFFECTS,
@@ -197,13 +188,37 @@ class MongoKnowledgeBase(base.KnowledgeBase):
             self._status.create_index([("intent", asc)], name=INDEX_STATUS, unique=True)
             self._memory.create_index([("intent", asc)], name=INDEX_STATUS, unique=True)
 
+    def _prepare_events(self, collection: Any) -> None:
+        """The indexes of ``events`` (and of ``pod_details``, read the same way)."""
+        asc, desc = pymongo.ASCENDING, pymongo.DESCENDING
+        collection.create_index(
+            [("intent", asc), ("time", desc), ("_id", desc)], name=INDEX_EVENTS_INTENT_TIME
+        )
+        collection.create_index([("time", asc), ("_id", asc)], name=INDEX_EVENTS_TIME)
+        want = (None if self.retention_s is None or not self.ttl_index
+                else math.ceil(self.retention_s))
+        ttl = collection.index_information().get(INDEX_EVENTS_TTL)
+        if ttl is not None and ttl.get("expireAfterSeconds") != want:
+            # The retention changed since the index was made: MongoDB refuses to create an
+            # index with the same name and other options, so replace it.
+            collection.drop_index(INDEX_EVENTS_TTL)
+            ttl = None
+        if want is not None and ttl is None:
+            collection.create_index(
+                [(RECORDED_AT, asc)], name=INDEX_EVENTS_TTL, expireAfterSeconds=want
+            )
+
     # -- events -----------------------------------------------------------------------------
 
     def record_event(self, event: Mapping[str, Any]) -> str:
-        doc = _strip(documents.event_document(event))
+        doc, detail = documents.split_event(_strip(documents.event_document(event)))
         doc[RECORDED_AT] = dt.datetime.now(dt.UTC)
         with self._translate("recording an event"):
             result = self._events.insert_one(doc)
+            if detail is not None:
+                detail["_id"] = result.inserted_id
+                detail[RECORDED_AT] = doc[RECORDED_AT]
+                self._details.insert_one(detail)
         return str(result.inserted_id)
 
     def record_events(
@@ -212,11 +227,17 @@ class MongoKnowledgeBase(base.KnowledgeBase):
         base._check_ids(events, ids)
         recorded_at = dt.datetime.now(dt.UTC)
         docs = []
+        details = []
         for i, event in enumerate(events):
-            doc = _strip(documents.event_document(event, where=f"events[{i}]"))
+            doc, detail = documents.split_event(
+                _strip(documents.event_document(event, where=f"events[{i}]")))
             doc["_id"] = bson.ObjectId() if ids is None else _object_id(ids[i], f"ids[{i}]")
             doc[RECORDED_AT] = recorded_at
             docs.append(doc)
+            if detail is not None:
+                detail["_id"] = doc["_id"]
+                detail[RECORDED_AT] = recorded_at
+                details.append(detail)
         if not docs:
             return []
         with self._translate("recording events"):
@@ -235,7 +256,25 @@ class MongoKnowledgeBase(base.KnowledgeBase):
                     raise documents.InvalidDocument(
                         f"events[{first.get('index')}]: MongoDB refused {len(refused)} of "
                         f"{len(docs)} events: {first.get('errmsg')}") from exc
+            self._insert_details(details)
         return [str(doc["_id"]) for doc in docs]
+
+    def _insert_details(self, details: list[base.Document]) -> None:
+        """Store the pod details of events just stored; one already stored (a batch sent
+        again) is skipped. Any failure leaves the batch to be sent again whole
+        (``KnowledgeBaseUnavailable``, not ``PartialWrite``): its events are stored already
+        and are skipped then, so only the missing details are added."""
+        if not details:
+            return
+        try:
+            self._details.insert_many(details, ordered=False)
+        except pymongo.errors.BulkWriteError as exc:
+            refused = [e for e in exc.details.get("writeErrors", [])
+                       if e.get("code") != _DUPLICATE_KEY]
+            if refused:
+                raise documents.InvalidDocument(
+                    f"pod details: MongoDB refused {len(refused)} of {len(details)}: "
+                    f"{refused[0].get('errmsg')}") from exc
 
     def events(
         self,
@@ -245,6 +284,23 @@ class MongoKnowledgeBase(base.KnowledgeBase):
         limit: int = 0,
         skip: int = 0,
     ) -> list[base.Document]:
+        return self._find_events(self._events, "reading events", intent, since, until, limit,
+                                 skip)
+
+    def pod_details(
+        self,
+        intent: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int = 0,
+        skip: int = 0,
+    ) -> list[base.Document]:
+        return self._find_events(self._details, "reading pod details", intent, since, until,
+                                 limit, skip)
+
+    def _find_events(self, collection: Any, operation: str, intent: str | None,
+                     since: float | None, until: float | None, limit: int, skip: int
+                     ) -> list[base.Document]:
         if limit < 0 or skip < 0:
             raise ValueError("limit and skip must be >= 0")
         query: dict[str, Any] = {} if intent is None else {"intent": intent}
@@ -255,8 +311,8 @@ class MongoKnowledgeBase(base.KnowledgeBase):
             window["$lt"] = until
         if window:
             query["time"] = window
-        with self._translate("reading events"):
-            cursor = self._events.find(query, {RECORDED_AT: False}).sort(_NEWEST)
+        with self._translate(operation):
+            cursor = collection.find(query, {RECORDED_AT: False}).sort(_NEWEST)
             if skip:
                 cursor = cursor.skip(skip)
             if limit:
@@ -271,8 +327,10 @@ class MongoKnowledgeBase(base.KnowledgeBase):
     def apply_retention(self, now: float) -> int:
         if self.retention_s is None:
             return 0
+        old = {"time": {"$lt": now - self.retention_s}}
         with self._translate("applying retention"):
-            result = self._events.delete_many({"time": {"$lt": now - self.retention_s}})
+            result = self._events.delete_many(old)
+            self._details.delete_many(old)
         return int(result.deleted_count)
 
     # -- effects ----------------------------------------------------------------------------

@@ -303,6 +303,17 @@ class ResilientKnowledgeBase(base.KnowledgeBase):
     ) -> list[base.Document]:
         return self._read("events", lambda: self.inner.events(intent, since, until, limit, skip))
 
+    def pod_details(
+        self,
+        intent: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int = 0,
+        skip: int = 0,
+    ) -> list[base.Document]:
+        return self._read("pod_details",
+                          lambda: self.inner.pod_details(intent, since, until, limit, skip))
+
     def count_events(self, intent: str | None = None) -> int:
         return self._read("count_events", lambda: self.inner.count_events(intent))
 

@@ -54,7 +54,7 @@ def event(intent: str = "default/a", time: float = 0.0, **extra: Any) -> dict[st
         "desired": {"p95": 0.1},
         "config": {"replicas": 2, "cpu": 0.5, "device": "cpu", "pool": "eu"},
         "load": {"request_rate": 12.5},
-        "pods": [{"name": "p-1", "node": "n-1"}],
+        "pod_groups": {"pool": ["eu"], "count": [1]},
         "plan": None,
         "exploratory": False,
         "planner": "grid",
@@ -124,7 +124,7 @@ class KnowledgeBaseConformance:
         doc = event(time=1.0)
         kb.record_event(doc)
         doc["current"]["p95"] = 99.0
-        doc["pods"].append({"name": "p-2"})
+        doc["pod_groups"]["count"].append(2)
         doc["planner"] = "changed"
         (got,) = kb.events()
         assert got == event(time=1.0)
@@ -133,7 +133,7 @@ class KnowledgeBaseConformance:
         kb.record_event(event(time=1.0))
         (got,) = kb.events()
         got["current"]["p95"] = 99.0
-        got["pods"].clear()
+        got["pod_groups"].clear()
         assert kb.events() == [event(time=1.0)]
 
     def test_internal_keys_in_the_argument_are_ignored(self, kb: base.KnowledgeBase) -> None:
@@ -397,6 +397,47 @@ class KnowledgeBaseConformance:
         assert stored is not None and stored["planning"]["alarm"] == 0.25
         assert kb.memory("default/b") == {"intent": "default/b", "planner": "q", "planning": {}}
 
+    # -- pod details --------------------------------------------------------------------------
+
+    def test_pods_and_nodes_are_kept_apart(self, kb: base.KnowledgeBase) -> None:
+        pods = {"name": ["p-1", "p-2"], "node": ["n-1", None]}
+        nodes = {"name": ["n-1"], "pool": ["eu"]}
+        kb.record_event(event(time=3.0, pods=pods, nodes=nodes))
+        kb.record_event(event(time=4.0, pods=pods))
+        kb.record_event(event(time=5.0))
+        assert kb.events() == [event(time=5.0), event(time=4.0, pod_detail=True),
+                               event(time=3.0, pod_detail=True)]
+        detail = {"intent": "default/a", "workload": "default/a", "pods": pods}
+        assert kb.pod_details() == [{"time": 4.0, **detail},
+                                    {"time": 3.0, **detail, "nodes": nodes}]
+        assert kb.pod_details("default/b") == []
+        assert kb.count_events() == 3
+
+    def test_pod_details_are_copies(self, kb: base.KnowledgeBase) -> None:
+        doc = event(time=1.0, pods={"name": ["p-1"]})
+        kb.record_event(doc)
+        doc["pods"]["name"].append("p-2")
+        (got,) = kb.pod_details()
+        got["pods"]["name"].clear()
+        assert kb.pod_details()[0]["pods"] == {"name": ["p-1"]}
+
+    def test_pod_details_leave_with_their_events(self, kb: base.KnowledgeBase) -> None:
+        r = self.RETENTION_S
+        now = 10 * r
+        for t in (now - 2 * r, now - r, now):
+            kb.record_event(event(time=t, pods={"name": [f"p-{t:g}"]}))
+        assert kb.apply_retention(now) == 1
+        assert [d["time"] for d in kb.pod_details()] == [now, now - r]
+
+    def test_pod_details_sent_twice_are_stored_once(self, kb: base.KnowledgeBase) -> None:
+        docs = [event(time=float(t), seq=t, pods={"name": [f"p-{t}"]}) for t in range(3)]
+        ids = [kb.new_event_id() for _ in docs]
+        kb.record_events(docs[:1], ids[:1])
+        kb.record_events(docs, ids)
+        assert kb.flush()
+        assert [d["pods"]["name"] for d in kb.pod_details()] == [["p-2"], ["p-1"], ["p-0"]]
+        assert [d["time"] for d in kb.pod_details(limit=1, skip=1)] == [1.0]
+
     # -- retention ----------------------------------------------------------------------------
 
     def test_retention_deletes_only_old_events(self, kb: base.KnowledgeBase) -> None:
@@ -544,25 +585,38 @@ class KnowledgeBaseConformance:
         recorded: list[tuple[str, float]],
         queries: list[tuple[str | None, float | None, float | None, int, int]],
     ) -> None:
+        """Every third event carries pods: ``events`` and ``pod_details`` both select and
+        order as the reference does."""
         with self.open_kb(self.RETENTION_S) as kb:
             model: list[dict[str, Any]] = []
+            details: list[dict[str, Any]] = []
             for seq, (name, t) in enumerate(recorded):
-                doc = {"intent": name, "time": t, "seq": seq}
-                kb.record_event(doc)
+                doc: dict[str, Any] = {"intent": name, "time": t, "seq": seq}
+                if seq % 3 == 0:
+                    kb.record_event({**doc, "pods": {"seq": [seq]}})
+                    doc["pod_detail"] = True
+                    details.append({"intent": name, "time": t, "seq": seq,
+                                    "pods": {"seq": [seq]}})
+                else:
+                    kb.record_event(doc)
                 model.append(doc)
             for intent, since, until, limit, skip in queries:
-                expected = newest_first(
-                    [
-                        d
-                        for d in model
-                        if (intent is None or d["intent"] == intent)
-                        and (since is None or d["time"] >= since)
-                        and (until is None or d["time"] < until)
-                    ]
-                )[skip:]
-                if limit:
-                    expected = expected[:limit]
-                assert kb.events(intent, since, until, limit, skip) == expected
+                for got, docs in ((kb.events(intent, since, until, limit, skip), model),
+                                  (kb.pod_details(intent, since, until, limit, skip),
+                                   details)):
+                    expected = newest_first(
+                        [
+                            d
+                            for d in docs
+                            if (intent is None or d["intent"] == intent)
+                            and (since is None or d["time"] >= since)
+                            and (until is None or d["time"] < until)
+                        ]
+                    )[skip:]
+                    if limit:
+                        expected = expected[:limit]
+                    assert [{k: v for k, v in d.items() if k != "seq"} for d in got] == [
+                        {k: v for k, v in d.items() if k != "seq"} for d in expected]
             for intent in INTENTS:
                 assert kb.count_events(intent) == sum(d["intent"] == intent for d in model)
 

@@ -392,6 +392,27 @@ def test_events_pagination(client: TestClient, warm: tuple[ScenarioRun, Runtime]
 
 
 @ON_SHOP
+def test_pod_details_beside_their_events(client: TestClient,
+                                         warm: tuple[ScenarioRun, Runtime]) -> None:
+    run, _ = warm
+    stored_times = [d["time"] for d in run.knowledge.pod_details(KEY)]
+    marked = [e["time"] for e in run.knowledge.events(KEY) if e.get("pod_detail")]
+    assert stored_times and stored_times == marked
+    url: str | None = f"/v1/intents/{KEY}/pods?limit=2"
+    times: list[float] = []
+    while url is not None:
+        page = client.get(url, headers=AUTH).json()
+        times += [d["time"] for d in page["items"]]
+        assert all(set(d["pods"]) >= {"name", "node", "ready"} and
+                   len(d["pods"]["name"]) == len(d["pods"]["ready"]) for d in page["items"])
+        url = page["next"]
+    assert times == stored_times
+    events = client.get(f"/v1/intents/{KEY}/events?limit=500", headers=AUTH).json()["items"]
+    assert all("pods" not in e for e in events)
+    assert client.get("/v1/intents/shop/nothing/pods", headers=AUTH).status_code == 404
+
+
+@ON_SHOP
 def test_effects_metadata_never_blobs(client: TestClient,
                                       warm: tuple[ScenarioRun, Runtime]) -> None:
     run, _ = warm

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.control.event_detail import PodDetailSampler
-from planner.domain.events import build_event
+from planner.domain.events import build_event, records, table
 from planner.domain.intents import Intent
 from planner.domain.state import ClusterSnapshot, NodeState, PodState, WorkloadConfig, WorkloadState
 from planner.models.observations import dataset
@@ -44,7 +44,7 @@ def test_groups_and_pools_account_for_every_pod_and_node(
         spec: list[tuple[str | None, str, float, bool, bool, int]]) -> None:
     w, snap = _cluster(spec)
     ev = build_event(INTENT, w, snap, {"p95": 20.0}, None, False)
-    groups = ev["pod_groups"]
+    groups = records(ev["pod_groups"])
     assert sum(g["count"] for g in groups) == len(w.pods)
     assert sum(g["restarts"] for g in groups) == sum(p.restarts for p in w.pods)
     assert sum(g["count"] for g in groups if g["ready"]) == w.ready_replicas
@@ -53,10 +53,33 @@ def test_groups_and_pools_account_for_every_pod_and_node(
                    == (g["pool"], g["device"], g["cpu"], g["ready"], g["scheduled"])]
         assert len(members) == g["count"]
     hosting = {p.node for p in w.pods if p.node}
-    assert sum(v["nodes"] for v in ev["node_pools"].values()) == len(hosting)
-    assert sum(v["cpu_allocated"] for v in ev["node_pools"].values()) == sum(
+    pools = records(ev["node_pools"])
+    assert sum(v["nodes"] for v in pools) == len(hosting)
+    assert sum(v["cpu_allocated"] for v in pools) == sum(
         n.cpu_allocated for n in snap.nodes if n.name in hosting)
-    assert set(ev["nodes"]) == hosting and len(ev["pods"]) == len(w.pods)
+    assert len({v["pool"] for v in pools}) == len(pools)
+    assert {n["name"] for n in records(ev["nodes"])} == hosting
+    assert records(ev["pods"]) == [p.as_dict() for p in w.pods]
+
+
+rows_st = st.lists(st.fixed_dictionaries({"pool": st.sampled_from(["a", "b", None]),
+                                          "count": st.integers(0, 5), "ready": st.booleans()}),
+                   max_size=8)
+
+
+@given(rows_st)
+def test_a_table_gives_back_its_rows(rows: list[dict[str, object]]) -> None:
+    cols = ("pool", "count", "ready")
+    assert records(table(rows, cols)) == rows
+    assert records(rows) == rows                           # a list of rows, as before tables
+    by_name = {f"n{i}": {"count": r["count"]} for i, r in enumerate(rows)}
+    assert records(by_name, key="pool") == [{"pool": k, **v} for k, v in by_name.items()]
+
+
+def test_a_damaged_table_gives_no_rows() -> None:
+    assert records({"pool": ["a", "b"], "count": [1]}) == []   # unequal columns
+    assert records({"pool": ["a"], "count": 1}) == []           # not a column
+    assert records(None) == [] and records("pods") == []
 
 
 def test_an_event_stays_small_however_many_pods() -> None:
@@ -122,12 +145,16 @@ def test_training_reads_the_summary_as_it_read_the_pods() -> None:
     run.controller.pod_detail = EveryPod()
     run.run(duration=900)
     for intent in {o.intent.key for o in run.last}:
-        events = run.knowledge.events(intent)
-        assert len(events) > 5 and all("pods" in e for e in events)
-        stripped = [{k: v for k, v in e.items() if k not in ("pods", "nodes")} for e in events]
-        without_groups = [{k: v for k, v in e.items() if k != "pod_groups"} for e in events]
-        for objective in events[0]["current"]:
-            a, b = dataset(without_groups, objective), dataset(stripped, objective)
-            assert len(a) > 0 and a.classes == b.classes and a.pools == b.pools
-            np.testing.assert_array_equal(a.X, b.X)
-            np.testing.assert_array_equal(a.y, b.y)
+        stripped = run.knowledge.events(intent)
+        details = {d["time"]: d for d in run.knowledge.pod_details(intent)}
+        assert len(stripped) > 5 and all(e["pod_detail"] and e["time"] in details
+                                         for e in stripped)
+        without_groups = [{**{k: v for k, v in e.items() if k != "pod_groups"},
+                           "pods": details[e["time"]]["pods"]} for e in stripped]
+        as_rows = [{**e, "pods": records(e["pods"])} for e in without_groups]  # before tables
+        for objective in stripped[0]["current"]:
+            b = dataset(stripped, objective)
+            for a in (dataset(without_groups, objective), dataset(as_rows, objective)):
+                assert len(a) > 0 and a.classes == b.classes and a.pools == b.pools
+                np.testing.assert_array_equal(a.X, b.X)
+                np.testing.assert_array_equal(a.y, b.y)

@@ -10,6 +10,7 @@ import pytest
 from knowledge.base import KnowledgeBaseUnavailable
 from knowledge.connect import open_knowledge_base
 from planner.control.controller import RETENTION_EVERY_S, IntentController
+from planner.domain.events import records
 from planner.domain.ports import StaticIntentSource
 from simulator.cluster import SimulatedCluster
 from simulator.runner import ScenarioRun
@@ -36,11 +37,14 @@ def test_one_event_per_intent_per_cycle() -> None:
             assert set(ev) >= {"time", "intent", "current", "desired", "pod_groups",
                                "resources", "node_pools", "plan", "config", "load"}
             assert ev["desired"] and ev["node_pools"]
-            assert sum(g["count"] for g in ev["pod_groups"] if g["ready"]) == \
+            assert sum(g["count"] for g in records(ev["pod_groups"]) if g["ready"]) == \
                 ev["resources"]["ready_replicas"]
         first = events[-1]  # newest first: the controller's first event carries every pod
-        assert first["pods"] and first["nodes"]
-        assert len(first["pods"]) == sum(g["count"] for g in first["pod_groups"])
+        detail = kb.pod_details(intent)[-1]
+        assert first["pod_detail"] and detail["time"] == first["time"]
+        assert records(detail["nodes"])
+        assert len(records(detail["pods"])) == sum(
+            g["count"] for g in records(first["pod_groups"]))
 
 
 def test_shadow_mode_plans_but_never_acts() -> None:

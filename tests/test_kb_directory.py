@@ -174,7 +174,7 @@ def test_the_snapshot_is_laid_out_as_mongodump_writes_it(tmp_path: Path) -> None
     status_meta = json.loads((dump / "status.metadata.json").read_text())
     assert any(i.get("unique") for i in status_meta["indexes"])
     assert sorted(p.name for p in dump.glob("*.bson")) == [
-        "effects.bson", "events.bson", "memory.bson", "status.bson"]
+        "effects.bson", "events.bson", "memory.bson", "pod_details.bson", "status.bson"]
 
 
 @pytest.mark.skipif(not os.environ.get("INTENT_PLANNER_TEST_MONGODB_URI"),

@@ -94,6 +94,19 @@ class Flaky(base.KnowledgeBase):
         )
         return result
 
+    def pod_details(
+        self,
+        intent: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int = 0,
+        skip: int = 0,
+    ) -> list[base.Document]:
+        result: list[base.Document] = self._call(
+            self.inner.pod_details, intent, since, until, limit, skip
+        )
+        return result
+
     def count_events(self, intent: str | None = None) -> int:
         result: int = self._call(self.inner.count_events, intent)
         return result

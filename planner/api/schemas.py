@@ -323,6 +323,28 @@ class EventPage(BaseModel):
                                 description="why (at most 10), naming the field")
 
 
+class PodDetailOut(_Open):
+    """Every pod and hosting node of an intent's workload at ``time`` (the event of that time
+    says ``pod_detail: true``): ``pods`` and ``nodes`` are tables, one list per field."""
+
+    time: float
+    intent: str
+    workload: str | None = None
+    pods: dict[str, list[Any]] | list[dict[str, Any]] | None = None
+    nodes: dict[str, list[Any]] | dict[str, dict[str, Any]] | None = None
+
+
+class PodDetailPage(BaseModel):
+    items: list[PodDetailOut]
+    limit: int
+    next_cursor: str | None = Field(description="pass as ?cursor= for the next (older) page")
+    next: str | None = Field(description="the next page's URL (path and query)")
+    skipped: int = Field(default=0, description="stored documents on this page left out "
+                                                "because they cannot be read (see problems)")
+    problems: list[str] = Field(default_factory=list,
+                                description="why (at most 10), naming the field")
+
+
 # ------------------------------------------------------------------------ effects
 class EffectOut(BaseModel):
     """An effect model's envelope and metadata; the model bytes are never served."""

@@ -89,18 +89,30 @@ def effect(doc: dict[str, Any], not_after: float) -> schemas.EffectOut:
 def event(doc: dict[str, Any]) -> schemas.EventOut:
     """An event document as served; :class:`Unreadable` without a finite ``time`` and a
     string ``intent``. Other fields that do not match the schema are left out."""
-    raw = doc.get("time")
-    if not is_number(raw) or not math.isfinite(raw):
-        raise Unreadable(f"event with time {_text(raw)}: time must be a finite number of "
-                         "seconds since the epoch; fix: correct or delete the document")
-    time = float(raw)
-    intent = _name(doc, "intent", f"event at {time:g}")
-    safe = json_safe(doc)
+    time, intent = _when_and_whose(doc, "event")
     try:
-        return schemas.EventOut.model_validate(safe)
+        return schemas.EventOut.model_validate(json_safe(doc))
     except pydantic.ValidationError:
         # Written by another version: serve what matches the schema.
         return schemas.EventOut(time=time, intent=intent)
+
+
+def pod_detail(doc: dict[str, Any]) -> schemas.PodDetailOut:
+    """A pod-detail document as served; :class:`Unreadable` as :func:`event`."""
+    time, intent = _when_and_whose(doc, "pod detail")
+    try:
+        return schemas.PodDetailOut.model_validate(json_safe(doc))
+    except pydantic.ValidationError:
+        return schemas.PodDetailOut(time=time, intent=intent)
+
+
+def _when_and_whose(doc: dict[str, Any], what: str) -> tuple[float, str]:
+    raw = doc.get("time")
+    if not is_number(raw) or not math.isfinite(raw):
+        raise Unreadable(f"{what} with time {_text(raw)}: time must be a finite number of "
+                         "seconds since the epoch; fix: correct or delete the document")
+    time = float(raw)
+    return time, _name(doc, "intent", f"{what} at {time:g}")
 
 
 def status(doc: Any) -> dict[str, Any] | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from planner.domain.intents import Intent
@@ -23,10 +23,11 @@ def build_event(
     """The event of one intent in one cycle.
 
     Compact whatever the workload's size: its pods summarised per node pool, device, CPU size
-    and readiness (``pod_groups``) and the nodes hosting them per pool (``node_pools``).
-    ``pod_detail`` adds every pod (``pods``) and hosting node (``nodes``): the controller asks
-    for it when the pods changed, at most every few minutes
-    (:class:`planner.control.event_detail.PodDetailSampler`)."""
+    and readiness (``pod_groups``) and the nodes hosting them per pool (``node_pools``), both
+    tables (:func:`table`). ``pod_detail`` adds every pod (``pods``) and hosting node
+    (``nodes``), tables too: the controller asks for them when the pods changed, at most every
+    few minutes (:class:`planner.control.event_detail.PodDetailSampler`), and the knowledge
+    base keeps them apart from the event (:meth:`knowledge.base.KnowledgeBase.pod_details`)."""
     cfg = workload.config
     hosting = snapshot.nodes_named(sorted({p.node for p in workload.pods if p.node}))
     event: dict[str, Any] = {
@@ -56,19 +57,53 @@ def build_event(
         event["canary"] = {"config": workload.canary.config.as_dict(),
                            "pod_groups": pod_groups(workload.canary.pods)}
     if pod_detail:
-        event["pods"] = [p.as_dict() for p in workload.pods]
-        event["nodes"] = {n.name: {"pool": n.pool, "region": n.region,
-                                   "cpu_capacity": n.cpu_capacity,
-                                   "cpu_allocated": n.cpu_allocated, "gpus": n.gpus,
-                                   "gpus_allocated": n.gpus_allocated}
-                          for n in hosting}
+        event["pods"] = table([p.as_dict() for p in workload.pods], POD_COLUMNS)
+        event["nodes"] = table([{"name": n.name, "pool": n.pool, "region": n.region,
+                                 "cpu_capacity": n.cpu_capacity,
+                                 "cpu_allocated": n.cpu_allocated, "gpus": n.gpus,
+                                 "gpus_allocated": n.gpus_allocated} for n in hosting],
+                               NODE_COLUMNS)
     return event
 
 
-def pod_groups(pods: Sequence[PodState]) -> list[dict[str, Any]]:
+POD_GROUP_COLUMNS = ("pool", "device", "cpu", "ready", "scheduled", "count", "restarts")
+NODE_POOL_COLUMNS = ("pool", "region", "nodes", "cpu_capacity", "cpu_allocated", "gpus",
+                     "gpus_allocated")
+POD_COLUMNS = ("name", "node", "cpu", "device", "ready", "restarts", "started_at",
+               "cpu_utilization", "pool", "request_rate")
+NODE_COLUMNS = ("name", "pool", "region", "cpu_capacity", "cpu_allocated", "gpus",
+                "gpus_allocated")
+
+
+def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> dict[str, list[Any]]:
+    """``rows`` as one list per column (``pandas.DataFrame(table)`` reads it as it is): each
+    field name is stored once per event instead of once per row, which at ten node pools
+    halves an event (``docs/benchmarks.md`` section 36)."""
+    return {c: [r.get(c) for r in rows] for c in columns}
+
+
+def records(stored: Any, key: str = "name") -> list[dict[str, Any]]:
+    """The rows of a stored table (:func:`table`). Events recorded before tables held a list
+    of rows (``pod_groups``, ``pods``) or rows by name (``node_pools`` by pool, ``nodes`` by
+    node): those come back as rows too, the name under ``key``. ``[]`` for anything else, or
+    for columns of unequal length (a document damaged by hand: a reader must not pair the
+    wrong values)."""
+    if isinstance(stored, list):
+        return [r for r in stored if isinstance(r, dict)]
+    if not isinstance(stored, Mapping) or not stored:
+        return []
+    values = list(stored.values())
+    if all(isinstance(v, Mapping) for v in values):
+        return [{key: k, **v} for k, v in stored.items()]
+    if not all(isinstance(v, list) for v in values) or len({len(v) for v in values}) != 1:
+        return []
+    return [dict(zip(stored.keys(), row, strict=True)) for row in zip(*values, strict=True)]
+
+
+def pod_groups(pods: Sequence[PodState]) -> dict[str, list[Any]]:
     """The pods counted per (node pool, device, CPU size, ready, scheduled), with their
-    restarts: what training and a reader of the knowledge base need of them, in a size that
-    does not grow with the replicas."""
+    restarts, as a table: what training and a reader of the knowledge base need of them, in a
+    size that does not grow with the replicas."""
     groups: dict[tuple[str | None, str, float, bool, bool], dict[str, Any]] = {}
     for p in pods:
         key = (p.pool, p.device, p.cpu, p.ready, p.node is not None)
@@ -79,23 +114,25 @@ def pod_groups(pods: Sequence[PodState]) -> list[dict[str, Any]]:
                                "count": 0, "restarts": 0}
         g["count"] += 1
         g["restarts"] += p.restarts
-    return list(groups.values())
+    return table(list(groups.values()), POD_GROUP_COLUMNS)
 
 
-def node_pools(hosting: Sequence[NodeState]) -> dict[str, Any]:
-    """Per node pool of ``hosting`` (the nodes hosting a workload's pods): how many, their
-    region, their CPU and GPU capacity and allocation (summed)."""
+def node_pools(hosting: Sequence[NodeState]) -> dict[str, list[Any]]:
+    """Per node pool of ``hosting`` (the nodes hosting a workload's pods), as a table: the
+    pool (``""`` for nodes in none), how many nodes, their region, their CPU and GPU capacity
+    and allocation (summed)."""
     out: dict[str, dict[str, Any]] = {}
     for n in hosting:
-        pool = out.setdefault(n.pool or "", {"region": n.region, "nodes": 0,
-                                             "cpu_capacity": 0.0, "cpu_allocated": 0.0,
-                                             "gpus": 0, "gpus_allocated": 0})
+        pool = out.setdefault(n.pool or "", {"pool": n.pool or "", "region": n.region,
+                                             "nodes": 0, "cpu_capacity": 0.0,
+                                             "cpu_allocated": 0.0, "gpus": 0,
+                                             "gpus_allocated": 0})
         pool["nodes"] += 1
         pool["cpu_capacity"] += n.cpu_capacity
         pool["cpu_allocated"] += n.cpu_allocated
         pool["gpus"] += n.gpus
         pool["gpus_allocated"] += n.gpus_allocated
-    return out
+    return table(list(out.values()), NODE_POOL_COLUMNS)
 
 
 WEIGHTS_ACTUATOR = "weights"

@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from planner.domain import events as event_docs
+
 FEATURES = ("rate", "replicas", "cpu", "gpu", "pool")
 """Leading columns of the feature matrix; ``pool`` is an integer code (-1: no pool pinned).
 The node-class share columns follow (see :func:`feature_names`)."""
@@ -76,13 +78,12 @@ def settled(events: Sequence[Mapping[str, Any]], settle_s: float = 60.0) -> list
 def ready_groups(ev: Mapping[str, Any]) -> list[tuple[Mapping[str, Any], int]] | None:
     """The event's ready pods as (pod fields, how many) from its ``pod_groups`` (or, in events
     recorded before those, its ``pods``); ``None`` when it records no pods."""
-    groups = ev.get("pod_groups")
-    if isinstance(groups, list) and groups:
-        return [(g, int(g.get("count") or 0)) for g in groups
-                if isinstance(g, Mapping) and g.get("ready")]
-    pods = ev.get("pods")
-    if isinstance(pods, list) and pods:
-        return [(p, 1) for p in pods if isinstance(p, Mapping) and p.get("ready")]
+    groups = event_docs.records(ev.get("pod_groups"))
+    if groups:
+        return [(g, int(g.get("count") or 0)) for g in groups if g.get("ready")]
+    pods = event_docs.records(ev.get("pods"))
+    if pods:
+        return [(p, 1) for p in pods if p.get("ready")]
     return None
 
 

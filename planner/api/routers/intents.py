@@ -1,4 +1,5 @@
-"""``/v1/intents``: the intents, their status (conditions, last plan) and their events.
+"""``/v1/intents``: the intents, their status (conditions, last plan), their events and their
+pod details.
 
 An intent's status comes from the controller of this process when it plans the intent, else
 from the knowledge base's ``status`` collection (written by whichever controller plans it).
@@ -9,7 +10,8 @@ from __future__ import annotations
 import logging
 import math
 import urllib.parse
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 import pydantic
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
@@ -171,24 +173,60 @@ def _bad_cursor(problem: str) -> HTTPException:
                                 "type": "invalid_cursor"}])
 
 
+SINCE = Annotated[float | None, Query(
+    description="only documents at or after this time (seconds since the epoch)", ge=0, le=1e11)]
+LIMIT = Annotated[int, Query(ge=1, le=MAX_LIMIT, description="page size")]
+CURSOR = Annotated[str | None, Query(max_length=40, pattern=CURSOR_PATTERN,
+                                     description="next_cursor of the previous page")]
+
+
 @router.get(
     "/{namespace}/{name}/events", response_model=schemas.EventPage,
     responses={**NOT_FOUND, **KB_UNAVAILABLE},
     summary="The intent's events, newest first, paginated",
     description="One event per intent per cycle (observed objectives, configuration, load, "
-                "pods, the plan). Pages are stable while new events arrive: follow "
+                "pods per pool and state, the plan). An event with `pod_detail: true` has "
+                "every pod at `.../pods`. Pages are stable while new events arrive: follow "
                 "`next_cursor` (or the `next` URL) until it is null.")
 def list_events(
     namespace: Namespace, name: Name, rt: RuntimeDep, request: Request,
-    since: Annotated[float | None, Query(
-        description="only events at or after this time (seconds since the epoch)",
-        ge=0, le=1e11)] = None,
-    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="page size")] = DEFAULT_LIMIT,
-    cursor: Annotated[str | None, Query(max_length=40, pattern=CURSOR_PATTERN,
-                                        description="next_cursor of the previous page")]
-    = None,
+    since: SINCE = None, limit: LIMIT = DEFAULT_LIMIT, cursor: CURSOR = None,
 ) -> schemas.EventPage:
-    key = f"{namespace}/{name}"
+    items, problems, next_cursor, next_url = _page(
+        rt, request, f"{namespace}/{name}", since, limit, cursor, "events",
+        rt.knowledge.events, stored.event)
+    return schemas.EventPage(items=items, limit=limit, next_cursor=next_cursor, next=next_url,
+                             skipped=problems.count, problems=problems.problems)
+
+
+@router.get(
+    "/{namespace}/{name}/pods", response_model=schemas.PodDetailPage,
+    responses={**NOT_FOUND, **KB_UNAVAILABLE},
+    summary="Every pod and hosting node, when they changed: newest first, paginated",
+    description="Recorded beside the events that say `pod_detail: true` (same `time`), when "
+                "the intent's pods changed, at most every few minutes: `pods` and `nodes` "
+                "are tables (one list per field). Paginated as `.../events`.")
+def list_pod_details(
+    namespace: Namespace, name: Name, rt: RuntimeDep, request: Request,
+    since: SINCE = None, limit: LIMIT = DEFAULT_LIMIT, cursor: CURSOR = None,
+) -> schemas.PodDetailPage:
+    items, problems, next_cursor, next_url = _page(
+        rt, request, f"{namespace}/{name}", since, limit, cursor, "pod details",
+        rt.knowledge.pod_details, stored.pod_detail)
+    return schemas.PodDetailPage(items=items, limit=limit, next_cursor=next_cursor,
+                                 next=next_url, skipped=problems.count,
+                                 problems=problems.problems)
+
+
+T = TypeVar("T")
+
+
+def _page(rt: Runtime, request: Request, key: str, since: float | None, limit: int,
+          cursor: str | None, what: str,
+          read: Callable[..., list[dict[str, Any]]], serve: Callable[[dict[str, Any]], T]
+          ) -> tuple[list[T], stored.Skipped, str | None, str | None]:
+    """One page of ``key``'s documents from ``read`` (``events`` or ``pod_details``): the
+    items ``serve`` makes of them, those left out, the next cursor and URL."""
     intents, kb_statuses, _ = _known(rt)
     until_us, skip = decode_cursor(cursor) if cursor else (None, 0)
     until = until_us / 1e6 if until_us is not None else None
@@ -196,16 +234,16 @@ def list_events(
         if key not in intents and key not in kb_statuses and \
                 rt.knowledge.count_events(key) == 0:
             raise HTTPException(404, f"unknown intent {key!r}")
-        docs = rt.knowledge.events(key, since=since, until=until, limit=limit + 1, skip=skip)
+        docs = read(key, since=since, until=until, limit=limit + 1, skip=skip)
     except TemporaryError as exc:  # not an empty page: that would read as "no events"
         raise HTTPException(503, f"the knowledge base cannot be read: {exc}") from None
     more = len(docs) > limit
     docs = docs[:limit]
-    skipped = stored.Skipped("events")
-    items: list[schemas.EventOut] = []
+    skipped = stored.Skipped(what)
+    items: list[T] = []
     for doc in docs:
         try:
-            items.append(stored.event(doc))
+            items.append(serve(doc))
         except stored.Unreadable as exc:
             skipped.add(f"{key}: {exc}")
     next_cursor = next_url = None
@@ -219,8 +257,7 @@ def list_events(
         if since is not None:
             query["since"] = since
         next_url = f"{request.url.path}?{urllib.parse.urlencode(query)}"
-    return schemas.EventPage(items=items, limit=limit, next_cursor=next_cursor, next=next_url,
-                             skipped=skipped.count, problems=skipped.problems)
+    return items, skipped, next_cursor, next_url
 
 
 def _anchor(docs: list[dict[str, Any]]) -> int:
