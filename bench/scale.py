@@ -151,18 +151,46 @@ class CollectorClock:
             self.collections += 1
 
 
+def copy_models(run: ScenarioRun) -> str:
+    """Fit one intent's models now (the first whose events allow a fit) and store a copy of
+    them for every other intent (the bench's workloads are alike); no refit during the
+    measured cycles. The intent fitted. Training every intent of the largest size once costs
+    about 45 CPU minutes (2.7 s a fit, section 12 of ``docs/benchmarks.md``); what the measured
+    cycles cost with trained models does not depend on who fitted them."""
+    intents = run.source.intents()
+    profiles = run.source.profiles()
+    fitted = next((i for i in intents if run.trainer.train(i, profiles, run.sim.now())), None)
+    if fitted is None:
+        raise SystemExit("no intent has enough settled observations for a model: warm longer")
+    newest: dict[str, dict[str, Any]] = {}
+    for doc in run.knowledge.effects(fitted.key, with_blobs=True):
+        newest.setdefault(doc["objective"], doc)
+    for intent in intents:
+        if intent.key != fitted.key:
+            for doc in newest.values():
+                run.knowledge.put_effect({**doc, "intent": intent.key})
+    run.trainer.interval_s = math.inf
+    return fitted.key
+
+
 def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int,
-            progress: int = 0, keep_heap: bool = True) -> dict[str, Any]:
+            progress: int = 0, keep_heap: bool = True, models: str = "learn"
+            ) -> dict[str, Any]:
     """One size (see the module docstring); every ``progress`` measured cycles (0: never) a
-    line on stderr with that cycle's CPU and the RSS."""
+    line on stderr with that cycle's CPU and the RSS. ``models="copy"``: :func:`copy_models`
+    after the warm-up."""
     t0 = time.perf_counter()
     run = ScenarioRun(parse_scenario(scenario(intents, nodes, pods), "scale"), "grid", 1,
                       keep_heap=keep_heap)
     built = time.perf_counter() - t0
     ctl = run.controller
+    if models == "copy":
+        run.trainer.interval_s = math.inf     # no fits in the warm-up: copy_models fits one
     w0 = time.perf_counter()
     while run.elapsed < warm_min * 60.0:
         run.advance()
+    if models == "copy":
+        copy_models(run)
     warm_s = time.perf_counter() - w0
     per_cycle = round(run.cycle_s / run.step_s)
     cycle_cpu: list[float] = []
@@ -242,12 +270,17 @@ def main() -> None:
     ap.add_argument("--heap", choices=("keeper", "default"), default="keeper",
                     help="the garbage-collector keeper the CLI and the operator install "
                          "(planner/control/heap.py), or CPython's collector left as it is")
+    ap.add_argument("--models", choices=("learn", "copy"), default="learn",
+                    help="learn: models are trained during the warm-up as the controller "
+                         "trains them; copy: the first intent's models are fitted after the "
+                         "warm-up and copied to every intent, with no refit while measuring "
+                         "(trained models at 1,000 intents without 45 minutes of fits)")
     args = ap.parse_args()
     rows = []
     for size in args.sizes.split(","):
         intents, nodes, pods = (int(x) for x in size.split("x"))
         row = measure(intents, nodes, pods, args.warm, args.cycles, args.progress,
-                      keep_heap=args.heap == "keeper")
+                      keep_heap=args.heap == "keeper", models=args.models)
         rows.append(row)
         if not args.json:
             ph = "  ".join(f"{k} {v:.3f}" for k, v in row["phases_s"].items())

@@ -6,6 +6,7 @@ numbers it gives at each rate alone."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,7 @@ from planner.domain.state import WorkloadConfig
 from planner.models.availability import AvailabilityRegressor
 from planner.models.effects import KIND_AVAILABILITY, KIND_LATENCY, EffectModel, LearnedKPI
 from planner.models.predictor import CandidateBatch, FloatArray, Prediction, Predictor
-from planner.planners import feedback
+from planner.planners import canary, feedback
 from tests.test_prediction_equivalence import fitted_models, same
 
 
@@ -148,3 +149,42 @@ def test_the_midpoints_are_the_steps_midpoints() -> None:
             assert mids[node] == mid
             up = bool(path >> level & 1)
             lo, hi, node = (mid, hi, 2 * node + 1) if up else (lo, mid, 2 * node + 2)
+
+
+@settings(max_examples=200, deadline=None)
+@given(fitted_models(), st.integers(0, 2**32 - 1), st.integers(1, 14), st.booleans())
+def test_measured_shapes_predict_several_rates_as_each_alone(case: Any, seed: int, count: int,
+                                                             throughput: bool) -> None:
+    """The canary's wrapper (shapes a canary measured, predicted as a known shape at their
+    speed) at several rates in one call: the means its ``predict`` gives at each rate alone,
+    bit for bit, whichever rows the learned model vouches for at each rate."""
+    est, X = case
+    rng = np.random.default_rng(seed)
+    k = est.n_classes_
+    est.seen_gpu_, est.seen_cpu_device_ = bool(rng.random() < 0.5), True
+    est.seen_classes_ = (list(range(k)) if rng.random() < 0.6 else
+                         sorted(set(rng.integers(0, k, int(rng.integers(1, k + 1))).tolist())))
+    est.cpu_sizes_ = sorted(set(rng.choice([0.5, 1.0, 2.0, 4.0], int(rng.integers(1, 3)))))
+    est.cpu_range_ = (est.cpu_sizes_[0], est.cpu_sizes_[-1])
+    p, _ = learned(est, X, seed)
+    seen = {"cpu": float(rng.uniform(1.0, 300.0)), "gpu": float(rng.uniform(1.0, 3000.0))}
+    p = LearnedKPI(replace(p.model, metadata={"load_per_core_max": seen}), p.mix)
+    pools = (None, *p.model.pools)
+    rows = X[rng.integers(0, len(X), int(rng.integers(1, 6)))]
+    batch = CandidateBatch.of([
+        WorkloadConfig(max(1, int(r[1])),
+                       float(rng.choice(est.cpu_sizes_) if rng.random() < 0.7 else r[2]),
+                       "gpu" if rng.random() < 0.4 else "cpu",
+                       pools[int(rng.integers(0, len(pools)))]) for r in rows])
+    speeds = {(str(rng.choice(["cpu", "gpu"])), pools[int(rng.integers(0, len(pools)))]):
+              canary.Speed(("cpu", pools[int(rng.integers(0, len(pools)))]),
+                           float(rng.choice([0.0, 0.5, 3.0, 40.0])))
+              for _ in range(int(rng.integers(1, 4)))}
+    wrapped = canary.MeasuredShapes(p, speeds, throughput)
+    rates = (np.exp(rng.uniform(math.log(0.1), math.log(1e5), count))
+             * (rng.random(count) < 0.95)).tolist()
+    with np.errstate(all="ignore"):
+        got = wrapped.predict_mean_rates(batch, rates)
+        want = np.array([wrapped.predict(batch, r).mean for r in rates])
+        assert same(wrapped.predict_mean(batch, rates[0]), want[0])
+    assert same(got, want)

@@ -155,6 +155,13 @@ class LearnedKPI(Predictor):
         mean, bound = est.predict_with_bound(X)
         return Prediction(mean, bound, est.supported(X) & self.within_load_range(batch, rate))
 
+    def supported(self, batch: CandidateBatch, rate: float) -> NDArray[np.bool_]:
+        """:meth:`predict`'s ``supported`` without predicting."""
+        X = self.model.features(batch, rate, self.mix)
+        out: NDArray[np.bool_] = (self.model.estimator.supported(X)
+                                  & self.within_load_range(batch, rate))
+        return out
+
     def predict_mean(self, batch: CandidateBatch, rate: float) -> FloatArray:
         """The fitted model's prediction alone (no bootstrap ensemble)."""
         out: FloatArray = self.model.estimator.predict(self.model.features(batch, rate,

@@ -92,6 +92,11 @@ class Predictor(ABC):
         (a learned model's bootstrap ensemble) answers without computing the bound."""
         return self.predict(batch, rate).mean
 
+    def supported(self, batch: CandidateBatch, rate: float) -> NDArray[np.bool_]:
+        """``predict(batch, rate).supported``; a predictor that can tell without predicting
+        (a learned model: from the rows' features alone) answers without predicting."""
+        return self.predict(batch, rate).supported
+
     def predict_mean_rates(self, batch: CandidateBatch, rates: Sequence[float]) -> FloatArray:
         """``(len(rates), len(batch))``: row ``i`` is :meth:`predict_mean` at ``rates[i]``
         (the same numbers). This default asks once per rate; a predictor that can evaluate

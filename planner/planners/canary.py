@@ -33,7 +33,7 @@ workload needs per-pod request metrics); without them the canary is stopped unju
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,7 +122,37 @@ class MeasuredShapes(Predictor):
         return Prediction(mean, bound, ok)
 
     def predict_mean(self, batch: CandidateBatch, rate: float) -> FloatArray:
-        return self.predict(batch, rate).mean
+        """:meth:`predict`'s ``mean`` from ``inner``'s means alone (a learned model's
+        bootstrap ensemble is what its bound costs)."""
+        out: FloatArray = self.predict_mean_rates(batch, [rate])[0]
+        return out
+
+    def predict_mean_rates(self, batch: CandidateBatch, rates: Sequence[float]) -> FloatArray:
+        """:meth:`predict_mean` at each of ``rates``: ``inner``'s means at every rate in one
+        call, then per measured shape one call for the rows it remaps at any of the rates (a
+        row's prediction depends on its own row and rate alone, so the rows and rates a call
+        holds besides change no number)."""
+        out = np.array(self.inner.predict_mean_rates(batch, rates), dtype=float)
+        places = [(place, place_mask(batch, place), speed)
+                  for place, speed in self.speeds.items() if speed.factor > 0]
+        if not places:
+            return out
+        unsupported = [~self.inner.supported(batch, rate) for rate in rates]
+        for (_, here, speed) in places:
+            rows = [(i, here & off) for i, off in enumerate(unsupported) if (here & off).any()]
+            if not rows:
+                continue
+            union = np.logical_or.reduce([r for _, r in rows])
+            n = int(union.sum())
+            device, pool = speed.reference
+            sub = CandidateBatch(batch.replicas[union], batch.cpu[union],
+                                 np.full(n, 1.0 if device == "gpu" else 0.0), (pool,) * n)
+            means = self.inner.predict_mean_rates(sub, [rates[i] / speed.factor
+                                                        for i, _ in rows])
+            scale = speed.factor if self.throughput else 1.0
+            for j, (i, r) in enumerate(rows):
+                out[i, r] = means[j, r[union]] * scale
+        return out
 
 
 def with_speeds(preds: Mapping[str, Predictor], speeds: Mapping[Place, Speed],
