@@ -7,8 +7,9 @@ Documents are plain JSON-safe dicts so that any store can hold them. Shapes:
     {"time": float (seconds), "intent": "ns/name", "workload": "ns/name",
      "current": {objective: value | None}, "desired": {objective: target},
      "config": {"replicas", "cpu", "device", "pool"}, "load": {"request_rate": float | None},
-     "pod_groups": [{"pool", "device", "cpu", "ready", "scheduled", "count", "restarts"}],
-     "node_pools": {pool: {"region", "nodes", "cpu_capacity", ...}},
+     "pod_groups": {"pool": [...], "device": [...], "cpu": [...], "ready": [...],
+                    "scheduled": [...], "count": [...], "restarts": [...]},   # a table
+     "node_pools": {"pool": [...], "region": [...], "nodes": [...], "cpu_capacity": [...], ...},
      "resources": {...}, "plan": {...} | None, "exploratory": bool, "planner": str,
      "pod_detail": true}   # only when the event was recorded with "pods" or "nodes"
 
@@ -80,7 +81,9 @@ class KnowledgeBase(ABC):
       ``pod_details`` reads those documents as ``events`` reads events (same arguments, same
       order); retention and eviction treat an event and its detail as one (both are kept or
       neither). The event is written first: a batch stopped part-way may leave an event
-      without its detail until it is sent again, never a detail without its event.
+      without its detail until it is sent again, never a detail without its event. (Events
+      stored before this split keep their pods inline; ``planner.domain.events.records``
+      reads both forms.)
     * ``events`` returns documents of one intent (or all) with ``since <= time < until``,
       newest first, at most ``limit`` (0 = no limit), skipping ``skip``. Events with the same
       ``time`` come most recently recorded first, so pages (``skip``/``limit``) never overlap.

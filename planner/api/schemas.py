@@ -312,15 +312,20 @@ class EventOut(_Open):
     applied: bool | None = None
 
 
-class EventPage(BaseModel):
-    items: list[EventOut]
+class _Page(BaseModel):
+    """A page of stored documents, newest first (events, pod details)."""
+
     limit: int
     next_cursor: str | None = Field(description="pass as ?cursor= for the next (older) page")
     next: str | None = Field(description="the next page's URL (path and query)")
-    skipped: int = Field(default=0, description="stored events on this page left out because "
-                                                "they cannot be read (see problems)")
+    skipped: int = Field(default=0, description="stored documents on this page left out "
+                                                "because they cannot be read (see problems)")
     problems: list[str] = Field(default_factory=list,
                                 description="why (at most 10), naming the field")
+
+
+class EventPage(_Page):
+    items: list[EventOut]
 
 
 class PodDetailOut(_Open):
@@ -334,15 +339,8 @@ class PodDetailOut(_Open):
     nodes: dict[str, list[Any]] | dict[str, dict[str, Any]] | None = None
 
 
-class PodDetailPage(BaseModel):
+class PodDetailPage(_Page):
     items: list[PodDetailOut]
-    limit: int
-    next_cursor: str | None = Field(description="pass as ?cursor= for the next (older) page")
-    next: str | None = Field(description="the next page's URL (path and query)")
-    skipped: int = Field(default=0, description="stored documents on this page left out "
-                                                "because they cannot be read (see problems)")
-    problems: list[str] = Field(default_factory=list,
-                                description="why (at most 10), naming the field")
 
 
 # ------------------------------------------------------------------------ effects
