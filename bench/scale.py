@@ -21,7 +21,10 @@ pods serve with noise (so models have something to learn), the default planner. 
   the cycle without ``kpis``, each phase and the simulator, the mean CPU time of the first
   tenth of the measured cycles against the last tenth and the least-squares slope in ms per
   cycle (:func:`growth`); the process's current RSS when the measured cycles start and when
-  they end, and the events stored (and, on the embedded store, their BSON bytes) at both;
+  they end, the simulated cluster's pods, and the events stored (and, on the embedded store,
+  their BSON bytes) at both;
+* ``--models copy``: trained models for every intent without fitting each
+  (:func:`copy_models`);
 * the CPU the garbage collector takes per measured cycle (``--heap keeper``, the default: with
   the keeper the CLI and the operator install, :mod:`planner.control.heap`; ``--heap default``:
   CPython's collector left as it is);
@@ -151,6 +154,12 @@ class CollectorClock:
             self.collections += 1
 
 
+def pod_count(run: ScenarioRun) -> int:
+    """The simulated cluster's pods (canaries included): per-pod phases grow with them, so a
+    growth over the measured cycles is read against this."""
+    return sum(len(w.pods) + len(w.canary_pods) for w in run.sim.workloads.values())
+
+
 def copy_models(run: ScenarioRun) -> str:
     """Fit one intent's models now (the first whose events allow a fit) and store a copy of
     them for every other intent (the bench's workloads are alike); no refit during the
@@ -198,6 +207,7 @@ def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int,
     sim_cpu: list[float] = []
     phase_cpu: dict[str, list[float]] = {k: [] for k in PHASES}
     rss_start = rss_mib()
+    pods_start = pod_count(run)
     events_start = run.knowledge.count_events()
     kb_bytes_start = stored_event_bytes(run.knowledge)
     collector = CollectorClock()
@@ -252,6 +262,7 @@ def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int,
                    **{k: growth(v) for k, v in phase_cpu.items()},
                    "simulator": growth(sim_cpu)},
         "rss_start_mib": rss_start, "rss_end_mib": rss_end,
+        "pods_start": pods_start, "pods_end": pod_count(run),
         "events_stored_start": events_start,
         "kb_event_bytes_start": kb_bytes_start,
         "kb_event_bytes": stored_event_bytes(run.knowledge),
@@ -307,7 +318,8 @@ def main() -> None:
             kb = ("" if row["kb_event_bytes"] is None else
                   f" ({row['kb_event_bytes_start'] / 2**20:.2f} -> "
                   f"{row['kb_event_bytes'] / 2**20:.2f} MiB of BSON)")
-            print(f"    RSS {row['rss_start_mib']:.0f} -> {row['rss_end_mib']:.0f} MiB; events "
+            print(f"    RSS {row['rss_start_mib']:.0f} -> {row['rss_end_mib']:.0f} MiB; pods "
+                  f"{row['pods_start']} -> {row['pods_end']}; events "
                   f"stored {row['events_stored_start']} -> {row['events_stored']}{kb}",
                   flush=True)
     if len(rows) > 1 and rows[-1]["intents"] != rows[0]["intents"]:

@@ -87,3 +87,12 @@ def test_the_bench_cluster_holds_its_pods_and_they_meet_the_objective(intents: i
         lam = w["trace"]["rate"] / w["replicas"]
         p95_ms = w["service"]["base_latency_ms"] + 1000.0 * math.log(20.0) / (mu - lam)
         assert lam < mu and p95_ms < target
+
+
+def test_copied_models_give_every_intent_a_trained_model_and_no_refit() -> None:
+    """``--models copy``: one intent fitted after a warm-up without fits, its models stored for
+    every intent, and nothing refitted while the cycles are measured."""
+    row = scale.measure(10, 50, 200, warm_min=12.0, cycles=2, models="copy")
+    assert row["modelled"] == 10
+    assert row["pods_start"] >= 10 * 100 and row["pods_end"] >= 10 * 100
+    assert row["phases_s"]["hooks"] < 0.05   # no fit in the measured cycles
