@@ -166,6 +166,8 @@ def copy_models(run: ScenarioRun) -> str:
     measured cycles. The intent fitted. Training every intent of the largest size once costs
     about 45 CPU minutes (2.7 s a fit, section 12 of ``docs/benchmarks.md``); what the measured
     cycles cost with trained models does not depend on who fitted them."""
+    if run.trainer is None:
+        raise SystemExit("--models copy needs the controller's trainer")
     intents = run.source.intents()
     profiles = run.source.profiles()
     fitted = next((i for i in intents if run.trainer.train(i, profiles, run.sim.now())), None)
@@ -193,7 +195,7 @@ def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int,
                       keep_heap=keep_heap)
     built = time.perf_counter() - t0
     ctl = run.controller
-    if models == "copy":
+    if models == "copy" and run.trainer is not None:
         run.trainer.interval_s = math.inf     # no fits in the warm-up: copy_models fits one
     w0 = time.perf_counter()
     while run.elapsed < warm_min * 60.0:

@@ -80,8 +80,11 @@ class KnowledgeBase(ABC):
       ``time``, ``intent`` and ``workload`` (:func:`knowledge.documents.split_event`).
       ``pod_details`` reads those documents as ``events`` reads events (same arguments, same
       order); retention and eviction treat an event and its detail as one (both are kept or
-      neither). The event is written first: a batch stopped part-way may leave an event
-      without its detail until it is sent again, never a detail without its event. (Events
+      neither; MongoDB's TTL indexes prune the two collections each on its own, eventually
+      alike). The event is written first: a batch stopped part-way may leave an event
+      without its detail until it is sent again, never a detail without its event. A
+      detail the store refuses (too large) is dropped and logged, and its event loses the
+      mark; an event recorded without ``pods`` or ``nodes`` is stored without the mark. (Events
       stored before this split keep their pods inline; ``planner.domain.events.records``
       reads both forms.)
     * ``events`` returns documents of one intent (or all) with ``since <= time < until``,

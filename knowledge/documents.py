@@ -219,17 +219,18 @@ DETAIL_MARK = "pod_detail"
 def split_event(doc: Document) -> tuple[Document, Document | None]:
     """A sanitized event (:func:`event_document`) as stored: without ``pods`` and ``nodes``,
     which go into a document of their own (``time``, ``intent`` and ``workload`` copied;
-    ``None`` when the event carries neither), and with ``pod_detail: true`` when they did.
+    ``None`` when the event carries neither, or only ``None`` for them), and with
+    ``pod_detail: true`` when they did.
 
     Every pod of a workload is tens of kilobytes, the rest of an event a few: kept apart, the
     events a trainer and the REST API read stay small, and the pods are read only by whoever
     asks for them (:meth:`knowledge.base.KnowledgeBase.pod_details`)."""
-    if not any(f in doc for f in DETAIL_FIELDS):
+    fields = {f: v for f in DETAIL_FIELDS if (v := doc.pop(f, None)) is not None}
+    if not fields:
+        doc.pop(DETAIL_MARK, None)    # a copied event's mark: no detail comes with it
         return doc, None
     detail: Document = {k: doc[k] for k in ("time", "intent", "workload") if k in doc}
-    for f in DETAIL_FIELDS:
-        if f in doc:
-            detail[f] = doc.pop(f)
+    detail.update(fields)
     doc[DETAIL_MARK] = True
     return doc, detail
 

@@ -211,6 +211,9 @@ class MongoKnowledgeBase(base.KnowledgeBase):
     # -- events -----------------------------------------------------------------------------
 
     def record_event(self, event: Mapping[str, Any]) -> str:
+        """One event (and its pod detail, written second). Not idempotent: after a failure the
+        event may be stored, and calling again stores another; :meth:`record_events` with ids
+        is the path that can be retried."""
         doc, detail = documents.split_event(_strip(documents.event_document(event)))
         doc[RECORDED_AT] = dt.datetime.now(dt.UTC)
         with self._translate("recording an event"):
@@ -218,7 +221,7 @@ class MongoKnowledgeBase(base.KnowledgeBase):
             if detail is not None:
                 detail["_id"] = result.inserted_id
                 detail[RECORDED_AT] = doc[RECORDED_AT]
-                self._details.insert_one(detail)
+                self._insert_details([detail])
         return str(result.inserted_id)
 
     def record_events(
@@ -261,20 +264,38 @@ class MongoKnowledgeBase(base.KnowledgeBase):
 
     def _insert_details(self, details: list[base.Document]) -> None:
         """Store the pod details of events just stored; one already stored (a batch sent
-        again) is skipped. Any failure leaves the batch to be sent again whole
+        again) is skipped. The server unreachable leaves the batch to be sent again whole
         (``KnowledgeBaseUnavailable``, not ``PartialWrite``): its events are stored already
-        and are skipped then, so only the missing details are added."""
+        and are skipped then, so only the missing details are added. A detail the server
+        refuses (larger than a document may be) is dropped, logged, and its event no longer
+        says ``pod_detail``: sending it again could not succeed, and the event stays."""
         if not details:
             return
         try:
             self._details.insert_many(details, ordered=False)
+            return
         except pymongo.errors.BulkWriteError as exc:
-            refused = [e for e in exc.details.get("writeErrors", [])
+            refused = [details[e["index"]] for e in exc.details.get("writeErrors", [])
                        if e.get("code") != _DUPLICATE_KEY]
-            if refused:
-                raise documents.InvalidDocument(
-                    f"pod details: MongoDB refused {len(refused)} of {len(details)}: "
-                    f"{refused[0].get('errmsg')}") from exc
+        except bson.errors.BSONError:      # refused before sending (DocumentTooLarge)
+            refused = [d for d in details if not self._insert_detail(d)]
+        if refused:
+            ids = [d["_id"] for d in refused]
+            self._events.update_many({"_id": {"$in": ids}},
+                                     {"$unset": {documents.DETAIL_MARK: ""}})
+            log.warning("pod details of %d event(s) refused and dropped (first: %s at %s); the "
+                        "events are kept without them", len(refused), refused[0].get("intent"),
+                        refused[0].get("time"))
+
+    def _insert_detail(self, detail: base.Document) -> bool:
+        """One detail (see :meth:`_insert_details`); False when the server refuses it."""
+        try:
+            self._details.insert_one(detail)
+        except pymongo.errors.DuplicateKeyError:
+            return True
+        except (pymongo.errors.WriteError, bson.errors.BSONError):
+            return False
+        return True
 
     def events(
         self,
@@ -329,8 +350,10 @@ class MongoKnowledgeBase(base.KnowledgeBase):
             return 0
         old = {"time": {"$lt": now - self.retention_s}}
         with self._translate("applying retention"):
-            result = self._events.delete_many(old)
+            # Details first: an event without its detail is a state the contract allows (a
+            # batch stopped part-way), a detail without its event is not.
             self._details.delete_many(old)
+            result = self._events.delete_many(old)
         return int(result.deleted_count)
 
     # -- effects ----------------------------------------------------------------------------

@@ -404,7 +404,7 @@ class KnowledgeBaseConformance:
         nodes = {"name": ["n-1"], "pool": ["eu"]}
         kb.record_event(event(time=3.0, pods=pods, nodes=nodes))
         kb.record_event(event(time=4.0, pods=pods))
-        kb.record_event(event(time=5.0))
+        kb.record_event(event(time=5.0, pod_detail=True))  # a copied mark, no detail with it
         assert kb.events() == [event(time=5.0), event(time=4.0, pod_detail=True),
                                event(time=3.0, pod_detail=True)]
         detail = {"intent": "default/a", "workload": "default/a", "pods": pods}

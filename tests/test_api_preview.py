@@ -407,8 +407,15 @@ def test_pod_details_beside_their_events(client: TestClient,
                    len(d["pods"]["name"]) == len(d["pods"]["ready"]) for d in page["items"])
         url = page["next"]
     assert times == stored_times
+    at = stored_times[-1]                         # the detail of one event, by its time
+    one = client.get(f"/v1/intents/{KEY}/pods", params={"since": at, "until": at + 1e-3},
+                     headers=AUTH).json()
+    assert [d["time"] for d in one["items"]] == [at] and one["next"] is None
+    err = _error(client.get(f"/v1/intents/{KEY}/pods?limit=21", headers=AUTH))
+    assert err["loc"] == ["query", "limit"]
     events = client.get(f"/v1/intents/{KEY}/events?limit=500", headers=AUTH).json()["items"]
     assert all("pods" not in e for e in events)
+    assert [e["time"] for e in events if e["pod_detail"]] == stored_times
     assert client.get("/v1/intents/shop/nothing/pods", headers=AUTH).status_code == 404
 
 

@@ -178,7 +178,7 @@ def test_measured_shapes_predict_several_rates_as_each_alone(case: Any, seed: in
                        pools[int(rng.integers(0, len(pools)))]) for r in rows])
     speeds = {(str(rng.choice(["cpu", "gpu"])), pools[int(rng.integers(0, len(pools)))]):
               canary.Speed(("cpu", pools[int(rng.integers(0, len(pools)))]),
-                           float(rng.choice([0.0, 0.5, 3.0, 40.0])))
+                           float(rng.choice([0.0, 0.5, 3.0, 40.0, math.nan])))
               for _ in range(int(rng.integers(1, 4)))}
     wrapped = canary.MeasuredShapes(p, speeds, throughput)
     rates = (np.exp(rng.uniform(math.log(0.1), math.log(1e5), count))

@@ -132,3 +132,16 @@ def test_the_byte_bound_is_on_by_default_and_can_be_lifted() -> None:
     for i in range(50):
         kb.record_event({"intent": "a", "time": float(i), "pad": "x" * 1000})
     assert kb.count_events() == 50 and kb.lost() == {} and kb.event_bytes() > 50_000
+
+
+def test_pod_details_count_towards_the_byte_bound_and_leave_with_their_events() -> None:
+    kb = embedded.EmbeddedKnowledgeBase(max_event_bytes=20_000)
+    big = {"name": [f"pod-{i:04d}" for i in range(400)]}          # about 6 KiB of BSON
+    for t in range(10):
+        kb.record_event(kb_conformance.event(time=float(t), pods=big if t % 2 else None))
+    kept = [e["time"] for e in kb.events()]
+    assert kb.event_bytes() <= 20_000 and len(kept) < 10
+    assert kept == sorted(kept, reverse=True) and kept[0] == 9.0
+    details = [d["time"] for d in kb.pod_details()]
+    assert details == [t for t in kept if t % 2]
+    assert kb.lost()["events"] == 10 - len(kept)

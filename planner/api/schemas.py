@@ -297,7 +297,9 @@ class IntentDetail(BaseModel):
 
 
 class EventOut(_Open):
-    """One event (one intent, one cycle); further keys as stored (pods, nodes, resources)."""
+    """One event (one intent, one cycle); further keys as stored (``pod_groups``,
+    ``node_pools``, resources). ``pod_detail``: every pod of this event is at
+    ``.../pods`` (the document with the same ``time``)."""
 
     time: float
     intent: str
@@ -310,6 +312,7 @@ class EventOut(_Open):
     planner: str | None = None
     exploratory: bool = False
     applied: bool | None = None
+    pod_detail: bool = False
 
 
 class _Page(BaseModel):

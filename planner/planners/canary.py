@@ -134,7 +134,7 @@ class MeasuredShapes(Predictor):
         holds besides change no number)."""
         out = np.array(self.inner.predict_mean_rates(batch, rates), dtype=float)
         places = [(place, place_mask(batch, place), speed)
-                  for place, speed in self.speeds.items() if speed.factor > 0]
+                  for place, speed in self.speeds.items() if not speed.factor <= 0]
         if not places:
             return out
         unsupported = [~self.inner.supported(batch, rate) for rate in rates]

@@ -29,6 +29,9 @@ NAMESPACE_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 NAME_PATTERN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
+DEFAULT_DETAIL_LIMIT = 5
+MAX_DETAIL_LIMIT = 20
+"""Pod details are 30-90 KiB each: a page of them is kept to about a megabyte or two."""
 
 router = APIRouter(
     prefix="/v1/intents", tags=["intents"], dependencies=[Depends(require_read_token)],
@@ -205,14 +208,21 @@ def list_events(
     summary="Every pod and hosting node, when they changed: newest first, paginated",
     description="Recorded beside the events that say `pod_detail: true` (same `time`), when "
                 "the intent's pods changed, at most every few minutes: `pods` and `nodes` "
-                "are tables (one list per field). Paginated as `.../events`.")
+                "are tables (one list per field). Paginated as `.../events`, at most "
+                f"{MAX_DETAIL_LIMIT} a page.")
 def list_pod_details(
     namespace: Namespace, name: Name, rt: RuntimeDep, request: Request,
-    since: SINCE = None, limit: LIMIT = DEFAULT_LIMIT, cursor: CURSOR = None,
+    since: SINCE = None,
+    until: Annotated[float | None, Query(
+        description="only documents before this time (with `since`: the detail of the event "
+                    "at `since`, `until` just after it)", ge=0, le=1e11)] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_DETAIL_LIMIT, description="page size")]
+    = DEFAULT_DETAIL_LIMIT,
+    cursor: CURSOR = None,
 ) -> schemas.PodDetailPage:
     items, problems, next_cursor, next_url = _page(
         rt, request, f"{namespace}/{name}", since, limit, cursor, "pod details",
-        rt.knowledge.pod_details, stored.pod_detail)
+        rt.knowledge.pod_details, stored.pod_detail, until)
     return schemas.PodDetailPage(items=items, limit=limit, next_cursor=next_cursor,
                                  next=next_url, skipped=problems.count,
                                  problems=problems.problems)
@@ -223,12 +233,15 @@ T = TypeVar("T")
 
 def _page(rt: Runtime, request: Request, key: str, since: float | None, limit: int,
           cursor: str | None, what: str,
-          read: Callable[..., list[dict[str, Any]]], serve: Callable[[dict[str, Any]], T]
+          read: Callable[..., list[dict[str, Any]]], serve: Callable[[dict[str, Any]], T],
+          until_s: float | None = None
           ) -> tuple[list[T], stored.Skipped, str | None, str | None]:
     """One page of ``key``'s documents from ``read`` (``events`` or ``pod_details``): the
-    items ``serve`` makes of them, those left out, the next cursor and URL."""
+    items ``serve`` makes of them, those left out, the next cursor and URL. ``until_s``:
+    the first page's end (exclusive); later pages take theirs from the cursor."""
     intents, kb_statuses, _ = _known(rt)
-    until_us, skip = decode_cursor(cursor) if cursor else (None, 0)
+    until_us, skip = decode_cursor(cursor) if cursor else (
+        None if until_s is None else math.ceil(until_s * 1e6), 0)
     until = until_us / 1e6 if until_us is not None else None
     try:
         if key not in intents and key not in kb_statuses and \
