@@ -210,6 +210,7 @@ def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int,
     phase_cpu: dict[str, list[float]] = {k: [] for k in PHASES}
     rss_start = rss_mib()
     pods_start = pod_count(run)
+    fits_start = run.trainer.trained if run.trainer is not None else 0
     events_start = run.knowledge.count_events()
     kb_bytes_start = stored_event_bytes(run.knowledge)
     collector = CollectorClock()
@@ -265,6 +266,7 @@ def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int,
                    "simulator": growth(sim_cpu)},
         "rss_start_mib": rss_start, "rss_end_mib": rss_end,
         "pods_start": pods_start, "pods_end": pod_count(run),
+        "fits": (run.trainer.trained if run.trainer is not None else 0) - fits_start,
         "events_stored_start": events_start,
         "kb_event_bytes_start": kb_bytes_start,
         "kb_event_bytes": stored_event_bytes(run.knowledge),
