@@ -13,7 +13,7 @@ pods serve with noise (so models have something to learn), the default planner. 
   simulated backend that is the simulator's own KPI solve; on Kubernetes, Prometheus queries),
   and per phase (observe, kpis, plan, act, record, status, retention, hooks = training), from
   :mod:`planner.control.phases`; the simulator's own stepping apart;
-* how many intents planned with a trained model, the process's peak RSS, the mean and largest
+* how many intents have a stored (trained) model, the process's peak RSS, the mean and largest
   size of the last cycle's event documents (BSON), the number and mean size of the pod-detail
   documents stored beside them (every pod, :func:`knowledge.documents.split_event`), and the
   events stored;
@@ -163,7 +163,8 @@ def pod_count(run: ScenarioRun) -> int:
 def copy_models(run: ScenarioRun) -> str:
     """Fit one intent's models now (the first whose events allow a fit) and store a copy of
     them for every other intent (the bench's workloads are alike); no refit during the
-    measured cycles. The intent fitted. Training every intent of the largest size once costs
+    measured cycles (:func:`measure` turns the trainer's schedule off before the warm-up).
+    The intent fitted. Training every intent of the largest size once costs
     about 45 CPU minutes (2.7 s a fit, section 12 of ``docs/benchmarks.md``); what the measured
     cycles cost with trained models does not depend on who fitted them."""
     if run.trainer is None:
@@ -180,7 +181,6 @@ def copy_models(run: ScenarioRun) -> str:
         if intent.key != fitted.key:
             for doc in newest.values():
                 run.knowledge.put_effect({**doc, "intent": intent.key})
-    run.trainer.interval_s = math.inf
     return fitted.key
 
 
@@ -287,8 +287,8 @@ def main() -> None:
                          "(planner/control/heap.py), or CPython's collector left as it is")
     ap.add_argument("--models", choices=("learn", "copy"), default="learn",
                     help="learn: models are trained during the warm-up as the controller "
-                         "trains them; copy: the first intent's models are fitted after the "
-                         "warm-up and copied to every intent, with no refit while measuring "
+                         "trains them; copy: no fits in the warm-up, then one intent's models "
+                         "are fitted and copied to every intent, with no refit while measuring "
                          "(trained models at 1,000 intents without 45 minutes of fits)")
     args = ap.parse_args()
     rows = []

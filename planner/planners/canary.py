@@ -102,11 +102,7 @@ class MeasuredShapes(Predictor):
             rows = place_mask(batch, place) & ~supported
             if not rows.any() or speed.factor <= 0:
                 continue
-            n = int(rows.sum())
-            device, pool = speed.reference
-            sub = CandidateBatch(batch.replicas[rows], batch.cpu[rows],
-                                 np.full(n, 1.0 if device == "gpu" else 0.0), (pool,) * n)
-            out.append((rows, sub, speed.factor))
+            out.append((rows, _as_reference(batch, rows, speed), speed.factor))
         return out
 
     def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
@@ -133,26 +129,31 @@ class MeasuredShapes(Predictor):
         row's prediction depends on its own row and rate alone, so the rows and rates a call
         holds besides change no number)."""
         out = np.array(self.inner.predict_mean_rates(batch, rates), dtype=float)
-        places = [(place, place_mask(batch, place), speed)
+        places = [(place_mask(batch, place), speed)
                   for place, speed in self.speeds.items() if not speed.factor <= 0]
         if not places:
             return out
         unsupported = [~self.inner.supported(batch, rate) for rate in rates]
-        for (_, here, speed) in places:
+        for here, speed in places:
             rows = [(i, here & off) for i, off in enumerate(unsupported) if (here & off).any()]
             if not rows:
                 continue
             union = np.logical_or.reduce([r for _, r in rows])
-            n = int(union.sum())
-            device, pool = speed.reference
-            sub = CandidateBatch(batch.replicas[union], batch.cpu[union],
-                                 np.full(n, 1.0 if device == "gpu" else 0.0), (pool,) * n)
-            means = self.inner.predict_mean_rates(sub, [rates[i] / speed.factor
-                                                        for i, _ in rows])
+            means = self.inner.predict_mean_rates(_as_reference(batch, union, speed),
+                                                  [rates[i] / speed.factor for i, _ in rows])
             scale = speed.factor if self.throughput else 1.0
             for j, (i, r) in enumerate(rows):
                 out[i, r] = means[j, r[union]] * scale
         return out
+
+
+def _as_reference(batch: CandidateBatch, rows: NDArray[np.bool_], speed: Speed
+                  ) -> CandidateBatch:
+    """``batch``'s ``rows`` moved to ``speed``'s reference shape (device and pool)."""
+    n = int(rows.sum())
+    device, pool = speed.reference
+    return CandidateBatch(batch.replicas[rows], batch.cpu[rows],
+                          np.full(n, 1.0 if device == "gpu" else 0.0), (pool,) * n)
 
 
 def with_speeds(preds: Mapping[str, Predictor], speeds: Mapping[Place, Speed],
