@@ -53,6 +53,8 @@ import bson
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from planner.control.phases import PHASES
+from planner.models import effects
+from planner.models.latency import QueueingLatencyRegressor
 from simulator.runner import ScenarioRun
 from simulator.scenario import parse_scenario
 
@@ -160,28 +162,61 @@ def pod_count(run: ScenarioRun) -> int:
     return sum(len(w.pods) + len(w.canary_pods) for w in run.sim.workloads.values())
 
 
-def copy_models(run: ScenarioRun) -> str:
-    """Fit one intent's models now (the first whose events allow a fit) and store a copy of
-    them for every other intent (the bench's workloads are alike); no refit during the
-    measured cycles (:func:`measure` turns the trainer's schedule off before the warm-up).
-    The intent fitted. Training every intent of the largest size once costs
-    about 45 CPU minutes (2.7 s a fit, section 12 of ``docs/benchmarks.md``); what the measured
-    cycles cost with trained models does not depend on who fitted them."""
+def seen_pools(docs: list[dict[str, Any]]) -> frozenset[str]:
+    """The node pools every latency model among ``docs`` (one intent's newest effect documents)
+    saw pods on: the classes whose configurations it supports (no latency model: none)."""
+    seen: frozenset[str] | None = None
+    for doc in docs:
+        model = effects.from_document(doc)
+        if isinstance(model.estimator, QueueingLatencyRegressor):
+            names = frozenset(model.classes[i] for i in model.estimator.seen_classes_)
+            seen = names if seen is None else seen & names
+    return seen or frozenset()
+
+
+def copy_models(run: ScenarioRun) -> list[str]:
+    """Give every intent trained models without fitting each: intents are fitted only until
+    each intent's pods run on node pools some fitted intent's models saw, and every other
+    intent gets a copy of such an intent's newest models (the bench's workloads are alike, but
+    a model vouches only for the node classes it saw: a copy that has not seen an intent's
+    pools calls its every configuration unexplored and the planner explores instead of
+    settling). No refit during the measured cycles (:func:`measure` turns the trainer's
+    schedule off before the warm-up). Returns the intents fitted, in order. Training every
+    intent of the largest size costs about 45 CPU minutes (2.7 s a fit, section 12 of
+    ``docs/benchmarks.md``); what the measured cycles cost with trained models does not depend
+    on who fitted them."""
     if run.trainer is None:
         raise SystemExit("--models copy needs the controller's trainer")
     intents = run.source.intents()
     profiles = run.source.profiles()
-    fitted = next((i for i in intents if run.trainer.train(i, profiles, run.sim.now())), None)
-    if fitted is None:
-        raise SystemExit("no intent has enough settled observations for a model: warm longer")
-    newest: dict[str, dict[str, Any]] = {}
-    for doc in run.knowledge.effects(fitted.key, with_blobs=True):
-        newest.setdefault(doc["objective"], doc)
+    snapshot = run.sim.observe()
+    donors: list[tuple[frozenset[str], list[dict[str, Any]]]] = []
+    fitted: list[str] = []
+    waiting: list[tuple[str, frozenset[str]]] = []
     for intent in intents:
-        if intent.key != fitted.key:
-            for doc in newest.values():
-                run.knowledge.put_effect({**doc, "intent": intent.key})
-    return fitted.key
+        workload = snapshot.workload(intent.workload_key)
+        pools = frozenset(p.pool for p in workload.pods if p.pool) if workload else frozenset()
+        donor = next((d for seen, d in donors if pools <= seen), None)
+        if donor is None and run.trainer.train(intent, profiles, run.sim.now()):
+            fitted.append(intent.key)
+            newest: dict[str, dict[str, Any]] = {}
+            for doc in run.knowledge.effects(intent.key, with_blobs=True):
+                newest.setdefault(doc["objective"], doc)
+            donors.append((seen_pools(list(newest.values())), list(newest.values())))
+            continue
+        if donor is None:
+            waiting.append((intent.key, pools))
+            continue
+        for doc in donor:
+            run.knowledge.put_effect({**doc, "intent": intent.key})
+    if not donors:
+        raise SystemExit("no intent has enough settled observations for a model: warm longer")
+    for key, pools in waiting:
+        # Not fittable itself and no fitted intent saw all its pools: the one that saw most.
+        _, donor = max(donors, key=lambda d: len(pools & d[0]))
+        for doc in donor:
+            run.knowledge.put_effect({**doc, "intent": key})
+    return fitted
 
 
 def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int,
@@ -200,8 +235,7 @@ def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int,
     w0 = time.perf_counter()
     while run.elapsed < warm_min * 60.0:
         run.advance()
-    if models == "copy":
-        copy_models(run)
+    fitted = copy_models(run) if models == "copy" else []
     warm_s = time.perf_counter() - w0
     per_cycle = round(run.cycle_s / run.step_s)
     cycle_cpu: list[float] = []
@@ -266,6 +300,7 @@ def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int,
                    "simulator": growth(sim_cpu)},
         "rss_start_mib": rss_start, "rss_end_mib": rss_end,
         "pods_start": pods_start, "pods_end": pod_count(run),
+        "copied_from": len(fitted),
         "fits": (run.trainer.trained if run.trainer is not None else 0) - fits_start,
         "events_stored_start": events_start,
         "kb_event_bytes_start": kb_bytes_start,
@@ -287,9 +322,10 @@ def main() -> None:
                          "(planner/control/heap.py), or CPython's collector left as it is")
     ap.add_argument("--models", choices=("learn", "copy"), default="learn",
                     help="learn: models are trained during the warm-up as the controller "
-                         "trains them; copy: no fits in the warm-up, then one intent's models "
-                         "are fitted and copied to every intent, with no refit while measuring "
-                         "(trained models at 1,000 intents without 45 minutes of fits)")
+                         "trains them; copy: no fits in the warm-up, then intents are fitted "
+                         "until their models have seen every intent's node pools and copied "
+                         "to the others, with no refit while measuring (trained models at "
+                         "1,000 intents without 45 minutes of fits)")
     args = ap.parse_args()
     rows = []
     for size in args.sizes.split(","):
