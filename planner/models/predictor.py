@@ -58,6 +58,12 @@ class CandidateBatch:
         out: NDArray[np.bool_] = np.array([p == pool for p in pools], dtype=bool)[rows]
         return out
 
+    def take(self, rows: NDArray[np.intp]) -> CandidateBatch:
+        """The rows ``rows`` of this batch, in that order."""
+        picked = rows.tolist()
+        return CandidateBatch(self.replicas[rows], self.cpu[rows], self.gpu[rows],
+                              tuple(self.pool[i] for i in picked))
+
     def config(self, i: int) -> WorkloadConfig:
         return WorkloadConfig(int(self.replicas[i]), float(self.cpu[i]),
                               "gpu" if self.gpu[i] > 0.5 else "cpu", self.pool[i])
@@ -78,7 +84,11 @@ class Predictor(ABC):
     """Predicts one objective's KPI for a batch of configurations.
 
     Contract: ``predict`` is pure (no I/O), vectorised over ``batch``, and returns arrays of
-    ``len(batch)``; ``inf`` latency means the configuration cannot carry the load. ``kind``
+    ``len(batch)``, each row's values from that row alone (not from the rows beside it);
+    ``inf`` latency means the configuration cannot carry the load. For a fixed CPU size,
+    device and pool, from two replicas on, more replicas never predict a worse bound nor turn
+    a supported candidate unsupported (the grid planner's searches rely on both; one replica,
+    without redundancy, may differ either way: an availability model tells it apart). ``kind``
     says where the prediction comes from (``explicit``, ``learned``, ...), for plan reasons.
     """
 

@@ -145,6 +145,9 @@ class Scored:
     """Worst relative violation of any objective by the bound (0 when feasible)."""
     predictions: dict[str, Prediction]
     score: NDArray[np.float64]
+    calm: NDArray[np.bool_]
+    """Risk-free: every objective's bound within :data:`RISK_FREE` of its target (the score
+    has no risk term)."""
 
 
 def _met(pred: NDArray[np.float64], target: float, minimize: bool, slack: float) -> NDArray[
@@ -152,6 +155,19 @@ def _met(pred: NDArray[np.float64], target: float, minimize: bool, slack: float)
     out: NDArray[np.bool_] = (pred <= target * (1 + slack)) if minimize else (
         pred >= target * (1 - slack))
     return out
+
+
+def _merged(rows: NDArray[np.int64], predictions: dict[str, Prediction],
+            more_rows: NDArray[np.int64], more: dict[str, Prediction]
+            ) -> tuple[NDArray[np.int64], dict[str, Prediction]]:
+    """Two sets of grid rows (disjoint) and their predictions as one, in the grid's order."""
+    both = np.concatenate([rows, more_rows])
+    order = np.argsort(both, kind="stable")
+    return both[order], {
+        n: Prediction(np.concatenate([p.mean, more[n].mean])[order],
+                      np.concatenate([p.bound, more[n].bound])[order],
+                      np.concatenate([p.supported, more[n].supported])[order])
+        for n, p in predictions.items()}
 
 
 def _throughput_objectives(ctx: PlanningContext) -> set[str]:
@@ -190,9 +206,16 @@ class GridPlanner(Planner):
         """Predictions, feasibility and score of every candidate. ``monotone_only`` leaves
         out the constraints that tighten with replicas (budget, GPU count) so feasibility is
         monotone in replicas for the binary search; they are applied to its result."""
-        predictions = {o.name: p.predict(batch, rate) for o in ctx.intent.spec.objectives
-                       if (p := inp.preds.get(o.name)) is not None}
-        return self._judge(ctx, batch, rate, predictions, inp, slack, monotone_only)
+        return self._judge(ctx, batch, rate, self._predict(ctx, batch, rate, inp), inp, slack,
+                           monotone_only)
+
+    @staticmethod
+    def _predict(ctx: PlanningContext, batch: CandidateBatch, rate: float,
+                 inp: Inputs) -> dict[str, Prediction]:
+        """Each objective's predictions for ``batch`` at ``rate`` (objectives without a
+        predictor left out)."""
+        return {o.name: p.predict(batch, rate) for o in ctx.intent.spec.objectives
+                if (p := inp.preds.get(o.name)) is not None}
 
     def _judge(self, ctx: PlanningContext, batch: CandidateBatch, rate: float,
                predictions: dict[str, Prediction], inp: Inputs, slack: float = 0.0,
@@ -244,7 +267,7 @@ class GridPlanner(Planner):
         budget = ctx.admin.budget_per_hour
         if budget is not None and not monotone_only:
             feasible &= cost <= budget
-        return Scored(batch, cost, feasible, supported, excess, predictions, score)
+        return Scored(batch, cost, feasible, supported, excess, predictions, score, risk <= 0.0)
 
     # ---------------------------------------------------------------- search
     def _grid(self, ctx: PlanningContext, space: SearchSpace, rate: float,
@@ -303,6 +326,68 @@ class GridPlanner(Planner):
         final = self.score(ctx, CandidateBatch(reps[final_idx], cpu, gpu, pools), rate, inp)
         return final, f"{evaluated} of {space.size} points searched"
 
+    def _windowed(self, ctx: PlanningContext, space: SearchSpace, rate: float,
+                  inp: Inputs) -> tuple[Scored, str]:
+        """The candidates of ``space``'s grid that can matter to a plan, scored at ``rate``;
+        for a grid with a long replica axis, in place of scoring every candidate.
+
+        Per shape (CPU size, device, pool), the window of replica counts from the fewest
+        predicted feasible (short of the GPU and budget caps) to the first that is also
+        risk-free (:attr:`Scored.calm`) and, when the shape is supported anywhere, supported;
+        plus a coarse sample (every ``isqrt(len(replicas))``-th count, the fewest and the most)
+        that located that window, and one replica (a regime of its own: no redundancy).
+        Nothing a plan reads from its search is lost: for a fixed shape, more replicas never
+        predict a worse bound nor lose support (the :class:`Predictor` contract) and always
+        cost more, so past the window a shape's feasible candidates are risk-free and score
+        their cost, above the window's last; the cheapest known candidate, the explorer's and
+        an unobserved shape's cheapest lie in their window, whether a shape is supported
+        anywhere shows at its most replicas and whether observed limits exclude any of its
+        candidates at its fewest. A candidate's prediction does not depend on the rows beside
+        it, so every row is the number the whole grid gives it (tested against it): two model
+        calls of a few dozen rows instead of one over every replica count."""
+        grid = space.grid()
+        n_r = len(space.replicas)
+        shapes = len(grid) // n_r
+        head = 1 if space.replicas[0] < 2 else 0      # one replica: apart
+        at = np.asarray(sorted({*range(head), *range(head, n_r, max(1, math.isqrt(n_r - head))),
+                                n_r - 1}))
+        sample = (np.arange(shapes)[:, None] * n_r + at[None, :]).reshape(-1)
+        # With the current configuration's row: the plan scores it (:meth:`_current`).
+        first = np.union1d(sample, self._rows_of(space, ctx.config))
+        seen = self._predict(ctx, grid.take(first), rate, inp)
+        judged = self._judge(ctx, grid.take(first), rate, seen, inp, monotone_only=True)
+        pos = np.searchsorted(first, sample).reshape(shapes, -1)[:, at >= head]
+        counts = at[at >= head]
+        window: list[NDArray[np.int64]] = [np.zeros(0, dtype=np.int64)]
+        for s, (ok, calm, known) in enumerate(zip(
+                judged.feasible[pos], (judged.feasible & judged.calm)[pos],
+                judged.supported[pos], strict=True)):
+            if not ok.any():
+                continue
+            j = int(np.argmax(ok))
+            lo = int(counts[j - 1]) + 1 if j > 0 else head
+            hi = int(counts[int(np.argmax(calm))]) if calm.any() else n_r - 1
+            if known.any():
+                hi = max(hi, int(counts[int(np.argmax(known))]))
+            window.append(np.arange(s * n_r + lo, s * n_r + hi + 1, dtype=np.int64))
+        extra = np.setdiff1d(np.concatenate(window), first)
+        rows, predictions = first, seen
+        if extra.size:
+            rows, predictions = _merged(first, seen, extra,
+                                        self._predict(ctx, grid.take(extra), rate, inp))
+        return (self._judge(ctx, grid.take(rows), rate, predictions, inp),
+                f"grid of {space.size}, {len(rows)} predicted")
+
+    @staticmethod
+    def _rows_of(space: SearchSpace, cfg: WorkloadConfig) -> NDArray[np.int64]:
+        """``cfg``'s row in ``space``'s grid (empty when the grid does not hold it)."""
+        combos = list(itertools.product(space.cpus, space.devices, space.pools))
+        shape = (cfg.cpu, cfg.device, cfg.pool)
+        if shape not in combos or cfg.replicas not in space.replicas:
+            return np.zeros(0, dtype=np.int64)
+        return np.array([combos.index(shape) * len(space.replicas)
+                         + space.replicas.index(cfg.replicas)], dtype=np.int64)
+
     def _study(self, ctx: PlanningContext, space: SearchSpace, rate: float,
                inp: Inputs) -> tuple[Scored, str]:
         sampler = optuna.samplers.TPESampler(seed=self.seed)
@@ -338,6 +423,8 @@ class GridPlanner(Planner):
         space size that decides the method (default ``space``'s own)."""
         size = space.size if size is None else size
         if size <= min(FULL_GRID_LIMIT, self.grid_limit):
+            if len(space.replicas) > SPECULATIVE_ROWS:
+                return self._windowed(ctx, space, rate, inp)
             return self.score(ctx, space.grid(), rate, inp), f"grid of {space.size}"
         if size <= self.grid_limit:
             return self._grid(ctx, space, rate, inp)
