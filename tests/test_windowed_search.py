@@ -13,9 +13,11 @@ from hypothesis import strategies as st
 from planner.domain.admin import CpuBounds, ReplicaBounds, UtilityWeights
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
 from planner.planners import feedback
+from planner.planners.canary import MeasuredShapes
 from planner.planners.feedback import EXPLORE_GAIN
 from planner.planners.grid import GridPlanner, Inputs, Scored
 from planner.planners.observed_limits import Limit, ObservedLimits
+from planner.planners.predictors import ComputedCost
 from planner.planners.search_space import space_for
 from tests.test_grid_planner import context
 
@@ -139,3 +141,19 @@ def _same_as_the_whole_grid(ctx: object, inp: Inputs, rate: float, pred: Monoton
     assert _supported_shapes(part) == _supported_shapes(full)
     assert (inp.limits.excluded(part.batch, rate).any()
             == inp.limits.excluded(full.batch, rate).any())
+
+
+def test_a_predictor_without_the_promise_is_searched_whole() -> None:
+    """A predictor that is not monotone in replicas (a cost objective's price, canary speeds
+    taking over from the model) has every candidate of the grid predicted."""
+    ctx = context(replicas=100, cpu=1.0, cpu_sizes=(1.0, 2.0), max_replicas=200)
+    space = space_for(ctx)
+    pred = Monotone({1.0: 100.0, 2.0: 100.0}, 0.1, frozenset({1.0, 2.0}), 400.0, (5.0, True))
+    planner = GridPlanner()
+    _, how = planner._search(ctx, space, 3000.0, Inputs({"p95": pred}, 0.0))
+    assert how.endswith("predicted")
+    pred.monotone = False
+    scored, how = planner._search(ctx, space, 3000.0, Inputs({"p95": pred}, 0.0))
+    assert how == f"grid of {space.size}" and len(scored.batch) == space.size
+    assert not ComputedCost(ctx.snapshot).monotone
+    assert not MeasuredShapes(pred, {}).monotone

@@ -85,14 +85,16 @@ class Predictor(ABC):
 
     Contract: ``predict`` is pure (no I/O), vectorised over ``batch``, and returns arrays of
     ``len(batch)``, each row's values from that row alone (not from the rows beside it);
-    ``inf`` latency means the configuration cannot carry the load. For a fixed CPU size,
-    device and pool, from two replicas on, more replicas never predict a worse bound nor turn
-    a supported candidate unsupported (the grid planner's searches rely on both; one replica,
-    without redundancy, may differ either way: an availability model tells it apart). ``kind``
-    says where the prediction comes from (``explicit``, ``learned``, ...), for plan reasons.
+    ``inf`` latency means the configuration cannot carry the load. ``kind`` says where the
+    prediction comes from (``explicit``, ``learned``, ...), for plan reasons. ``monotone``
+    promises that for a fixed CPU size, device and pool, from two replicas on, more replicas
+    never predict a worse bound nor turn a supported candidate unsupported (one replica,
+    without redundancy, may differ either way: an availability model tells it apart); the grid
+    planner searches a long replica axis in a window only when every predictor promises it.
     """
 
     kind: str = "predictor"
+    monotone: bool = True
 
     @abstractmethod
     def predict(self, batch: CandidateBatch, rate: float) -> Prediction: ...

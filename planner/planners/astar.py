@@ -94,9 +94,11 @@ Heuristic = Literal["ido", "zero"]
 
 
 class PricePredictor(Predictor):
-    """A cost objective: the configuration's price per hour, computed, not predicted."""
+    """A cost objective: the configuration's price per hour, computed, not predicted (not
+    :attr:`Predictor.monotone`: more replicas cost more)."""
 
     kind = "computed"
+    monotone = False
 
     def __init__(self, price: Callable[[WorkloadConfig], float]) -> None:
         self.price = price

@@ -86,7 +86,13 @@ class MeasuredShapes(Predictor):
     ``inner`` does not vouch for: those are predicted as the reference shape at the load
     divided by the shape's speed (a ``throughput`` KPI scaled back up), and vouched for when the
     reference shape is. A faster pod at the same utilisation answers sooner than the reference
-    pod does, so for latency this errs on the slow side."""
+    pod does, so for latency this errs on the slow side.
+
+    Not :attr:`Predictor.monotone`: where ``inner`` starts to vouch for a shape (a load per core
+    within its range), its prediction takes over from the reference's, which may be better at
+    fewer replicas."""
+
+    monotone = False
 
     def __init__(self, inner: Predictor, speeds: Mapping[Place, Speed],
                  throughput: bool = False) -> None:

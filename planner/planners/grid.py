@@ -423,7 +423,10 @@ class GridPlanner(Planner):
         space size that decides the method (default ``space``'s own)."""
         size = space.size if size is None else size
         if size <= min(FULL_GRID_LIMIT, self.grid_limit):
-            if len(space.replicas) > SPECULATIVE_ROWS:
+            # A replica axis longer than a model call's rows costs more to predict whole
+            # than in the window that can matter, where the predictors promise monotonicity.
+            if (len(space.replicas) > SPECULATIVE_ROWS
+                    and all(p.monotone for p in inp.preds.values())):
                 return self._windowed(ctx, space, rate, inp)
             return self.score(ctx, space.grid(), rate, inp), f"grid of {space.size}"
         if size <= self.grid_limit:

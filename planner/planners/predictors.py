@@ -36,9 +36,11 @@ from planner.planners.search_space import prices
 
 
 class ComputedCost(Predictor):
-    """Cost per hour is computed from node-pool prices, not learned: exact, always supported."""
+    """Cost per hour is computed from node-pool prices, not learned: exact, always supported.
+    Not :attr:`Predictor.monotone`: more replicas cost more."""
 
     kind = "computed"
+    monotone = False
 
     def __init__(self, snapshot: ClusterSnapshot) -> None:
         self.snapshot = snapshot
@@ -64,6 +66,7 @@ class CurrentSizeOnly(Predictor):
         self.inner = inner
         self.cpu = cpu
         self.kind = inner.kind
+        self.monotone = inner.monotone
 
     def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
         p = self.inner.predict(batch, rate)
