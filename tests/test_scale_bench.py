@@ -11,6 +11,8 @@ import pytest
 from bench import scale
 from knowledge.embedded import EmbeddedKnowledgeBase
 from planner.control.phases import PHASES
+from simulator.runner import ScenarioRun
+from simulator.scenario import parse_scenario
 
 
 def test_growth_of_a_flat_series_is_none() -> None:
@@ -90,9 +92,31 @@ def test_the_bench_cluster_holds_its_pods_and_they_meet_the_objective(intents: i
 
 
 def test_copied_models_give_every_intent_a_trained_model_and_no_refit() -> None:
-    """``--models copy``: one intent fitted after a warm-up without fits, its models stored for
+    """``--models copy``: intents fitted after a warm-up without fits, their models stored for
     every intent, and nothing refitted while the cycles are measured."""
     row = scale.measure(10, 50, 200, warm_min=12.0, cycles=2, models="copy")
     assert row["modelled"] == 10
+    assert 1 <= row["copied_from"] < 10
     assert row["pods_start"] >= 10 * 100 and row["pods_end"] >= 10 * 100
     assert row["fits"] == 0                  # no fit in the measured cycles
+
+
+def test_every_copied_model_saw_the_node_pools_of_its_intent() -> None:
+    """A copy vouches for the intent's pods: each intent's latency model saw every node pool
+    its pods run on (else every configuration of the intent is unexplored to its model). On
+    200 nodes the workloads' pods spread over different pools: one fitted intent's models do
+    not cover them all."""
+    run = ScenarioRun(parse_scenario(scale.scenario(20, 200, 100), "scale"), "grid", 1)
+    assert run.trainer is not None
+    run.trainer.interval_s = math.inf
+    while run.elapsed < 12 * 60:
+        run.advance()
+    fitted = scale.copy_models(run)
+    snapshot = run.sim.observe()
+    for intent in run.source.intents():
+        docs = {d["objective"]: d for d in run.knowledge.effects(intent.key, with_blobs=True)}
+        workload = snapshot.workload(intent.workload_key)
+        assert workload is not None and docs
+        pools = {p.pool for p in workload.pods if p.pool}
+        assert pools <= scale.seen_pools(list(docs.values())), intent.key
+    assert len(fitted) > 1 and len(set(fitted)) == len(fitted)
