@@ -174,17 +174,19 @@ def seen_pools(docs: list[dict[str, Any]]) -> frozenset[str]:
     return seen or frozenset()
 
 
-def copy_models(run: ScenarioRun) -> list[str]:
+def copy_models(run: ScenarioRun) -> tuple[list[str], list[str]]:
     """Give every intent trained models without fitting each: intents are fitted only until
     each intent's pods run on node pools some fitted intent's models saw, and every other
     intent gets a copy of such an intent's newest models (the bench's workloads are alike, but
     a model vouches only for the node classes it saw: a copy that has not seen an intent's
     pools calls its every configuration unexplored and the planner explores instead of
     settling). No refit during the measured cycles (:func:`measure` turns the trainer's
-    schedule off before the warm-up). Returns the intents fitted, in order. Training every
+    schedule off before the warm-up). Training every
     intent of the largest size costs about 45 CPU minutes (2.7 s a fit, section 12 of
     ``docs/benchmarks.md``); what the measured cycles cost with trained models does not depend
-    on who fitted them."""
+    on who fitted them. An intent that cannot be fitted itself and whose pools no fitted
+    intent saw all of gets the models that saw most of them. Returns the intents fitted and
+    those, each in order."""
     if run.trainer is None:
         raise SystemExit("--models copy needs the controller's trainer")
     intents = run.source.intents()
@@ -211,12 +213,14 @@ def copy_models(run: ScenarioRun) -> list[str]:
             run.knowledge.put_effect({**doc, "intent": intent.key})
     if not donors:
         raise SystemExit("no intent has enough settled observations for a model: warm longer")
+    uncovered: list[str] = []
     for key, pools in waiting:
-        # Not fittable itself and no fitted intent saw all its pools: the one that saw most.
-        _, donor = max(donors, key=lambda d: len(pools & d[0]))
+        seen, donor = max(donors, key=lambda d: len(pools & d[0]))
+        if not pools <= seen:
+            uncovered.append(key)
         for doc in donor:
             run.knowledge.put_effect({**doc, "intent": key})
-    return fitted
+    return fitted, uncovered
 
 
 def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int,
@@ -235,7 +239,7 @@ def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int,
     w0 = time.perf_counter()
     while run.elapsed < warm_min * 60.0:
         run.advance()
-    fitted = copy_models(run) if models == "copy" else []
+    fitted, uncovered = copy_models(run) if models == "copy" else ([], [])
     warm_s = time.perf_counter() - w0
     per_cycle = round(run.cycle_s / run.step_s)
     cycle_cpu: list[float] = []
@@ -300,7 +304,7 @@ def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int,
                    "simulator": growth(sim_cpu)},
         "rss_start_mib": rss_start, "rss_end_mib": rss_end,
         "pods_start": pods_start, "pods_end": pod_count(run),
-        "copied_from": len(fitted),
+        "copied_from": len(fitted), "copied_uncovered": len(uncovered),
         "fits": (run.trainer.trained if run.trainer is not None else 0) - fits_start,
         "events_stored_start": events_start,
         "kb_event_bytes_start": kb_bytes_start,

@@ -102,8 +102,9 @@ def test_copied_models_give_every_intent_a_trained_model_and_no_refit() -> None:
 
 
 def test_every_copied_model_saw_the_node_pools_of_its_intent() -> None:
-    """A copy vouches for the intent's pods: each intent's latency model saw every node pool
-    its pods run on (else every configuration of the intent is unexplored to its model). On
+    """A copy vouches for the intent's pods: each intent given a copy has a latency model that
+    saw every node pool its pods run on (else every configuration of the intent is unexplored
+    to its model), unless no fitted intent saw them all (counted). On
     200 nodes the workloads' pods spread over different pools: one fitted intent's models do
     not cover them all."""
     run = ScenarioRun(parse_scenario(scale.scenario(20, 200, 100), "scale"), "grid", 1)
@@ -111,12 +112,14 @@ def test_every_copied_model_saw_the_node_pools_of_its_intent() -> None:
     run.trainer.interval_s = math.inf
     while run.elapsed < 12 * 60:
         run.advance()
-    fitted = scale.copy_models(run)
+    fitted, uncovered = scale.copy_models(run)
     snapshot = run.sim.observe()
     for intent in run.source.intents():
         docs = {d["objective"]: d for d in run.knowledge.effects(intent.key, with_blobs=True)}
         workload = snapshot.workload(intent.workload_key)
         assert workload is not None and docs
         pools = {p.pool for p in workload.pods if p.pool}
-        assert pools <= scale.seen_pools(list(docs.values())), intent.key
+        if intent.key not in fitted + uncovered:        # a copy
+            assert pools <= scale.seen_pools(list(docs.values())), intent.key
     assert len(fitted) > 1 and len(set(fitted)) == len(fitted)
+    assert len(uncovered) < len(fitted)
