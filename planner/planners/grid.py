@@ -3,9 +3,10 @@ objective, found by scoring a grid of candidates (replicas x CPU size x device x
 with the learned effect models (the explicit queueing estimate until they are learned).
 
 Named for what it does: on every shipped scenario the space is scored as a grid (one vectorised
-batch, or a monotone binary search over replicas for larger spaces); only a space beyond
-``GRID_LIMIT`` points falls back to an optuna TPE study. (It was called ``optuna`` up to
-0.1.0.)
+batch; with a long replica axis, the window of each shape's replica counts that can matter,
+located by a coarse sample, when the predictors promise monotonicity; a monotone binary search
+over replicas for larger spaces); only a space beyond ``GRID_LIMIT`` points falls back to an
+optuna TPE study. (It was called ``optuna`` up to 0.1.0.)
 
 Objectives are constraints, judged on the predictors' conservative bound (the learned models'
 uncertainty band, or the explicit estimate with a margin). Among feasible configurations it
