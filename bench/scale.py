@@ -25,6 +25,8 @@ pods serve with noise (so models have something to learn), the default planner. 
   their BSON bytes) at both;
 * ``--models copy``: trained models for every intent without fitting each
   (:func:`copy_models`);
+* ``--shadow``: every intent in shadow mode (planned, recorded and reported, never acted on),
+  so the pods stay as they are and the growth figures are the controller's own;
 * the CPU the garbage collector takes per measured cycle (``--heap keeper``, the default: with
   the keeper the CLI and the operator install, :mod:`planner.control.heap`; ``--heap default``:
   CPython's collector left as it is);
@@ -70,7 +72,9 @@ an M/M/1 pod's p95 is 3 ms + 75 ms), so the planner settles near ``--pods`` repl
 60 ms the objective needed about 350 pods per workload.)"""
 
 
-def scenario(intents: int, nodes: int, pods: int) -> dict[str, Any]:
+def scenario(intents: int, nodes: int, pods: int, shadow: bool = False) -> dict[str, Any]:
+    """The bench's scenario; ``shadow``: every intent in shadow mode (``active: false``: planned
+    and recorded, never acted on), so the cluster keeps its pods."""
     per_pool = max(1, nodes // POOLS)
     manifests: list[dict[str, Any]] = [
         {"apiVersion": "intent-planner.io/v1alpha1", "kind": "KPIProfile",
@@ -79,7 +83,7 @@ def scenario(intents: int, nodes: int, pods: int) -> dict[str, Any]:
     manifests += [
         {"apiVersion": "intent-planner.io/v1alpha1", "kind": "Intent",
          "metadata": {"name": f"w{i}", "namespace": "big"},
-         "spec": {"targetRef": {"kind": "Deployment", "name": f"w{i}"},
+         "spec": {"targetRef": {"kind": "Deployment", "name": f"w{i}"}, "active": not shadow,
                   "objectives": [{"name": "p95", "value": P95_MS, "measuredBy": "p95"}]}}
         for i in range(intents)]
     return {
@@ -224,13 +228,13 @@ def copy_models(run: ScenarioRun) -> tuple[list[str], list[str]]:
 
 
 def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int,
-            progress: int = 0, keep_heap: bool = True, models: str = "learn"
-            ) -> dict[str, Any]:
+            progress: int = 0, keep_heap: bool = True, models: str = "learn",
+            shadow: bool = False) -> dict[str, Any]:
     """One size (see the module docstring); every ``progress`` measured cycles (0: never) a
     line on stderr with that cycle's CPU and the RSS. ``models="copy"``: :func:`copy_models`
     after the warm-up."""
     t0 = time.perf_counter()
-    run = ScenarioRun(parse_scenario(scenario(intents, nodes, pods), "scale"), "grid", 1,
+    run = ScenarioRun(parse_scenario(scenario(intents, nodes, pods, shadow), "scale"), "grid", 1,
                       keep_heap=keep_heap)
     built = time.perf_counter() - t0
     ctl = run.controller
@@ -292,7 +296,7 @@ def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int,
         "phases_s": {k: sum(v) / cycles for k, v in phase_cpu.items()},
         "simulator_s": _pct(sim_cpu, 0.5), "modelled": modelled,
         "gc_s": collector.seconds / cycles, "gc_collections": collector.collections / cycles,
-        "keep_heap": keep_heap,
+        "keep_heap": keep_heap, "shadow": shadow,
         "event_bytes": sum(sizes) / max(1, len(sizes)),
         "event_bytes_max": max(sizes, default=0),
         "pod_details": len(detailed),
@@ -330,12 +334,17 @@ def main() -> None:
                          "until their models have seen every intent's node pools and copied "
                          "to the others, with no refit while measuring (trained models at "
                          "1,000 intents without 45 minutes of fits)")
+    ap.add_argument("--shadow", action="store_true",
+                    help="every intent in shadow mode (active: false): planned, recorded and "
+                         "reported, never acted on, so the pods stay as they are (the "
+                         "controller's own growth over the cycles, apart from the cluster's)")
     args = ap.parse_args()
     rows = []
     for size in args.sizes.split(","):
         intents, nodes, pods = (int(x) for x in size.split("x"))
         row = measure(intents, nodes, pods, args.warm, args.cycles, args.progress,
-                      keep_heap=args.heap == "keeper", models=args.models)
+                      keep_heap=args.heap == "keeper", models=args.models,
+                      shadow=args.shadow)
         rows.append(row)
         if not args.json:
             ph = "  ".join(f"{k} {v:.3f}" for k, v in row["phases_s"].items())

@@ -123,3 +123,12 @@ def test_every_copied_model_saw_the_node_pools_of_its_intent() -> None:
             assert pools <= scale.seen_pools(list(docs.values())), intent.key
     assert len(fitted) > 1 and len(set(fitted)) == len(fitted)
     assert len(uncovered) < len(fitted)
+
+
+def test_shadow_mode_plans_and_records_every_cycle_and_leaves_the_pods() -> None:
+    """``--shadow``: the controller plans and records each intent every cycle, the cluster
+    keeps its pods."""
+    row = scale.measure(10, 50, 200, warm_min=2.0, cycles=3, shadow=True)
+    assert row["shadow"] and row["pods_start"] == row["pods_end"] == 10 * 200
+    assert row["events_stored"] - row["events_stored_start"] == 3 * 10
+    assert row["phases_s"]["plan"] > 0 and row["phases_s"]["act"] == 0
