@@ -184,13 +184,13 @@ def copy_models(run: ScenarioRun) -> tuple[list[str], list[str]]:
     intent gets a copy of such an intent's newest models (the bench's workloads are alike, but
     a model vouches only for the node classes it saw: a copy that has not seen an intent's
     pools calls its every configuration unexplored and the planner explores instead of
-    settling). No refit during the measured cycles (:func:`measure` turns the trainer's
-    schedule off before the warm-up). Training every
+    settling). An intent that cannot be fitted itself and whose pools no fitted intent saw all
+    of gets the models that saw most of them. No refit during the measured cycles
+    (:func:`measure` turns the trainer's schedule off before the warm-up). Training every
     intent of the largest size costs about 45 CPU minutes (2.7 s a fit, section 12 of
     ``docs/benchmarks.md``); what the measured cycles cost with trained models does not depend
-    on who fitted them. An intent that cannot be fitted itself and whose pools no fitted
-    intent saw all of gets the models that saw most of them. Returns the intents fitted and
-    those, each in order."""
+    on who fitted them. Returns the intents fitted and the intents left uncovered, each in
+    order."""
     if run.trainer is None:
         raise SystemExit("--models copy needs the controller's trainer")
     intents = run.source.intents()
