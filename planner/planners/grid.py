@@ -354,9 +354,12 @@ class GridPlanner(Planner):
                                 n_r - 1}))
         sample = (np.arange(shapes)[:, None] * n_r + at[None, :]).reshape(-1)
         # With the current configuration's row: the plan scores it (:meth:`_current`).
-        first = np.union1d(sample, self._rows_of(space, ctx.config))
-        seen = self._predict(ctx, grid.take(first), rate, inp)
-        judged = self._judge(ctx, grid.take(first), rate, seen, inp, monotone_only=True)
+        cur = ctx.config
+        first = np.union1d(sample, np.flatnonzero(
+            (grid.replicas == cur.replicas) & feedback.shape_mask(grid, feedback.shape_of(cur))))
+        sampled = grid.take(first)
+        seen = self._predict(ctx, sampled, rate, inp)
+        judged = self._judge(ctx, sampled, rate, seen, inp, monotone_only=True)
         pos = np.searchsorted(first, sample).reshape(shapes, -1)[:, at >= head]
         counts = at[at >= head]
         window: list[NDArray[np.int64]] = [np.zeros(0, dtype=np.int64)]
@@ -378,16 +381,6 @@ class GridPlanner(Planner):
                                         self._predict(ctx, grid.take(extra), rate, inp))
         return (self._judge(ctx, grid.take(rows), rate, predictions, inp),
                 f"grid of {space.size}, {len(rows)} predicted")
-
-    @staticmethod
-    def _rows_of(space: SearchSpace, cfg: WorkloadConfig) -> NDArray[np.int64]:
-        """``cfg``'s row in ``space``'s grid (empty when the grid does not hold it)."""
-        combos = list(itertools.product(space.cpus, space.devices, space.pools))
-        shape = (cfg.cpu, cfg.device, cfg.pool)
-        if shape not in combos or cfg.replicas not in space.replicas:
-            return np.zeros(0, dtype=np.int64)
-        return np.array([combos.index(shape) * len(space.replicas)
-                         + space.replicas.index(cfg.replicas)], dtype=np.int64)
 
     def _study(self, ctx: PlanningContext, space: SearchSpace, rate: float,
                inp: Inputs) -> tuple[Scored, str]:
