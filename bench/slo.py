@@ -127,6 +127,7 @@ def run_one(path: str, planner: str, seed: int, trials: int,
         "cost": sum(v["cost"] for v in intents.values()),
         "gpu_hours": sum(v["gpu_hours"] for v in intents.values()),
         "actions": sum(v["actions"] for v in intents.values()),
+        "pools_by_intent": {k: v["pool_core_hours"] for k, v in intents.items()},
         "plan_ms_p50": report["totals"]["plan_ms_p50"],
         "plan_ms_p99": report["totals"]["plan_ms_p99"],
         "wall_s": time.perf_counter() - t0,
@@ -148,22 +149,44 @@ def oracle_totals(path: str, seed: int, duration: float | None = None) -> dict[s
             "infeasible_minutes": sum(v["infeasible_minutes"] for v in per),
             "gpu_hours": sum(v.get("gpu_hours", 0.0) for v in per),
             "pools_used": sorted({p for v in per for p in v.get("pools_used", ())}),
+            "pools_by_intent": {k: v.get("pools_used", []) for k, v in by_intent.items()},
             "uncovered": uncovered_notes(by_intent)}
 
 
 def devices_and_pools(rows: list[dict[str, Any]], refs: list[dict[str, Any]],
                       planner: str) -> dict[str, Any]:
-    """Where the oracle uses a GPU: ``planner``'s GPU-hours and cost there against the
-    oracle's (the issue's "where the oracle uses a GPU, the default planner does too")."""
+    """Where the oracle uses a GPU, and where it runs an intent's pods in a second node pool:
+    whether ``planner`` does too, and its cost there against the oracle's (the issue's "where
+    the oracle uses a GPU or a second pool, the default planner does too"). A pool counts as
+    used by a run when any of the intent's pods (its canary's included) ran there; rows saved
+    before pools were recorded count as using none."""
     gpu = {(r["scenario"], r["seed"]): r for r in refs if r.get("gpu_hours", 0.0) > 0}
     mine = [r for r in rows if r["planner"] == planner and (r["scenario"], r["seed"]) in gpu]
+    spread = {(r["scenario"], r["seed"]): (r, sorted(k for k, ps in
+                                                     r.get("pools_by_intent", {}).items()
+                                                     if len(ps) > 1))
+              for r in refs}
+    spread = {run: v for run, v in spread.items() if v[1]}
+    ours = {(r["scenario"], r["seed"]): r for r in rows
+            if r["planner"] == planner and (r["scenario"], r["seed"]) in spread}
+    intents = [(run, k) for run, (_, ks) in spread.items() if run in ours for k in ks]
+    used = [(run, k) for run, k in intents
+            if sum(1 for h in ours[run].get("pools_by_intent", {}).get(k, {}).values()
+                   if h > 0) > 1]
     return {"runs": len(gpu),
             "runs_with_gpu": sum(1 for r in mine if r["gpu_hours"] > 0),
             "gpu_hours": round(sum(r["gpu_hours"] for r in mine), 2),
             "oracle_gpu_hours": round(sum(r["gpu_hours"] for r in gpu.values()), 2),
             "cost": round(sum(r["cost"] for r in mine), 3),
             "oracle_cost": round(sum(r["cost"] for r in gpu.values()), 3),
-            "where": sorted({f"{s} seed {seed}" for s, seed in gpu})}
+            "where": sorted({f"{s} seed {seed}" for s, seed in gpu}),
+            "pool_runs": len(ours),
+            "pool_intents": len(intents),
+            "pool_intents_used": len(used),
+            "pool_not_used": sorted(f"{run[0]} seed {run[1]} {k}"
+                                    for run, k in set(intents) - set(used)),
+            "pool_cost": round(sum(r["cost"] for r in ours.values()), 3),
+            "pool_oracle_cost": round(sum(spread[run][0]["cost"] for run in ours), 3)}
 
 
 def collapses(rows: list[dict[str, Any]], refs: list[dict[str, Any]],
@@ -445,6 +468,13 @@ def print_summary(summary: dict[str, Any], planners: list[str], n_seeds: int,
                   f"{g['oracle_cost']} (x{g['cost'] / max(g['oracle_cost'], 1e-9):.2f})")
         else:
             print(f"  the oracle uses no GPU in these runs ({p}: nothing to compare)")
+        if g["pool_intents"]:
+            missed = g["pool_not_used"]
+            print(f"  where the oracle runs an intent's pods in a second node pool "
+                  f"({g['pool_intents']} intents in {g['pool_runs']} runs): {p} did too for "
+                  f"{g['pool_intents_used']}{' (not: ' + ', '.join(missed) + ')' if missed else ''}"
+                  f"; cost there {g['pool_cost']} against {g['pool_oracle_cost']} "
+                  f"(x{g['pool_cost'] / max(g['pool_oracle_cost'], 1e-9):.2f})")
     for line in summary["oracle_uncovered"]:
         print(f"  oracle leaves uncovered: {line}")
     others = {p: len(c) for p, c in summary["collapses"].items() if not p.startswith(OURS)}

@@ -39,6 +39,8 @@ class IntentTally:
     cost: float = 0.0
     actions: int = 0
     plan_ms: list[float] = field(default_factory=list)
+    pool_core_hours: dict[str, float] = field(default_factory=dict)
+    """Core-hours per node pool the workload's pods (its canary's included) ran in."""
 
     def as_dict(self) -> dict[str, Any]:
         lat = np.asarray(self.plan_ms) if self.plan_ms else np.zeros(1)
@@ -52,6 +54,8 @@ class IntentTally:
             "gpu_hours": round(self.gpu_hours, 3),
             "cost": round(self.cost, 3),
             "actions": self.actions,
+            "pools_used": sorted(p for p, h in self.pool_core_hours.items() if h > 0),
+            "pool_core_hours": {p: round(h, 3) for p, h in sorted(self.pool_core_hours.items())},
             "plan_ms_p50": round(float(np.percentile(lat, 50)), 3),
             "plan_ms_p99": round(float(np.percentile(lat, 99)), 3),
         }
@@ -81,6 +85,9 @@ class Accountant:
                 t.core_hours += r.cores * r.dt / 3600.0
                 t.gpu_hours += r.gpus * r.dt / 3600.0
                 t.cost += r.cost_per_hour * r.dt / 3600.0
+                for pool, cores in r.pool_cores:
+                    t.pool_core_hours[pool] = (t.pool_core_hours.get(pool, 0.0)
+                                               + cores * r.dt / 3600.0)
 
     def minute(self) -> None:
         """Judge the minute that just ended."""

@@ -85,6 +85,8 @@ class StepRecord:
     gpus: int
     cost_per_hour: float
     mean_utilization: float | None
+    pool_cores: tuple[tuple[str, float], ...] = ()
+    """Cores of the scheduled pods per node pool (pools with none left out)."""
 
 
 @dataclass
@@ -265,8 +267,13 @@ class SimulatedCluster(ClusterBackend, KPISource):
         cost = sum(p.cpu * p.node.pool.cost_per_core_hour + p.gpus * p.node.pool.cost_per_gpu_hour
                    for p in scheduled if p.node is not None)
         mean_util = float(out.utilization.mean()) if out.utilization.size else None
+        per_pool: dict[str, float] = {}
+        for p in scheduled:
+            if p.node is not None:
+                name = p.node.pool.name
+                per_pool[name] = per_pool.get(name, 0.0) + p.cpu
         w.history.append(StepRecord(t, dt, lam, out.served, out.dropped, out.components, cores,
-                                    gpus, cost, mean_util))
+                                    gpus, cost, mean_util, tuple(per_pool.items())))
         horizon = t - max(self.window_s, 60.0) - dt
         while w.history and w.history[0].time < horizon:
             w.history.popleft()

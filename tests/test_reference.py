@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bench.oracle import Failures, Shape, fewest_replicas, requirements
 from bench.reference import START, ReferencePlanner, run_reference
-from bench.slo import collapses_beyond, load
+from bench.slo import collapses_beyond, devices_and_pools, load
 
 
 def _row(violations: int, minutes: int = 100, planner: str = "grid") -> dict[str, object]:
@@ -22,6 +22,27 @@ def test_a_collapse_is_measured_beyond_what_the_reference_could_keep() -> None:
         {"scenario": "s", "seed": 1, "violation_minutes": 40, "minutes": 100,
          "reference_violation_minutes": 10}]
     assert collapses_beyond([_row(90, planner="hpa@80")], floor, "grid") == []
+
+
+def test_a_second_pool_counts_where_the_oracle_spreads_an_intent_over_two() -> None:
+    """The "second pool" bar: only intents the oracle runs in two or more pools are compared,
+    and ours count as spread when they ran pods in two; the cost compared is those runs'."""
+    refs = [{"scenario": "s", "seed": 1, "cost": 2.0, "gpu_hours": 0.0,
+             "pools_by_intent": {"a/x": ["old", "new"], "a/y": ["old"]}},
+            {"scenario": "t", "seed": 1, "cost": 5.0, "gpu_hours": 0.0,
+             "pools_by_intent": {"a/z": ["old"]}}]
+    rows = [{"scenario": "s", "seed": 1, "planner": "grid", "cost": 3.0, "gpu_hours": 0.0,
+             "pools_by_intent": {"a/x": {"old": 1.0, "new": 0.5}, "a/y": {"old": 1.0}}},
+            {"scenario": "t", "seed": 1, "planner": "grid", "cost": 9.0, "gpu_hours": 0.0,
+             "pools_by_intent": {"a/z": {"old": 1.0, "new": 1.0}}},
+            {"scenario": "s", "seed": 1, "planner": "hpa@80", "cost": 1.0, "gpu_hours": 0.0,
+             "pools_by_intent": {"a/x": {"old": 1.0, "new": 0.0}}}]
+    ours = devices_and_pools(rows, refs, "grid")
+    assert (ours["pool_runs"], ours["pool_intents"], ours["pool_intents_used"]) == (1, 1, 1)
+    assert (ours["pool_cost"], ours["pool_oracle_cost"]) == (3.0, 2.0)
+    assert ours["runs"] == 0                 # no GPU anywhere
+    theirs = devices_and_pools(rows, refs, "hpa@80")   # a pool with no core-hours is unused
+    assert theirs["pool_intents_used"] == 0 and theirs["pool_not_used"] == ["s seed 1 a/x"]
 
 
 def test_the_reference_sizes_for_the_load_it_will_see_when_its_pods_are_ready() -> None:

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from planner.domain.intents import KPIType
+from simulator.accounting import Accountant
 from simulator.cluster import SimulatedCluster
 from simulator.runner import ScenarioRun
 from simulator.scenario import load_scenario, parse_scenario
@@ -150,3 +151,29 @@ def test_latency_kpi_reflects_load() -> None:
         sim.step(5)
     high = sim.measure(sc.intents[0], lat)
     assert low is not None and high is not None and high > low
+
+
+def test_core_hours_are_accounted_per_node_pool() -> None:
+    """A workload's core-hours are split by the pools its pods ran in, and add up to its
+    core-hours: with more pods than the first pool holds, both pools count."""
+    doc = small_scenario()
+    doc["cluster"]["pools"] = [{"name": "a", "nodes": 1, "cpu": 4},
+                               {"name": "b", "nodes": 1, "cpu": 8}]
+    sc = parse_scenario(doc, "t", ROOT / "examples/scenarios")
+    sim = SimulatedCluster(sc, start_time=0.0)
+    accountant = Accountant(sim, sc.intents, {p.key: p for p in sc.profiles})
+    (key,) = accountant.tallies
+    tally = accountant.tallies[key]
+    for replicas in (2, 6):                     # 2 pods fit in one pool, 6 do not
+        sim.scale(tally.workload, replicas)
+        for _ in range(12):
+            sim.step(5)
+            accountant.after_step(5)
+        if replicas == 2:
+            assert len(tally.pool_core_hours) == 1
+    assert set(tally.pool_core_hours) == {"a", "b"}
+    assert sum(tally.pool_core_hours.values()) == pytest.approx(tally.core_hours)
+    report = tally.as_dict()
+    assert report["pools_used"] == ["a", "b"]
+    assert report["pool_core_hours"] == {p: round(h, 3)
+                                         for p, h in sorted(tally.pool_core_hours.items())}
