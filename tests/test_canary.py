@@ -84,6 +84,33 @@ def test_a_canary_measures_the_speed_of_its_shape(speedup: float) -> None:
     assert ratio == pytest.approx(speedup, rel=0.05)
 
 
+def test_a_canary_is_measured_against_the_workloads_pods_of_its_own_cpu_size() -> None:
+    """Resized while its canary runs, the workload serves with pods of both sizes for a
+    while; the canary's 1-CPU GPU pods are compared with its 1-CPU pods, and once only 2-CPU
+    pods are left there is nothing to compare with: against them the GPU would read as
+    8 / 2**0.9 = 4.3 times as fast, and be applied to 1-CPU pods at that speed (gen-65's
+    canary, judged during a resize, measured 7.57 where the scenario's GPU is 13x)."""
+    doc = _scenario(8.0, 0.3)
+    doc["workloads"][0]["service"]["cpu_exponent"] = 0.9
+    sim = SimulatedCluster(parse_scenario(doc, "t"), seed=2, start_time=0.0)
+    sim.set_canary("ml/infer", WorkloadConfig(1, 1.0, "gpu", "gpu"))
+    for _ in range(20):
+        sim.step(5.0)
+    sim.resize("ml/infer", 2.0)
+    for _ in range(4):                                  # the new pods' start-up is 20 s
+        sim.step(5.0)
+    w = sim.observe().workloads["ml/infer"]
+    assert w.canary is not None
+    sizes = {p.cpu for p in w.pods if p.ready}
+    assert sizes == {1.0, 2.0}                          # mid-rollout: both serve
+    assert canary.capacity_ratio(w.canary, w) == pytest.approx(8.0, rel=0.05)
+    for _ in range(40):
+        sim.step(5.0)
+    done = sim.observe().workloads["ml/infer"]
+    assert done.canary is not None and {p.cpu for p in done.pods} == {2.0}
+    assert canary.capacity_ratio(done.canary, done) is None
+
+
 # ---------------------------------------------------------------------- predictions
 class _Queue(Predictor):
     """Latency of one M/M/1 pod per replica at 10 req/s per replica of capacity; GPU and

@@ -187,16 +187,23 @@ def optimistic_speeds(ctx: PlanningContext, places: list[Place]) -> dict[Place, 
 
 
 def capacity_ratio(canary: CanaryState, workload: WorkloadState) -> float | None:
-    """The canary pods' capacity per pod over the workload's own pods' (median requests per
-    second over CPU utilisation of the ready, busy pods); ``None`` when either side has no
-    pod with a known request rate."""
-    def per_pod(pods: tuple[PodState, ...]) -> float | None:
+    """The canary pods' capacity per pod over that of the workload's own pods of the same CPU
+    size (median requests per second over CPU utilisation of the ready, busy pods); ``None``
+    when either side has no such pod with a known request rate.
+
+    Like is compared with like: a pod's capacity grows with its CPU size, and the workload
+    may be resized while the canary runs (its pods of both sizes serve during the rollout).
+    Measured against pods of another size, the ratio would be the device's speed times the
+    size's, and :class:`MeasuredShapes` applies it at equal CPU size."""
+    def per_pod(pods: Sequence[PodState]) -> float | None:
         caps = [p.request_rate / p.cpu_utilization for p in pods
                 if p.ready and p.request_rate and p.cpu_utilization is not None
                 and p.cpu_utilization > MIN_UTILIZATION]
         return float(np.median(caps)) if caps else None
 
-    mine, theirs = per_pod(canary.pods), per_pod(workload.pods)
+    size = canary.config.cpu
+    mine = per_pod(canary.pods)
+    theirs = per_pod([p for p in workload.pods if math.isclose(p.cpu, size)])
     if mine is None or theirs is None or theirs <= 0:
         return None
     return mine / theirs
@@ -254,8 +261,8 @@ def follow(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
     if trial.ready_since is not None and now - trial.ready_since >= settings.analysis_s:
         ratio = capacity_ratio(running, ctx.workload)
         if ratio is None:
-            return (*_stop(ctx, explorer, actuator, f"{what}: no busy pod with a known "
-                           "request rate to judge it by"), False)
+            return (*_stop(ctx, explorer, actuator, f"{what}: no busy pod of its CPU size with "
+                           "a known request rate to judge it by"), False)
         place = (trial.shape[1], trial.shape[2])
         explorer.speeds.setdefault(key, {})[place] = Measured(place_of(ctx.config), ratio,
                                                               now)
