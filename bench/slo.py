@@ -153,26 +153,56 @@ def oracle_totals(path: str, seed: int, duration: float | None = None) -> dict[s
             "uncovered": uncovered_notes(by_intent)}
 
 
+def pool_kinds(paths: list[str]) -> dict[str, dict[str, str]]:
+    """Per scenario name, each node pool's kind for CPU pods: its region, node speed, price per
+    core and network distance. Pools of one kind are interchangeable for a CPU pod (a GPU
+    pool's cores are often priced as the general pool's), so running in both is not using a
+    second pool. A saved run's scenario that cannot be loaded here is left out (its pools
+    then count by name)."""
+    from planner.domain.errors import SpecError
+
+    out: dict[str, dict[str, str]] = {}
+    for path in paths:
+        here = path
+        if not path.startswith(GENERATED) and not Path(path).exists():
+            here = str(ROOT / "examples" / "scenarios" / Path(path).name)
+        try:
+            sc = load(here)
+        except (OSError, SpecError):
+            continue
+        out[sc.name] = {p.name: f"{p.region}, {p.speed:g}x, {p.cost_per_core_hour:g}/core-h, "
+                                f"{p.network_latency_ms:g} ms" for p in sc.spec.cluster.pools}
+    return out
+
+
 def devices_and_pools(rows: list[dict[str, Any]], refs: list[dict[str, Any]],
-                      planner: str) -> dict[str, Any]:
-    """Where the oracle uses a GPU, and where it runs an intent's pods in a second node pool:
+                      planner: str, kinds: dict[str, dict[str, str]] | None = None
+                      ) -> dict[str, Any]:
+    """Where the oracle uses a GPU, and where it runs an intent's pods in a second kind of
+    node pool (:func:`pool_kinds`; by name where ``kinds`` does not know the scenario):
     whether ``planner`` does too, and its cost there against the oracle's (the issue's "where
     the oracle uses a GPU or a second pool, the default planner does too"). A pool counts as
     used by a run when any of the intent's pods (its canary's included) ran there; rows saved
     before pools were recorded count as using none."""
+    kinds = kinds or {}
+
+    def spread(scenario: str, pools: list[str]) -> int:
+        kind = kinds.get(scenario, {})
+        return len({kind.get(p, p) for p in pools})
+
     gpu = {(r["scenario"], r["seed"]): r for r in refs if r.get("gpu_hours", 0.0) > 0}
     mine = [r for r in rows if r["planner"] == planner and (r["scenario"], r["seed"]) in gpu]
-    spread = {(r["scenario"], r["seed"]): (r, sorted(k for k, ps in
-                                                     r.get("pools_by_intent", {}).items()
-                                                     if len(ps) > 1))
-              for r in refs}
-    spread = {run: v for run, v in spread.items() if v[1]}
+    wide = {(r["scenario"], r["seed"]): (r, sorted(k for k, ps in
+                                                   r.get("pools_by_intent", {}).items()
+                                                   if spread(r["scenario"], ps) > 1))
+            for r in refs}
+    wide = {run: v for run, v in wide.items() if v[1]}
     ours = {(r["scenario"], r["seed"]): r for r in rows
-            if r["planner"] == planner and (r["scenario"], r["seed"]) in spread}
-    intents = [(run, k) for run, (_, ks) in spread.items() if run in ours for k in ks]
+            if r["planner"] == planner and (r["scenario"], r["seed"]) in wide}
+    intents = [(run, k) for run, (_, ks) in wide.items() if run in ours for k in ks]
     used = [(run, k) for run, k in intents
-            if sum(1 for h in ours[run].get("pools_by_intent", {}).get(k, {}).values()
-                   if h > 0) > 1]
+            if spread(run[0], [p for p, h in ours[run].get("pools_by_intent", {}).get(
+                k, {}).items() if h > 0]) > 1]
     return {"runs": len(gpu),
             "runs_with_gpu": sum(1 for r in mine if r["gpu_hours"] > 0),
             "gpu_hours": round(sum(r["gpu_hours"] for r in mine), 2),
@@ -186,7 +216,7 @@ def devices_and_pools(rows: list[dict[str, Any]], refs: list[dict[str, Any]],
             "pool_not_used": sorted(f"{run[0]} seed {run[1]} {k}"
                                     for run, k in set(intents) - set(used)),
             "pool_cost": round(sum(r["cost"] for r in ours.values()), 3),
-            "pool_oracle_cost": round(sum(spread[run][0]["cost"] for run in ours), 3)}
+            "pool_oracle_cost": round(sum(wide[run][0]["cost"] for run in ours), 3)}
 
 
 def collapses(rows: list[dict[str, Any]], refs: list[dict[str, Any]],
@@ -323,7 +353,7 @@ def main() -> None:
         rows = [f.result() for f in runs]
         refs = [f.result() for f in refs_f]
         floors = [f.result() for f in floor_f]
-    summary = complete(rows, refs, args.planners, floors)
+    summary = complete(rows, refs, args.planners, floors, pool_kinds(scenarios))
     summary["wall_s"] = round(time.perf_counter() - t0, 1)
     summary["seeds"] = args.seeds
     summary["scenarios"] = scenarios
@@ -341,8 +371,8 @@ def reference_run(path: str, seed: int, duration: float | None = None) -> dict[s
 
 
 def complete(rows: list[dict[str, Any]], refs: list[dict[str, Any]],
-             planners: list[str], floors: list[dict[str, Any]] | None = None
-             ) -> dict[str, Any]:
+             planners: list[str], floors: list[dict[str, Any]] | None = None,
+             kinds: dict[str, dict[str, str]] | None = None) -> dict[str, Any]:
     """The whole summary from the runs' rows, the oracle's results and the reference's
     (also what ``--from-json`` recomputes from a saved ``--json`` output; one saved before
     the reference existed has none)."""
@@ -359,7 +389,7 @@ def complete(rows: list[dict[str, Any]], refs: list[dict[str, Any]],
     summary["oracle_infeasible_minutes"] = sum(r["infeasible_minutes"] for r in refs)
     summary["oracle"] = refs
     summary["collapses"] = {p: collapses(rows, refs, p) for p in planners}
-    summary["gpu"] = {p: devices_and_pools(rows, refs, p) for p in planners
+    summary["gpu"] = {p: devices_and_pools(rows, refs, p, kinds) for p in planners
                       if p.startswith(OURS)}
     summary["oracle_uncovered"] = sorted({f"{r['scenario']}: {n}" for r in refs
                                           for n in r.get("uncovered", ())})
@@ -372,7 +402,8 @@ def reprint(path: str) -> None:
     saved = json.loads(Path(path).read_text())
     rows, refs = saved["runs"], saved["oracle"]
     planners = list(dict.fromkeys(r["planner"] for r in rows))
-    summary = complete(rows, refs, planners, saved.get("reference"))
+    summary = complete(rows, refs, planners, saved.get("reference"),
+                       pool_kinds(saved["scenarios"]))
     summary["wall_s"] = saved.get("wall_s")
     print_summary(summary, planners, len(saved["seeds"]), len(saved["scenarios"]))
 
@@ -470,7 +501,7 @@ def print_summary(summary: dict[str, Any], planners: list[str], n_seeds: int,
             print(f"  the oracle uses no GPU in these runs ({p}: nothing to compare)")
         if g["pool_intents"]:
             missed = g["pool_not_used"]
-            print(f"  where the oracle runs an intent's pods in a second node pool "
+            print(f"  where the oracle runs an intent's pods in a second kind of node pool "
                   f"({g['pool_intents']} intents in {g['pool_runs']} runs): {p} did too for "
                   f"{g['pool_intents_used']}{' (not: ' + ', '.join(missed) + ')' if missed else ''}"
                   f"; cost there {g['pool_cost']} against {g['pool_oracle_cost']} "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bench.oracle import Failures, Shape, fewest_replicas, requirements
 from bench.reference import START, ReferencePlanner, run_reference
-from bench.slo import collapses_beyond, devices_and_pools, load
+from bench.slo import ROOT, collapses_beyond, devices_and_pools, load, pool_kinds
 
 
 def _row(violations: int, minutes: int = 100, planner: str = "grid") -> dict[str, object]:
@@ -43,6 +43,22 @@ def test_a_second_pool_counts_where_the_oracle_spreads_an_intent_over_two() -> N
     assert ours["runs"] == 0                 # no GPU anywhere
     theirs = devices_and_pools(rows, refs, "hpa@80")   # a pool with no core-hours is unused
     assert theirs["pool_intents_used"] == 0 and theirs["pool_not_used"] == ["s seed 1 a/x"]
+    # Two pools of one kind (same region, speed, price, distance) are one: nothing to compare
+    # in "s" then, and "t"'s intent now counts nowhere.
+    same = {"s": {"old": "k", "new": "k"}, "t": {"old": "k", "new": "k"}}
+    assert devices_and_pools(rows, refs, "grid", same)["pool_intents"] == 0
+    other = {"s": {"old": "k", "new": "fast"}, "t": {"old": "k", "new": "k"}}
+    assert devices_and_pools(rows, refs, "grid", other)["pool_intents_used"] == 1
+
+
+def test_pools_of_a_scenario_are_told_apart_by_what_a_cpu_pod_gets_from_them() -> None:
+    """heterogeneous: two node generations (kinds differ); gen-512: a GPU pool whose cores
+    are the general pool's (one kind)."""
+    kinds = pool_kinds([str(ROOT / "examples" / "scenarios" / "heterogeneous.yaml"),
+                        "generated:512", "/nowhere/missing.yaml"])
+    assert set(kinds) == {"heterogeneous", "gen-512"}
+    assert len(set(kinds["heterogeneous"].values())) == 2
+    assert len(kinds["gen-512"]) == 2 and len(set(kinds["gen-512"].values())) == 1
 
 
 def test_the_reference_sizes_for_the_load_it_will_see_when_its_pods_are_ready() -> None:
