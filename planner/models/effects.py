@@ -152,8 +152,8 @@ class LearnedKPI(Predictor):
     def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
         X = self.model.features(batch, rate, self.mix)
         est: QueueingLatencyRegressor | AvailabilityRegressor = self.model.estimator
-        mean, bound = est.predict_with_bound(X)
-        return Prediction(mean, bound, est.supported(X) & self.within_load_range(batch, rate))
+        mean, bound, supported = est.predict_with_support(X)
+        return Prediction(mean, bound, supported & self.within_load_range(batch, rate))
 
     def supported(self, batch: CandidateBatch, rate: float) -> NDArray[np.bool_]:
         """:meth:`predict`'s ``supported`` without predicting."""

@@ -17,7 +17,7 @@ try:
 except ImportError:  # pragma: no cover - numpy 1
     from numpy.core import umath as _umath  # type: ignore[no-redef]
 
-_clip: np.ufunc = getattr(_umath, "clip")  # noqa: B009 - not in numpy's stubs
+clip_values: np.ufunc = getattr(_umath, "clip")  # noqa: B009 - not in numpy's stubs
 """The ufunc ``np.clip`` forwards to (the same numbers), without ``np.clip``'s per-call
 argument handling, which costs more than clipping a planner's batch."""
 
@@ -373,6 +373,6 @@ def _mixture_newton(q: float, terms: Terms, weight: FloatArray, present: NDArray
         _class_sum(np.subtract(e[0], e[1], out=both), slope)
         np.minimum(slope, -1e-300, out=slope)
         _newton_update(t, surv, slope, log_p, work)
-        _clip(t, lo_f, hi_f, out=t)
+        clip_values(t, lo_f, hi_f, out=t)
     out: FloatArray = np.where(ok, t, np.inf)
     return out
