@@ -8,6 +8,7 @@ loops over candidates.
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -175,9 +176,21 @@ def sojourn_quantile(q: float, lam: FloatArray, mu: FloatArray, c: FloatArray,
     return _newton(q, _survival_terms(lam, mu, c), iterations)
 
 
+SHORT_AXIS_ROWS = 32
+"""Rows per column up to which a reduction along the short axis of an ``(n, K)`` boolean
+array beats one call per column (its per-row cost is higher, its per-call cost lower); either
+way the same booleans and counts."""
+
+
+def _short(a: NDArray[np.bool_]) -> bool:
+    return bool(a.shape[0] <= SHORT_AXIS_ROWS * a.shape[1])
+
+
 def _rows_all(a: NDArray[np.bool_]) -> NDArray[np.bool_]:
-    """``a.all(axis=1)`` of an ``(n, K)`` array, column by column (for a handful of columns
-    several times faster than a reduction along the short axis)."""
+    """``a.all(axis=1)`` of an ``(n, K)`` array; for many rows column by column (for a
+    handful of columns several times faster than a reduction along the short axis)."""
+    if _short(a):
+        return cast(NDArray[np.bool_], a.all(axis=1))
     out = a[:, 0].copy()
     for j in range(1, a.shape[1]):
         out &= a[:, j]
@@ -185,7 +198,9 @@ def _rows_all(a: NDArray[np.bool_]) -> NDArray[np.bool_]:
 
 
 def _rows_any(a: NDArray[np.bool_]) -> NDArray[np.bool_]:
-    """``a.any(axis=1)`` of an ``(n, K)`` array, column by column."""
+    """``a.any(axis=1)`` of an ``(n, K)`` array; for many rows column by column."""
+    if _short(a):
+        return cast(NDArray[np.bool_], a.any(axis=1))
     out = a[:, 0].copy()
     for j in range(1, a.shape[1]):
         out |= a[:, j]
@@ -193,7 +208,10 @@ def _rows_any(a: NDArray[np.bool_]) -> NDArray[np.bool_]:
 
 
 def _rows_count(a: NDArray[np.bool_]) -> NDArray[np.intp]:
-    """``a.sum(axis=1)`` of an ``(n, K)`` boolean array, column by column."""
+    """``a.sum(axis=1)`` of an ``(n, K)`` boolean array; for many rows column by column."""
+    if _short(a):
+        short: NDArray[np.intp] = a.sum(axis=1, dtype=np.intp)
+        return short
     out = a[:, 0].astype(np.intp)
     for j in range(1, a.shape[1]):
         out += a[:, j]
