@@ -117,7 +117,8 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         if self.share_columns_ > 0:
             shares = np.zeros((X.shape[0], self.n_classes_))
             k = min(X.shape[1] - BASE_COLUMNS, self.n_classes_)
-            shares[:, :k] = np.clip(X[:, BASE_COLUMNS:BASE_COLUMNS + k], 0.0, None)
+            # np.clip with no upper bound is this maximum, after its per-call handling
+            shares[:, :k] = np.maximum(X[:, BASE_COLUMNS:BASE_COLUMNS + k], 0.0)
             total = shares.sum(axis=1, keepdims=True)
             out: FloatArray = np.divide(shares, total, out=np.zeros_like(shares),
                                         where=total > 0)
