@@ -386,3 +386,34 @@ def test_prediction_with_support_and_the_cached_ensemble(case: Any, lo: float, o
             fresh = QueueingLatencyRegressor(quantile=est.quantile)   # nothing kept yet
             fresh.__dict__.update({n: v for n, v in est.__dict__.items() if n.endswith("_")})
             assert same(bound, fresh.predict_with_bound(X)[1])
+
+
+def old_erlang_c(c: FloatArray, a: FloatArray) -> FloatArray:
+    """``sojourn.erlang_c`` as it was at f9f11cd."""
+    cmax = int(np.max(c)) if c.size else 1
+    term = np.ones_like(a)
+    total = np.ones_like(a)
+    for k in range(1, cmax):
+        term = np.where(k < c, term * a / k, term)
+        total = np.where(k < c, total + term, total)
+    last = term * a / c / np.maximum(1.0 - a / c, 1e-12)
+    out: FloatArray = last / (total + last)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from((0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 8.0, 64.0)), min_size=1,
+                max_size=12),
+       st.lists(st.sampled_from((*ODD, 0.3, 1.7, 3.9, 63.0)), min_size=1, max_size=12),
+       st.booleans())
+def test_erlang_c_is_the_old_one(servers: list[float], loads: list[float],
+                                 per_row: bool) -> None:
+    """Steps below every row's server count taken without the masks: the same numbers."""
+    n = max(len(servers), len(loads))
+    c = np.resize(np.asarray(servers), n)
+    a = np.resize(np.asarray(loads), n)
+    if per_row:        # a server count per row, broadcast over classes (the latency model's)
+        c = np.broadcast_to(c[None, :], (3, n))
+        a = np.vstack([a, a[::-1], a * 0.5])
+    with np.errstate(all="ignore"):
+        assert same(sojourn.erlang_c(c, a), old_erlang_c(c, a))

@@ -39,11 +39,16 @@ def _class_sum(a: FloatArray, out: FloatArray) -> FloatArray:
 def erlang_c(c: FloatArray, a: FloatArray) -> FloatArray:
     """Vectorised Erlang C for integer server counts ``c`` (<= 64) and loads ``a < c``."""
     cmax = int(np.max(c)) if c.size else 1
+    cmin = float(np.min(c)) if c.size else 1.0
     term = np.ones_like(a)
     total = np.ones_like(a)
     for k in range(1, cmax):
-        term = np.where(k < c, term * a / k, term)
-        total = np.where(k < c, total + term, total)
+        if k < cmin:        # k < c everywhere: the masks below would select every element
+            term = term * a / k
+            total = total + term
+        else:
+            term = np.where(k < c, term * a / k, term)
+            total = np.where(k < c, total + term, total)
     last = term * a / c / np.maximum(1.0 - a / c, 1e-12)
     out: FloatArray = last / (total + last)
     return out
