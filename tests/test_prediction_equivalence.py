@@ -324,3 +324,96 @@ def test_absent_classes_out_of_range_still_enter_the_mixture() -> None:
         with np.errstate(all="ignore"):
             assert same(mixture_sojourn_quantile(0.95, lam, mu, c, w),
                         old_mixture_sojourn_quantile(0.95, lam, mu, c, w)), odd
+
+
+def old_supported(self: QueueingLatencyRegressor, X: FloatArray) -> NDArray[np.bool_]:
+    """``supported`` as it was at f9f11cd (``np.isclose``, the shares worked out again)."""
+    gpu = X[:, 3] > 0.5
+    dev_ok = np.where(gpu, self.seen_gpu_, self.seen_cpu_device_)
+    shares = self._shares(X)
+    unseen = np.ones(self.n_classes_, dtype=bool)
+    unseen[self.seen_classes_] = False
+    if self.share_columns_ == 0:
+        codes = X[:, 4].astype(int)
+        known = (codes >= -1) & (codes < self.n_classes_ - 1)
+    else:
+        known = shares.sum(axis=1) > 0
+    class_ok = known & ~(shares[:, unseen] > 0).any(axis=1)
+    lo, hi = self.cpu_range_
+    if len(self.cpu_sizes_) < 2:
+        cpu_ok = np.isclose(X[:, 2], lo)
+    else:
+        cpu_ok = (X[:, 2] >= lo / 1.5) & (X[:, 2] <= hi * 1.5)
+    out: NDArray[np.bool_] = dev_ok & class_ok & cpu_ok
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(fitted_models(), st.sampled_from((0.1, 0.5, 1.0, 2.0, 1e-300, 0.0, np.inf, np.nan)),
+       st.booleans(), st.data())
+def test_prediction_with_support_and_the_cached_ensemble(case: Any, lo: float, one_size: bool,
+                                                         data: Any) -> None:
+    """``predict_with_support`` is ``predict_with_bound`` and ``supported``; ``supported`` is
+    what it was; the ensemble's per-vector terms, kept on the model, follow a reassigned
+    ``theta_`` or ``bootstrap_thetas_`` (as a refit or a load sets them)."""
+    est, X = case
+    k = est.n_classes_
+    est.seen_gpu_, est.seen_cpu_device_ = data.draw(st.booleans()), True
+    est.seen_classes_ = sorted(data.draw(st.sets(st.integers(0, k - 1))))
+    est.cpu_range_ = (lo, lo) if one_size else (lo, 4.0)
+    est.cpu_sizes_ = [lo] if one_size else [lo, 4.0]
+    odd = X.copy()     # CPU sizes at and near the one seen (a NaN size is not predicted)
+    edge = lo + (1e-8 + 1e-5 * abs(lo))    # np.isclose's tolerance, at its edge
+    odd[::3, 2] = [data.draw(st.sampled_from((lo, np.nextafter(lo, 0.0), lo * (1 + 1e-6), edge,
+                                              np.nextafter(edge, np.inf), 1.0, np.inf,
+                                              np.nan))) for _ in odd[::3, 2]]
+    with np.errstate(all="ignore"):
+        assert est.supported(odd).tolist() == old_supported(est, odd).tolist()
+        mean, bound, ok = est.predict_with_support(X)
+        want_mean, want_bound = est.predict_with_bound(X)
+        assert same(mean, want_mean) and same(bound, want_bound)
+        assert ok.tolist() == est.supported(X).tolist() == old_supported(est, X).tolist()
+        fresh = QueueingLatencyRegressor(quantile=est.quantile)
+        fresh.__dict__.update({n: v for n, v in est.__dict__.items() if n.endswith("_")})
+        assert same(fresh.predict_with_bound(X)[1], bound)
+        for name, value in (("theta_", est.theta_ + 0.25),
+                            ("bootstrap_thetas_", est.bootstrap_thetas_[::-1] * 1.01)):
+            setattr(est, name, value)
+            thetas = np.vstack([est.theta_[None, :], est.bootstrap_thetas_])
+            want = old_forward_many(est, thetas, X)
+            mean, bound, _ = est.predict_with_support(X)
+            assert same(mean, want[0])
+            fresh = QueueingLatencyRegressor(quantile=est.quantile)   # nothing kept yet
+            fresh.__dict__.update({n: v for n, v in est.__dict__.items() if n.endswith("_")})
+            assert same(bound, fresh.predict_with_bound(X)[1])
+
+
+def old_erlang_c(c: FloatArray, a: FloatArray) -> FloatArray:
+    """``sojourn.erlang_c`` as it was at f9f11cd."""
+    cmax = int(np.max(c)) if c.size else 1
+    term = np.ones_like(a)
+    total = np.ones_like(a)
+    for k in range(1, cmax):
+        term = np.where(k < c, term * a / k, term)
+        total = np.where(k < c, total + term, total)
+    last = term * a / c / np.maximum(1.0 - a / c, 1e-12)
+    out: FloatArray = last / (total + last)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from((0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 8.0, 64.0)), min_size=1,
+                max_size=12),
+       st.lists(st.sampled_from((*ODD, 0.3, 1.7, 3.9, 63.0)), min_size=1, max_size=12),
+       st.booleans())
+def test_erlang_c_is_the_old_one(servers: list[float], loads: list[float],
+                                 per_row: bool) -> None:
+    """Steps below every row's server count taken without the masks: the same numbers."""
+    n = max(len(servers), len(loads))
+    c = np.resize(np.asarray(servers), n)
+    a = np.resize(np.asarray(loads), n)
+    if per_row:        # a server count per row, broadcast over classes (the latency model's)
+        c = np.broadcast_to(c[None, :], (3, n))
+        a = np.vstack([a, a[::-1], a * 0.5])
+    with np.errstate(all="ignore"):
+        assert same(sojourn.erlang_c(c, a), old_erlang_c(c, a))

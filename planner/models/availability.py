@@ -69,6 +69,12 @@ class AvailabilityRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc
         """:meth:`predict` and :meth:`predict_bound` at once (the planners' interface)."""
         return self.predict(X), self.predict_bound(X)
 
+    def predict_with_support(self, X: Any
+                             ) -> tuple[FloatArray, FloatArray, NDArray[np.bool_]]:
+        """:meth:`predict_with_bound` and :meth:`supported` at once (the planners'
+        interface)."""
+        return self.predict(X), self.predict_bound(X), self.supported(X)
+
     def supported(self, X: Any) -> NDArray[np.bool_]:
         X = np.asarray(X, dtype=float)
         out: NDArray[np.bool_] = self.counts_[self._idx(X)] > 0

@@ -12,6 +12,7 @@ import hashlib
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from importlib import metadata as importlib_metadata
 from typing import Any
 
@@ -21,7 +22,11 @@ from sklearn.base import BaseEstimator
 
 from planner.models import serialization
 from planner.models.availability import AvailabilityRegressor
-from planner.models.latency import EXTRAPOLATION_MARGIN, QueueingLatencyRegressor
+from planner.models.latency import (
+    BASE_COLUMNS,
+    EXTRAPOLATION_MARGIN,
+    QueueingLatencyRegressor,
+)
 from planner.models.observations import UNKNOWN_CLASS, feature_names, pool_code
 from planner.models.predictor import CandidateBatch, FloatArray, Prediction, Predictor
 
@@ -63,27 +68,38 @@ class EffectModel:
         unknown). A row whose pods would run on a class the model does not know is all zero
         in the share columns (the model treats it as unsupported)."""
         # Per distinct pool once, then per row a look-up: the same values as asking each row.
+        # The columns are written into one array (what stacking them gives, without the
+        # stacking's per-call work).
         at, rows = batch.pool_rows
-        codes = np.array([pool_code(p, self.pools) for p in at], dtype=float)[rows]
-        base = np.column_stack([np.full(len(batch), rate), batch.replicas, batch.cpu, batch.gpu,
-                                codes])
+        k = len(self.classes)
+        X = np.empty((len(batch), BASE_COLUMNS + k))
+        X[:, 0] = rate
+        X[:, 1] = batch.replicas
+        X[:, 2] = batch.cpu
+        X[:, 3] = batch.gpu
+        X[:, 4] = np.array([pool_code(p, self.pools) for p in at], dtype=float)[rows]
         if not self.classes:
-            return base
-        index = {c: i for i, c in enumerate(self.classes)}
-        unpinned = np.zeros(len(self.classes))
+            return X
+        index = self.class_index
+        unpinned = np.zeros(k)
         spread = dict(mix) if mix else {UNKNOWN_CLASS: 1.0}
-        if all(k in index for k, v in spread.items() if v > 0):
-            for k, v in spread.items():
+        if all(c in index for c, v in spread.items() if v > 0):
+            for c, v in spread.items():
                 if v > 0:
-                    unpinned[index[k]] = v
-        per_pool = np.zeros((len(at), len(self.classes)))
+                    unpinned[index[c]] = v
+        per_pool = np.zeros((len(at), k))
         for j, pool in enumerate(at):
             if pool is None:
                 per_pool[j] = unpinned
             elif pool in index:
                 per_pool[j, index[pool]] = 1.0
-        shares = per_pool[rows]
-        return np.column_stack([base, shares])
+        X[:, BASE_COLUMNS:] = per_pool[rows]
+        return X
+
+    @cached_property
+    def class_index(self) -> dict[str, int]:
+        """Each node class's share column (see :attr:`classes`)."""
+        return {c: i for i, c in enumerate(self.classes)}
 
     @property
     def samples(self) -> int:
@@ -152,8 +168,8 @@ class LearnedKPI(Predictor):
     def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
         X = self.model.features(batch, rate, self.mix)
         est: QueueingLatencyRegressor | AvailabilityRegressor = self.model.estimator
-        mean, bound = est.predict_with_bound(X)
-        return Prediction(mean, bound, est.supported(X) & self.within_load_range(batch, rate))
+        mean, bound, supported = est.predict_with_support(X)
+        return Prediction(mean, bound, supported & self.within_load_range(batch, rate))
 
     def supported(self, batch: CandidateBatch, rate: float) -> NDArray[np.bool_]:
         """:meth:`predict`'s ``supported`` without predicting."""

@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from scipy.optimize import least_squares
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from planner.models.sojourn import SATURATION, mixture_sojourn_quantile
+from planner.models.sojourn import SATURATION, clip_values, mixture_sojourn_quantile
 
 FloatArray = NDArray[np.float64]
 BASE_COLUMNS = 5
@@ -44,6 +44,10 @@ factor of the observed range (once two sizes were seen), loads per core up to th
 the highest seen below saturation (:class:`planner.models.effects.LearnedKPI`)."""
 SPEED_BOUND = 2.5
 """Per-class log speed bound (relative to the reference class): 0.08x to 12x."""
+VectorTerms = tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray,
+                    FloatArray]
+"""What the latency model's prediction takes from each parameter vector alone
+(:meth:`QueueingLatencyRegressor._vector_terms`)."""
 STACKED_ROWS = 20_000
 """Rows per stacked quantile solve when several parameter vectors are evaluated (bounds the
 memory of one solve; a planner's batches are far smaller, so an ensemble is one solve)."""
@@ -59,6 +63,18 @@ def higher_quantile(a: FloatArray, q: float) -> FloatArray:
     last = part[-1]
     np.copyto(out, last, where=np.isnan(last))
     return out
+
+
+def _isclose(a: FloatArray, b: float) -> NDArray[np.bool_]:
+    """``np.isclose(a, b)`` (its default tolerances) for a float ``b``: where ``b`` is finite
+    the same comparison, ``|a - b| <= 1e-8 + 1e-5 |b|`` (``a == b`` adds nothing to it),
+    without ``np.isclose``'s per-call argument handling."""
+    b = float(b)
+    if not math.isfinite(b):
+        out: NDArray[np.bool_] = np.isclose(a, b)
+        return out
+    close: NDArray[np.bool_] = np.abs(a - b) <= 1e-8 + 1e-5 * abs(b)
+    return close
 
 
 class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc]
@@ -101,7 +117,8 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         if self.share_columns_ > 0:
             shares = np.zeros((X.shape[0], self.n_classes_))
             k = min(X.shape[1] - BASE_COLUMNS, self.n_classes_)
-            shares[:, :k] = np.clip(X[:, BASE_COLUMNS:BASE_COLUMNS + k], 0.0, None)
+            # np.clip with no upper bound is this maximum, after its per-call handling
+            shares[:, :k] = np.maximum(X[:, BASE_COLUMNS:BASE_COLUMNS + k], 0.0)
             total = shares.sum(axis=1, keepdims=True)
             out: FloatArray = np.divide(shares, total, out=np.zeros_like(shares),
                                         where=total > 0)
@@ -149,7 +166,7 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         Element by element the same operations as on the ``m * n`` rows stacked, and the row
         sums over the same ``(m * n, K)`` layout."""
         rate, replicas, cpu = X[:, 0], X[:, 1], X[:, 2]
-        c = np.clip(np.floor(cpu), 1.0, 64.0)
+        c = clip_values(np.floor(cpu), 1.0, 64.0)
         fp = f * pull
         m, n, k = fp.shape
         norm = fp.reshape(m * n, k).sum(axis=1).reshape(m, n)   # mean pull over the pods
@@ -164,31 +181,56 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         return out
 
     def _forward_many(self, thetas: FloatArray, X: FloatArray,
-                      shares: FloatArray | None = None) -> FloatArray:
+                      shares: FloatArray | None = None,
+                      terms: VectorTerms | None = None) -> FloatArray:
         """``(m, n)``: the predictions of ``m`` parameter vectors for the rows of ``X``, in
         one vectorised evaluation (a bootstrap band, a finite-difference Jacobian).
 
         The same numbers as :meth:`_forward` with the vectors repeated over the rows (tested
         bit for bit): what depends on a vector alone (class speeds and pulls, the service rate
-        factors) is computed once per vector, what depends on a row alone once per row."""
+        factors: :meth:`_vector_terms`, or ``terms`` when given: the fitted ensemble's, worked
+        out once) is computed once per vector, what depends on a row alone once per row."""
         thetas = np.asarray(thetas, dtype=float)
         m, n = len(thetas), X.shape[0]
         k = self.n_classes_
         f = self._shares(X) if shares is None else shares
         f = np.where(f.sum(axis=1, keepdims=True) > 0, f, 1.0 / k)
         gpu = X[:, 3] > 0.5
+        speed, pull, mu0, alpha, gpu_factor, offset, base = (
+            self._vector_terms(thetas) if terms is None else terms)
         out: FloatArray = np.empty((m, n))
         per_solve = max(1, STACKED_ROWS // max(n, 1))   # bounds one solve's memory
         for start in range(0, m, per_solve):
-            chunk = thetas[start:start + per_solve]
-            speed = np.exp(chunk[:, N_FIXED:N_FIXED + k])
-            pull = speed ** chunk[:, 4:5]
-            mu = (np.exp(chunk[:, 0])[:, None] * X[:, 2] ** chunk[:, 1:2]
-                  * np.where(gpu, np.exp(chunk[:, 2])[:, None], 1.0))
-            out[start:start + len(chunk)] = self._solve(
-                X, f[None], speed[:, None], pull[:, None], mu,
-                chunk[:, None, N_FIXED + k:N_FIXED + 2 * k], chunk[:, 3:4])
+            at = slice(start, start + per_solve)
+            mu = mu0[at] * X[:, 2] ** alpha[at] * np.where(gpu, gpu_factor[at], 1.0)
+            out[at] = self._solve(X, f[None], speed[at], pull[at], mu, offset[at], base[at])
         return out
+
+    def _vector_terms(self, thetas: FloatArray) -> VectorTerms:
+        """What :meth:`_forward_many` takes from each parameter vector alone, one row per
+        vector: the class speeds and dispatch pulls (``(m, 1, K)``), the base service rate,
+        the CPU exponent and the GPU speed-up (``(m, 1)``), the class offsets (``(m, 1, K)``)
+        and the base latency (``(m, 1)``)."""
+        k = self.n_classes_
+        speed = np.exp(thetas[:, N_FIXED:N_FIXED + k])
+        pull = speed ** thetas[:, 4:5]
+        return (speed[:, None], pull[:, None], np.exp(thetas[:, 0])[:, None], thetas[:, 1:2],
+                np.exp(thetas[:, 2])[:, None], thetas[:, None, N_FIXED + k:N_FIXED + 2 * k],
+                thetas[:, 3:4])
+
+    def _ensemble(self) -> tuple[FloatArray, VectorTerms]:
+        """The fitted parameters and the bootstrap ensemble as one ``(1 + B, P)`` array, and
+        their :meth:`_vector_terms`: worked out once per fitted model (kept while
+        ``theta_`` and ``bootstrap_thetas_`` are the same arrays; a refit or a load sets new
+        ones) instead of on every prediction."""
+        cached = self.__dict__.get("_ensemble_cache")
+        if (cached is not None and cached[0] is self.theta_
+                and cached[1] is self.bootstrap_thetas_):
+            return cached[2], cached[3]
+        thetas = np.vstack([self.theta_[None, :], self.bootstrap_thetas_])
+        terms = self._vector_terms(thetas)
+        self.__dict__["_ensemble_cache"] = (self.theta_, self.bootstrap_thetas_, thetas, terms)
+        return thetas, terms
 
     def _fit_theta(self, X: FloatArray, y: FloatArray, shares: FloatArray, start: FloatArray,
                    lo: FloatArray, hi: FloatArray, censored: NDArray[np.bool_],
@@ -351,9 +393,12 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         bootstrap ensemble evaluated together in one stacked solve (what a planner scoring
         candidates needs)."""
         X = np.asarray(X, dtype=float)
-        shares = self._shares(X)
-        thetas = np.vstack([self.theta_[None, :], self.bootstrap_thetas_])
-        preds = self._forward_many(thetas, X, shares)
+        thetas, terms = self._ensemble()
+        return self._with_bound(self._forward_many(thetas, X, self._shares(X), terms))
+
+    def _with_bound(self, preds: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """The mean and the bound of :meth:`predict_with_bound` from the ensemble's
+        predictions (the fitted parameters' first)."""
         mean: FloatArray = preds[0]
         if len(self.bootstrap_thetas_) == 0:
             return mean, mean * math.exp(self.residual_scale_)
@@ -376,9 +421,22 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         """Rows like something seen in training: device and node classes observed, CPU size
         observed (or within a margin of the observed range once two sizes have been seen)."""
         X = np.asarray(X, dtype=float)
+        return self._supported(X, self._shares(X))
+
+    def predict_with_support(self, X: Any
+                             ) -> tuple[FloatArray, FloatArray, NDArray[np.bool_]]:
+        """:meth:`predict_with_bound` and :meth:`supported` at once (the node-class shares
+        of the rows worked out once)."""
+        X = np.asarray(X, dtype=float)
+        shares = self._shares(X)
+        thetas, terms = self._ensemble()
+        mean, bound = self._with_bound(self._forward_many(thetas, X, shares, terms))
+        return mean, bound, self._supported(X, shares)
+
+    def _supported(self, X: FloatArray, shares: FloatArray) -> NDArray[np.bool_]:
+        """:meth:`supported` from ``X`` as floats and its rows' :meth:`_shares`."""
         gpu = X[:, 3] > 0.5
         dev_ok = np.where(gpu, self.seen_gpu_, self.seen_cpu_device_)
-        shares = self._shares(X)
         unseen = np.ones(self.n_classes_, dtype=bool)
         unseen[self.seen_classes_] = False
         if self.share_columns_ == 0:
@@ -390,7 +448,7 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         lo, hi = self.cpu_range_
         if len(self.cpu_sizes_) < 2:
             # One CPU size seen: how latency scales with CPU is unknown; do not extrapolate.
-            cpu_ok = np.isclose(X[:, 2], lo)
+            cpu_ok = _isclose(X[:, 2], lo)
         else:
             cpu_ok = (X[:, 2] >= lo / EXTRAPOLATION_MARGIN) & (X[:, 2] <= hi * EXTRAPOLATION_MARGIN)
         out: NDArray[np.bool_] = dev_ok & class_ok & cpu_ok

@@ -8,9 +8,19 @@ loops over candidates.
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 from numpy.typing import NDArray
+
+try:
+    from numpy._core import umath as _umath
+except ImportError:  # pragma: no cover - numpy 1
+    from numpy.core import umath as _umath  # type: ignore[no-redef]
+
+clip_values: np.ufunc = getattr(_umath, "clip")  # noqa: B009 - not in numpy's stubs
+"""The ufunc ``np.clip`` forwards to (the same numbers), without ``np.clip``'s per-call
+argument handling, which costs more than clipping a planner's batch."""
 
 FloatArray = NDArray[np.float64]
 SATURATION = 0.98
@@ -18,7 +28,7 @@ SATURATION = 0.98
 
 
 def _class_sum(a: FloatArray, out: FloatArray) -> FloatArray:
-    """``out = a.sum(axis=0)`` of a class-major ``(K, n)`` array, class by class in order (the
+    """``out = a.sum(axis=0)`` of a class-major ``(K, ...)`` array, class by class in order (the
     same additions, in the same order, as a row sum of the ``(n, K)`` layout)."""
     np.copyto(out, a[0])
     for j in range(1, a.shape[0]):
@@ -29,11 +39,16 @@ def _class_sum(a: FloatArray, out: FloatArray) -> FloatArray:
 def erlang_c(c: FloatArray, a: FloatArray) -> FloatArray:
     """Vectorised Erlang C for integer server counts ``c`` (<= 64) and loads ``a < c``."""
     cmax = int(np.max(c)) if c.size else 1
+    cmin = float(np.min(c)) if c.size else 1.0
     term = np.ones_like(a)
     total = np.ones_like(a)
     for k in range(1, cmax):
-        term = np.where(k < c, term * a / k, term)
-        total = np.where(k < c, total + term, total)
+        if k < cmin:        # k < c everywhere: the masks below would select every element
+            term = term * a / k
+            total = total + term
+        else:
+            term = np.where(k < c, term * a / k, term)
+            total = np.where(k < c, total + term, total)
     last = term * a / c / np.maximum(1.0 - a / c, 1e-12)
     out: FloatArray = last / (total + last)
     return out
@@ -166,9 +181,21 @@ def sojourn_quantile(q: float, lam: FloatArray, mu: FloatArray, c: FloatArray,
     return _newton(q, _survival_terms(lam, mu, c), iterations)
 
 
+SHORT_AXIS_ROWS = 32
+"""Rows per column up to which a reduction along the short axis of an ``(n, K)`` boolean
+array beats one call per column (its per-row cost is higher, its per-call cost lower); either
+way the same booleans and counts."""
+
+
+def _short(a: NDArray[np.bool_]) -> bool:
+    return bool(a.shape[0] <= SHORT_AXIS_ROWS * a.shape[1])
+
+
 def _rows_all(a: NDArray[np.bool_]) -> NDArray[np.bool_]:
-    """``a.all(axis=1)`` of an ``(n, K)`` array, column by column (for a handful of columns
-    several times faster than a reduction along the short axis)."""
+    """``a.all(axis=1)`` of an ``(n, K)`` array; for many rows column by column (for a
+    handful of columns several times faster than a reduction along the short axis)."""
+    if _short(a):
+        return cast(NDArray[np.bool_], a.all(axis=1))
     out = a[:, 0].copy()
     for j in range(1, a.shape[1]):
         out &= a[:, j]
@@ -176,7 +203,9 @@ def _rows_all(a: NDArray[np.bool_]) -> NDArray[np.bool_]:
 
 
 def _rows_any(a: NDArray[np.bool_]) -> NDArray[np.bool_]:
-    """``a.any(axis=1)`` of an ``(n, K)`` array, column by column."""
+    """``a.any(axis=1)`` of an ``(n, K)`` array; for many rows column by column."""
+    if _short(a):
+        return cast(NDArray[np.bool_], a.any(axis=1))
     out = a[:, 0].copy()
     for j in range(1, a.shape[1]):
         out |= a[:, j]
@@ -184,7 +213,10 @@ def _rows_any(a: NDArray[np.bool_]) -> NDArray[np.bool_]:
 
 
 def _rows_count(a: NDArray[np.bool_]) -> NDArray[np.intp]:
-    """``a.sum(axis=1)`` of an ``(n, K)`` boolean array, column by column."""
+    """``a.sum(axis=1)`` of an ``(n, K)`` boolean array; for many rows column by column."""
+    if _short(a):
+        short: NDArray[np.intp] = a.sum(axis=1, dtype=np.intp)
+        return short
     out = a[:, 0].astype(np.intp)
     for j in range(1, a.shape[1]):
         out += a[:, j]
@@ -334,25 +366,36 @@ def _mixture_newton(q: float, terms: Terms, weight: FloatArray, present: NDArray
                     iterations: int) -> FloatArray:
     """Newton's method on the mixture survival of class-major ``terms`` (weights ``weight``
     where ``present``), from each row's bracket start ``lo_f`` and kept inside
-    ``[lo_f, hi_f]``; ``inf`` where the bracket is not finite (``ok`` false)."""
+    ``[lo_f, hi_f]``; ``inf`` where the bracket is not finite (``ok`` false).
+
+    The survival's two terms are computed stacked (``(2, K, n)``: ``w a1 exp(-s t)`` and
+    ``w a2 exp(-theta t)``): one call where there were two, with the same operations element
+    by element (on a planner's small batches a call's fixed cost is much of its time)."""
     _, s, theta, a1, a2 = terms
     w = np.where(present, weight, 0.0)
     log_p = math.log(1.0 - q)
     t = lo_f.copy()
-    wa1, wa2 = w * a1, w * a2
-    neg_s, neg_theta = -s, -theta
-    e1, e2, both = np.empty_like(wa1), np.empty_like(wa1), np.empty_like(wa1)
+    shape = (2, *w.shape)
+    wa, rates, slopes = np.empty(shape), np.empty(shape), np.empty(shape)
+    np.multiply(w, a1, out=wa[0])
+    np.multiply(w, a2, out=wa[1])
+    np.negative(s, out=rates[0])
+    np.negative(theta, out=rates[1])
+    slopes[0] = rates[0]
+    slopes[1] = theta
+    e = np.empty(shape)
+    both = np.empty(w.shape)
     surv, slope, work = np.empty_like(t), np.empty_like(t), np.empty_like(t)
     for _ in range(iterations):
-        _scaled_exp(wa1, neg_s, t, e1)
-        _scaled_exp(wa2, neg_theta, t, e2)
-        _class_sum(np.add(e1, e2, out=both), surv)
+        np.multiply(rates, t, out=e)
+        np.exp(e, out=e)
+        np.multiply(wa, e, out=e)                   # e1, e2
+        _class_sum(np.add(e[0], e[1], out=both), surv)
         np.maximum(surv, 1e-300, out=surv)
-        np.multiply(neg_s, e1, out=e1)
-        np.multiply(theta, e2, out=e2)
-        _class_sum(np.subtract(e1, e2, out=e1), slope)
+        np.multiply(slopes, e, out=e)               # -s e1, -theta e2
+        _class_sum(np.subtract(e[0], e[1], out=both), slope)
         np.minimum(slope, -1e-300, out=slope)
         _newton_update(t, surv, slope, log_p, work)
-        np.clip(t, lo_f, hi_f, out=t)
+        clip_values(t, lo_f, hi_f, out=t)
     out: FloatArray = np.where(ok, t, np.inf)
     return out

@@ -158,6 +158,17 @@ def _met(pred: NDArray[np.float64], target: float, minimize: bool, slack: float)
     return out
 
 
+def _capped(a: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``np.nan_to_num(a, nan=1e9, posinf=1e9)`` (``-inf``: the most negative float), without
+    its per-call argument handling: a judgement takes it twice per objective."""
+    out: NDArray[np.float64] = np.where(np.isfinite(a), a,
+                                        np.where(a < 0.0, _MOST_NEGATIVE, 1e9))
+    return out
+
+
+_MOST_NEGATIVE = float(np.finfo(np.float64).min)
+
+
 def _merged(rows: NDArray[np.int64], predictions: dict[str, Prediction],
             more_rows: NDArray[np.int64], more: dict[str, Prediction]
             ) -> tuple[NDArray[np.int64], dict[str, Prediction]]:
@@ -228,21 +239,20 @@ class GridPlanner(Planner):
         supported = np.ones(n, dtype=bool)
         excess = np.zeros(n)
         closeness = np.zeros(n)
-        for o in ctx.intent.spec.objectives:
-            pr = predictions.get(o.name)
-            if pr is None:
-                continue
-            minimize = ctx.profiles[o.name].spec.minimizes
-            tol = o.tolerance if slack else 0.0
-            feasible &= _met(pr.bound, o.value, minimize, tol)
-            supported &= pr.supported
-            limit = o.value * (1 + tol) if minimize else o.value * (1 - tol)
-            with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for o in ctx.intent.spec.objectives:
+                pr = predictions.get(o.name)
+                if pr is None:
+                    continue
+                minimize = ctx.profiles[o.name].spec.minimizes
+                tol = o.tolerance if slack else 0.0
+                feasible &= _met(pr.bound, o.value, minimize, tol)
+                supported &= pr.supported
+                limit = o.value * (1 + tol) if minimize else o.value * (1 - tol)
                 rel = (pr.bound / max(limit, 1e-12) - 1.0) if minimize else (
                     1.0 - pr.bound / max(limit, 1e-12))
-            closeness = np.maximum(closeness, np.nan_to_num(1.0 + rel, nan=1e9, posinf=1e9))
-            excess = np.maximum(excess, np.nan_to_num(np.maximum(rel, 0.0), nan=1e9,
-                                                      posinf=1e9))
+                closeness = np.maximum(closeness, _capped(1.0 + rel))
+                excess = np.maximum(excess, _capped(np.maximum(rel, 0.0)))
         # Configurations observed violating at this load per pod (whatever the models say);
         # their excess (the optuna path's constraint) is the overload, made positive.
         over = inp.limits.overload(batch, rate)
@@ -346,18 +356,19 @@ class GridPlanner(Planner):
         candidates at its fewest. A candidate's prediction does not depend on the rows beside
         it, so every row is the number the whole grid gives it (tested against it): two model
         calls of a few dozen rows instead of one over every replica count."""
-        grid = space.grid()
-        n_r = len(space.replicas)
-        shapes = len(grid) // n_r
+        size, n_r = space.size, len(space.replicas)
+        shapes = size // n_r
         head = 1 if space.replicas[0] < 2 else 0      # one replica: apart
         at = np.asarray(sorted({*range(head), *range(head, n_r, max(1, math.isqrt(n_r - head))),
                                 n_r - 1}))
         sample = (np.arange(shapes)[:, None] * n_r + at[None, :]).reshape(-1)
         # With the current configuration's row: the plan scores it (:meth:`_current`).
         cur = ctx.config
-        first = np.union1d(sample, np.flatnonzero(
-            (grid.replicas == cur.replicas) & feedback.shape_mask(grid, feedback.shape_of(cur))))
-        sampled = grid.take(first)
+        rows_of = np.zeros(size, dtype=bool)     # sets of grid rows as masks: sorted, unique
+        rows_of[sample] = True
+        rows_of[space.rows_of(cur)] = True
+        first = np.flatnonzero(rows_of)
+        sampled = space.rows(first)
         seen = self._predict(ctx, sampled, rate, inp)
         judged = self._judge(ctx, sampled, rate, seen, inp, monotone_only=True)
         pos = np.searchsorted(first, sample).reshape(shapes, -1)[:, at >= head]
@@ -374,12 +385,15 @@ class GridPlanner(Planner):
             if known.any():
                 hi = max(hi, int(counts[int(np.argmax(known))]))
             window.append(np.arange(s * n_r + lo, s * n_r + hi + 1, dtype=np.int64))
-        extra = np.setdiff1d(np.concatenate(window), first)
+        rows_of[:] = False
+        rows_of[np.concatenate(window)] = True
+        rows_of[first] = False
+        extra = np.flatnonzero(rows_of)
         rows, predictions = first, seen
         if extra.size:
             rows, predictions = _merged(first, seen, extra,
-                                        self._predict(ctx, grid.take(extra), rate, inp))
-        return (self._judge(ctx, grid.take(rows), rate, predictions, inp),
+                                        self._predict(ctx, space.rows(extra), rate, inp))
+        return (self._judge(ctx, space.rows(rows), rate, predictions, inp),
                 f"grid of {space.size}, {len(rows)} predicted")
 
     def _study(self, ctx: PlanningContext, space: SearchSpace, rate: float,

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import NDArray
 
-from planner.domain.state import ClusterSnapshot
+from planner.domain.state import ClusterSnapshot, WorkloadConfig
 from planner.models.predictor import CandidateBatch
 from planner.planners.base import PlanningContext
 
@@ -34,6 +35,32 @@ class SearchSpace:
         pools = tuple(itertools.chain.from_iterable(
             itertools.repeat(p, n_r) for _, _, p in combos))
         return CandidateBatch(reps, cpu, gpu, pools)
+
+    @cached_property
+    def shapes(self) -> tuple[NDArray[np.float64], NDArray[np.float64], tuple[str | None, ...]]:
+        """Every (CPU size, device, pool) combination in :meth:`grid`'s order, as the CPU,
+        GPU and pool columns of a :class:`CandidateBatch` (one row per combination)."""
+        combos = list(itertools.product(self.cpus, self.devices, self.pools))
+        cpu = np.array([c for c, _, _ in combos], dtype=float)
+        gpu = np.array([1.0 if d == "gpu" else 0.0 for _, d, _ in combos])
+        return cpu, gpu, tuple(p for _, _, p in combos)
+
+    def rows(self, idx: NDArray[np.intp]) -> CandidateBatch:
+        """``grid().take(idx)`` (the same values) without building the grid: row ``i`` is
+        replica count ``i % len(replicas)`` of shape ``i // len(replicas)``."""
+        cpu, gpu, pools = self.shapes
+        shape, rep = np.divmod(idx, len(self.replicas))
+        return CandidateBatch(np.asarray(self.replicas, dtype=float)[rep], cpu[shape],
+                              gpu[shape], tuple(pools[i] for i in shape.tolist()))
+
+    def rows_of(self, cfg: WorkloadConfig) -> NDArray[np.intp]:
+        """The rows of :meth:`grid` with ``cfg``'s replica count and shape (CPU size, device,
+        pool), as :func:`planner.planners.feedback.shape_mask` matches a shape."""
+        cpu, gpu, pools = self.shapes
+        shape = ((cpu == cfg.cpu) & ((gpu > 0.5) == (cfg.device == "gpu"))
+                 & np.array([p == cfg.pool for p in pools], dtype=bool))
+        rep = np.asarray(self.replicas, dtype=float) == cfg.replicas
+        return np.flatnonzero(shape[:, None] & rep[None, :])
 
 
 def space_for(ctx: PlanningContext) -> SearchSpace:
