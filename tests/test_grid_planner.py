@@ -21,7 +21,7 @@ from planner.domain.state import ClusterSnapshot, NodeState, PodState, WorkloadC
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
 from planner.planners.base import PlanningContext
 from planner.planners.feedback import EXPLORE_GAIN
-from planner.planners.grid import SCALE_IN_MARGIN, GridPlanner, shape_axes
+from planner.planners.grid import SCALE_IN_MARGIN, GridPlanner
 from simulator.characterize import characterize
 from simulator.runner import ScenarioRun
 from simulator.scenario import load_scenario
@@ -460,7 +460,7 @@ class Jagged(Predictor):
 def plain_binary_search(planner: GridPlanner, ctx: PlanningContext, space: Any, rate: float,
                         inp: Any) -> tuple[Any, str]:
     """The search as it was before it read several steps per model call (the reference)."""
-    cpu, gpu, pools = shape_axes(space)
+    cpu, gpu, pools = space.shapes
     reps = np.asarray(space.replicas, dtype=float)
     n = len(pools)
 

@@ -30,7 +30,6 @@ although its model says it holds. The load planned for is the forecast over the 
 
 from __future__ import annotations
 
-import itertools
 import logging
 import math
 import time
@@ -81,16 +80,6 @@ RISK_SCALE = 1.0
 SCALE_IN_MARGIN = 0.05
 """A cheaper configuration must also hold at this much more load before the planner moves to
 it from a configuration that meets its objectives (hysteresis in load, against flapping)."""
-
-
-def shape_axes(space: SearchSpace) -> tuple[NDArray[np.float64], NDArray[np.float64],
-                                            tuple[str | None, ...]]:
-    """Every (CPU size, device, pool) combination of ``space``, as the CPU, GPU and pool
-    columns of a :class:`CandidateBatch` (one row per combination)."""
-    combos = list(itertools.product(space.cpus, space.devices, space.pools))
-    cpu = np.array([c for c, _, _ in combos], dtype=float)
-    gpu = np.array([1.0 if d == "gpu" else 0.0 for _, d, _ in combos])
-    return cpu, gpu, tuple(p for _, _, p in combos)
 
 
 @dataclass
@@ -293,7 +282,7 @@ class GridPlanner(Planner):
         ways each step may go, up to :data:`SPECULATIVE_ROWS` rows) and the steps are then
         taken from those results: the same steps, fewer calls (a candidate's prediction does
         not depend on the other rows of its batch)."""
-        cpu, gpu, pools = shape_axes(space)
+        cpu, gpu, pools = space.shapes
         reps = np.asarray(space.replicas, dtype=float)
         n = len(pools)
 

@@ -27,14 +27,14 @@ class SearchSpace:
         return len(self.replicas) * len(self.cpus) * len(self.devices) * len(self.pools)
 
     def grid(self) -> CandidateBatch:
-        combos = list(itertools.product(self.cpus, self.devices, self.pools))
+        """Every candidate: each shape of :attr:`shapes` with every replica count, shape by
+        shape."""
+        cpu, gpu, pools = self.shapes
         n_r = len(self.replicas)
-        reps = np.tile(np.asarray(self.replicas, dtype=float), len(combos))
-        cpu = np.repeat([c for c, _, _ in combos], n_r).astype(float)
-        gpu = np.repeat([1.0 if d == "gpu" else 0.0 for _, d, _ in combos], n_r)
-        pools = tuple(itertools.chain.from_iterable(
-            itertools.repeat(p, n_r) for _, _, p in combos))
-        return CandidateBatch(reps, cpu, gpu, pools)
+        return CandidateBatch(np.tile(np.asarray(self.replicas, dtype=float), len(pools)),
+                              np.repeat(cpu, n_r), np.repeat(gpu, n_r),
+                              tuple(itertools.chain.from_iterable(
+                                  itertools.repeat(p, n_r) for p in pools)))
 
     @cached_property
     def shapes(self) -> tuple[NDArray[np.float64], NDArray[np.float64], tuple[str | None, ...]]:
