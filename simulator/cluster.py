@@ -261,17 +261,20 @@ class SimulatedCluster(ClusterBackend, KPISource):
                 pod.utilization = 0.0
             while pod.utilization_samples and pod.utilization_samples[0][0] < metrics_start:
                 pod.utilization_samples.popleft()
-        scheduled = [p for p in (*w.pods, *w.canary_pods) if p.node is not None]
-        cores = sum(p.cpu for p in scheduled)
-        gpus = sum(p.gpus for p in scheduled)
-        cost = sum(p.cpu * p.node.pool.cost_per_core_hour + p.gpus * p.node.pool.cost_per_gpu_hour
-                   for p in scheduled if p.node is not None)
-        mean_util = float(out.utilization.mean()) if out.utilization.size else None
+        # One pass over the scheduled pods, each total added in pod order from 0 (as ``sum``
+        # adds): cores, GPUs, cost per hour, and cores per node pool.
+        cores, gpus, cost = 0.0, 0, 0.0
         per_pool: dict[str, float] = {}
-        for p in scheduled:
-            if p.node is not None:
-                name = p.node.pool.name
-                per_pool[name] = per_pool.get(name, 0.0) + p.cpu
+        for p in (*w.pods, *w.canary_pods):
+            node = p.node
+            if node is None:
+                continue
+            pool = node.pool
+            cores += p.cpu
+            gpus += p.gpus
+            cost += p.cpu * pool.cost_per_core_hour + p.gpus * pool.cost_per_gpu_hour
+            per_pool[pool.name] = per_pool.get(pool.name, 0.0) + p.cpu
+        mean_util = float(out.utilization.mean()) if out.utilization.size else None
         w.history.append(StepRecord(t, dt, lam, out.served, out.dropped, out.components, cores,
                                     gpus, cost, mean_util, tuple(per_pool.items())))
         horizon = t - max(self.window_s, 60.0) - dt
