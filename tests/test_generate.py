@@ -383,3 +383,17 @@ def test_slo_bench_draws_tight_scenarios_and_counts_caps() -> None:
     assert old["totals"]["grid"]["capped_plans"] == 0
     new = summarise([{**row, **count.as_dict()}], ["grid"])
     assert new["per_scenario"]["s"]["grid"]["contention_plans"] == 2
+
+
+def test_the_scenarios_where_gpus_pay_are_found_by_their_oracle() -> None:
+    """``bench/gpu_scenarios.py``: of seeds 60-70 only gen-65's oracle runs GPU pods; a
+    scenario without a GPU pool is not asked, and each answer is the oracle's own."""
+    from bench import gpu_scenarios
+    from bench.slo import oracle_totals
+
+    found = gpu_scenarios.find(list(range(60, 71)))
+    assert [s for s, _, _ in found] == [65]
+    _, hours, cost = found[0]
+    o = oracle_totals("generated:65", 1)
+    assert (hours, cost) == (o["gpu_hours"], o["cost"]) and hours > 0
+    assert not gpu_scenarios.gpu_can_pay(4)          # gen-4: one CPU pool, replicas only
