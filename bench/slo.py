@@ -148,7 +148,6 @@ def oracle_totals(path: str, seed: int, duration: float | None = None) -> dict[s
             "cost": sum(v["cost"] for v in per),
             "infeasible_minutes": sum(v["infeasible_minutes"] for v in per),
             "gpu_hours": sum(v.get("gpu_hours", 0.0) for v in per),
-            "pools_used": sorted({p for v in per for p in v.get("pools_used", ())}),
             "pools_by_intent": {k: v.get("pools_used", []) for k, v in by_intent.items()},
             "uncovered": uncovered_notes(by_intent)}
 

@@ -54,7 +54,6 @@ class IntentTally:
             "gpu_hours": round(self.gpu_hours, 3),
             "cost": round(self.cost, 3),
             "actions": self.actions,
-            "pools_used": sorted(p for p, h in self.pool_core_hours.items() if h > 0),
             "pool_core_hours": {p: round(h, 3) for p, h in sorted(self.pool_core_hours.items())},
             "plan_ms_p50": round(float(np.percentile(lat, 50)), 3),
             "plan_ms_p99": round(float(np.percentile(lat, 99)), 3),

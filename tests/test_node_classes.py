@@ -236,15 +236,15 @@ def _features_row_by_row(model: EffectModel, batch: CandidateBatch, rate: float,
        st.sampled_from(((), ("slow",), ("slow", "fast"), ("fast", "unknown"))),
        st.sampled_from(((), ("slow", "fast"), ("other",))),
        st.one_of(st.none(), st.dictionaries(st.sampled_from(("slow", "fast", "new", "unknown")),
-                                            st.sampled_from((0.0, 0.25, 0.5, 1.0)))),
-       st.floats(0.0, 1e4))
+                                            st.sampled_from((0.0, 0.25, 0.5, 1.0, -1.0)))),
+       st.one_of(st.floats(0.0, 1e4), st.sampled_from((1e6, np.inf))))
 def test_features_per_pool_equal_the_row_by_row_columns(
         rows: list[tuple[int, float, str, str | None]], classes: tuple[str, ...],
         pools: tuple[str, ...], mix: dict[str, float] | None, rate: float) -> None:
     model = EffectModel("v/a", "p95", KIND_LATENCY, None, pools, 1.0, False, {}, classes)
     batch = CandidateBatch.of([WorkloadConfig(*r) for r in rows])
     got, want = model.features(batch, rate, mix), _features_row_by_row(model, batch, rate, mix)
-    assert got.shape == want.shape
+    assert got.dtype == want.dtype and got.shape == want.shape
     assert got.tobytes() == want.tobytes()
 
 

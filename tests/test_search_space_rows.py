@@ -9,8 +9,6 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.domain.state import WorkloadConfig
-from planner.planners import feedback
 from planner.planners.grid import _capped
 from planner.planners.search_space import SearchSpace
 
@@ -40,14 +38,6 @@ def test_rows_are_the_grids_rows(space: SearchSpace, data: Any) -> None:
         a, b = getattr(want, col), getattr(got, col)
         assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
     assert want.pool == got.pool
-    cfg = WorkloadConfig(data.draw(st.integers(0, 100)),
-                         data.draw(st.sampled_from((0.25, 0.5, 1.0, 2.0, 4.0, 3.0))),
-                         data.draw(st.sampled_from(("cpu", "gpu"))),
-                         data.draw(st.sampled_from(POOLS)))
-    rows = space.rows_of(cfg)
-    expected = np.flatnonzero((grid.replicas == cfg.replicas)
-                              & feedback.shape_mask(grid, feedback.shape_of(cfg)))
-    assert rows.dtype == expected.dtype and rows.tolist() == expected.tolist()
 
 
 ODD = (0.0, -0.0, 1.0, -1.0, 1e9, 2e9, -1e308, 1e308, 5e-324, np.inf, -np.inf, np.nan)

@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from scipy.optimize import least_squares
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from planner.models.sojourn import SATURATION, clip_values, mixture_sojourn_quantile
+from planner.models.sojourn import SATURATION, mixture_sojourn_quantile
 
 FloatArray = NDArray[np.float64]
 BASE_COLUMNS = 5
@@ -166,7 +166,7 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         Element by element the same operations as on the ``m * n`` rows stacked, and the row
         sums over the same ``(m * n, K)`` layout."""
         rate, replicas, cpu = X[:, 0], X[:, 1], X[:, 2]
-        c = clip_values(np.floor(cpu), 1.0, 64.0)
+        c = np.minimum(np.maximum(np.floor(cpu), 1.0), 64.0)    # np.clip's values
         fp = f * pull
         m, n, k = fp.shape
         norm = fp.reshape(m * n, k).sum(axis=1).reshape(m, n)   # mean pull over the pods

@@ -13,15 +13,6 @@ from typing import cast
 import numpy as np
 from numpy.typing import NDArray
 
-try:
-    from numpy._core import umath as _umath
-except ImportError:  # pragma: no cover - numpy 1
-    from numpy.core import umath as _umath  # type: ignore[no-redef]
-
-clip_values: np.ufunc = getattr(_umath, "clip")  # noqa: B009 - not in numpy's stubs
-"""The ufunc ``np.clip`` forwards to (the same numbers), without ``np.clip``'s per-call
-argument handling, which costs more than clipping a planner's batch."""
-
 FloatArray = NDArray[np.float64]
 SATURATION = 0.98
 """Utilisation from which a queue counts as unstable (its latency is a timeout)."""
@@ -396,6 +387,7 @@ def _mixture_newton(q: float, terms: Terms, weight: FloatArray, present: NDArray
         _class_sum(np.subtract(e[0], e[1], out=both), slope)
         np.minimum(slope, -1e-300, out=slope)
         _newton_update(t, surv, slope, log_p, work)
-        clip_values(t, lo_f, hi_f, out=t)
+        np.maximum(t, lo_f, out=t)                  # np.clip without its per-call handling
+        np.minimum(t, hi_f, out=t)
     out: FloatArray = np.where(ok, t, np.inf)
     return out

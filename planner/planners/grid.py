@@ -147,15 +147,15 @@ def _met(pred: NDArray[np.float64], target: float, minimize: bool, slack: float)
     return out
 
 
+_MOST_NEGATIVE = float(np.finfo(np.float64).min)
+
+
 def _capped(a: NDArray[np.float64]) -> NDArray[np.float64]:
     """``np.nan_to_num(a, nan=1e9, posinf=1e9)`` (``-inf``: the most negative float), without
     its per-call argument handling: a judgement takes it twice per objective."""
     out: NDArray[np.float64] = np.where(np.isfinite(a), a,
                                         np.where(a < 0.0, _MOST_NEGATIVE, 1e9))
     return out
-
-
-_MOST_NEGATIVE = float(np.finfo(np.float64).min)
 
 
 def _merged(rows: NDArray[np.int64], predictions: dict[str, Prediction],
@@ -353,10 +353,14 @@ class GridPlanner(Planner):
         sample = (np.arange(shapes)[:, None] * n_r + at[None, :]).reshape(-1)
         # With the current configuration's row: the plan scores it (:meth:`_current`).
         cur = ctx.config
-        rows_of = np.zeros(size, dtype=bool)     # sets of grid rows as masks: sorted, unique
-        rows_of[sample] = True
-        rows_of[space.rows_of(cur)] = True
-        first = np.flatnonzero(rows_of)
+        cpu, gpu, pools = space.shapes
+        own = np.flatnonzero(feedback.shape_mask(CandidateBatch(np.zeros(shapes), cpu, gpu,
+                                                                pools), feedback.shape_of(cur)))
+        count = np.flatnonzero(np.asarray(space.replicas) == cur.replicas)
+        picked = np.zeros(size, dtype=bool)      # sets of grid rows as masks: sorted, unique
+        picked[sample] = True
+        picked[(own[:, None] * n_r + count[None, :]).reshape(-1)] = True
+        first = np.flatnonzero(picked)
         sampled = space.rows(first)
         seen = self._predict(ctx, sampled, rate, inp)
         judged = self._judge(ctx, sampled, rate, seen, inp, monotone_only=True)
@@ -374,10 +378,10 @@ class GridPlanner(Planner):
             if known.any():
                 hi = max(hi, int(counts[int(np.argmax(known))]))
             window.append(np.arange(s * n_r + lo, s * n_r + hi + 1, dtype=np.int64))
-        rows_of[:] = False
-        rows_of[np.concatenate(window)] = True
-        rows_of[first] = False
-        extra = np.flatnonzero(rows_of)
+        picked[:] = False
+        picked[np.concatenate(window)] = True
+        picked[first] = False
+        extra = np.flatnonzero(picked)
         rows, predictions = first, seen
         if extra.size:
             rows, predictions = _merged(first, seen, extra,

@@ -10,7 +10,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
-from planner.domain.state import ClusterSnapshot, WorkloadConfig
+from planner.domain.state import ClusterSnapshot
 from planner.models.predictor import CandidateBatch
 from planner.planners.base import PlanningContext
 
@@ -52,15 +52,6 @@ class SearchSpace:
         shape, rep = np.divmod(idx, len(self.replicas))
         return CandidateBatch(np.asarray(self.replicas, dtype=float)[rep], cpu[shape],
                               gpu[shape], tuple(pools[i] for i in shape.tolist()))
-
-    def rows_of(self, cfg: WorkloadConfig) -> NDArray[np.intp]:
-        """The rows of :meth:`grid` with ``cfg``'s replica count and shape (CPU size, device,
-        pool), as :func:`planner.planners.feedback.shape_mask` matches a shape."""
-        cpu, gpu, pools = self.shapes
-        shape = ((cpu == cfg.cpu) & ((gpu > 0.5) == (cfg.device == "gpu"))
-                 & np.array([p == cfg.pool for p in pools], dtype=bool))
-        rep = np.asarray(self.replicas, dtype=float) == cfg.replicas
-        return np.flatnonzero(shape[:, None] & rep[None, :])
 
 
 def space_for(ctx: PlanningContext) -> SearchSpace:
