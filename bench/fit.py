@@ -6,7 +6,10 @@ For each shipped scenario's latency objectives a characterisation study records 
 at random configurations and loads; both variants fit them, alternating, ``--repeat`` times.
 CPU time per fit, the ratio, and whether the fitted parameters are identical are printed.
 
-    python bench/fit.py [--trials 60] [--repeat 3] [--json]
+    python bench/fit.py [--trials 60] [--repeat 3] [--utilization] [--json]
+
+``--utilization`` fits on the pods' CPU utilisation too (as training does since it is
+recorded); without it, on latency alone.
 """
 
 from __future__ import annotations
@@ -33,14 +36,16 @@ from simulator.scenario import load_scenario  # noqa: E402
 SCENARIOS = sorted((ROOT / "examples" / "scenarios").glob("*.yaml"))
 
 
-def _fit(X: Any, y: Any, q: float, batched: bool) -> tuple[float, QueueingLatencyRegressor]:
+def _fit(X: Any, y: Any, q: float, batched: bool,
+         util: Any = None) -> tuple[float, QueueingLatencyRegressor]:
     QueueingLatencyRegressor._batched_jacobian = batched
     t = time.process_time()
-    est = QueueingLatencyRegressor(quantile=q).fit(X, y)
+    est = QueueingLatencyRegressor(quantile=q).fit(X, y, utilization=util)
     return time.process_time() - t, est
 
 
-def measure(path: Path, trials: int, repeat: int) -> list[dict[str, Any]]:
+def measure(path: Path, trials: int, repeat: int,
+            utilization: bool = False) -> list[dict[str, Any]]:
     sc = load_scenario(path)
     rows = []
     profiles = {p.key: p for p in sc.profiles}
@@ -60,7 +65,8 @@ def measure(path: Path, trials: int, repeat: int) -> list[dict[str, Any]]:
             fitted: dict[bool, QueueingLatencyRegressor] = {}
             for _ in range(repeat):
                 for batched in (False, True):
-                    dt, fitted[batched] = _fit(ds.X, ds.y, q, batched)
+                    dt, fitted[batched] = _fit(ds.X, ds.y, q, batched,
+                                               ds.utilization if utilization else None)
                     times[batched].append(dt)
             QueueingLatencyRegressor._batched_jacobian = True
             same = (np.array_equal(fitted[True].theta_, fitted[False].theta_)
@@ -79,8 +85,11 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=60)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--utilization", action="store_true",
+                    help="fit on the pods' CPU utilisation too, as training does")
     args = ap.parse_args()
-    rows = [r for p in SCENARIOS for r in measure(p, args.trials, args.repeat)]
+    rows = [r for p in SCENARIOS for r in measure(p, args.trials, args.repeat,
+                                                   args.utilization)]
     if args.json:
         print(json.dumps(rows, indent=2))
         return

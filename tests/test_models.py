@@ -260,3 +260,66 @@ def test_the_higher_quantile_equals_numpys(case: tuple[list[list[float]], float]
     with np.errstate(invalid="ignore"):
         want = np.quantile(a, q, axis=0, method="higher")
     assert higher_quantile(a, q).tobytes() == want.tobytes()
+
+
+def test_the_cpu_utilisation_tells_the_service_time_from_the_base_latency() -> None:
+    """A workload seen at one load (900 req/s, 26-29 pods at 70 % CPU) fits its p95 as well
+    with a short service time and a large base latency as with the truth (50 req/s per pod,
+    5 ms): fitted on latency alone the model says 78 req/s and 104 ms, so a pod ten times as
+    fast would still answer in 104 ms. The CPU utilisation the pods report is arrivals over
+    service rate: fitted on it too, the service rate and the base come out right."""
+    from planner.models.observations import dataset
+    from simulator.runner import ScenarioRun
+    from simulator.scenario import parse_scenario
+    doc = {
+        "name": "one-load", "duration": "8m", "step_s": 15,
+        "cluster": {"pools": [{"name": "general", "nodes": 8, "cpu": 16,
+                               "cost_per_core_hour": 0.04}]},
+        "workloads": [{"name": "infer", "namespace": "ml", "replicas": 24, "cpu": 1,
+                       "service": {"rate_per_core": 50, "base_latency_ms": 5,
+                                   "startup_s": "20s"},
+                       "trace": {"kind": "constant", "rate": 900, "noise": 0.03}}],
+        "admin": {"actuators": ["replicas"], "cycleSeconds": 15},
+        "manifests": [
+            {"apiVersion": "intent-planner.io/v1alpha1", "kind": "KPIProfile",
+             "metadata": {"name": "p95", "namespace": "ml"},
+             "spec": {"type": "latency", "percentile": 95}},
+            {"apiVersion": "intent-planner.io/v1alpha1", "kind": "Intent",
+             "metadata": {"name": "infer", "namespace": "ml"},
+             "spec": {"targetRef": {"kind": "Deployment", "name": "infer"},
+                      "objectives": [{"name": "p95", "value": 40, "measuredBy": "p95"}]}}]}
+    run = ScenarioRun(parse_scenario(doc, "one-load"), "grid", 1)
+    run.run(duration=8 * 60)
+    ds = dataset(run.knowledge.events("ml/infer"), "p95")
+    assert len(ds) >= 8 and np.nanmax(ds.X[:, 0]) < 1.15 * np.nanmin(ds.X[:, 0])
+    censored = ds.utilization >= 0.9
+    blind = QueueingLatencyRegressor(n_bootstrap=0).fit(ds.X, ds.y, censored)
+    told = QueueingLatencyRegressor(n_bootstrap=0).fit(ds.X, ds.y, censored,
+                                                       utilization=ds.utilization)
+    assert np.exp(told.theta_[0]) == pytest.approx(50.0, rel=0.05)
+    assert told.theta_[3] < 20.0
+    # The blind fit is what the test is about: it could not tell them apart.
+    assert abs(np.exp(blind.theta_[0]) - 50.0) > 10.0 and blind.theta_[3] > 50.0
+    # One utilisation per row, or a clear error.
+    with pytest.raises(ValueError, match="utilization must have one value per row"):
+        QueueingLatencyRegressor(n_bootstrap=0).fit(ds.X, ds.y, utilization=ds.utilization[1:])
+
+
+def test_first_rows_of_a_device_far_faster_than_the_prior_are_learned_not_called_unstable(
+        ) -> None:
+    """A GPU 20x as fast, first seen carrying 400 req/s per pod, eight times what a CPU pod
+    serves. From the prior (speed-up 1) those rows are an unstable queue; a flat penalty there
+    has no slope, the solve never raised the speed-up and the model kept predicting the GPU
+    unstable while it served in 6 ms. The penalty grows with the predicted overload."""
+    rng = np.random.default_rng(5)
+    cpu = np.column_stack([rng.uniform(100, 600, 40), rng.integers(20, 40, 40), np.ones(40),
+                           np.zeros(40), -np.ones(40)])
+    gpu = np.column_stack([rng.uniform(700, 900, 6), np.full(6, 2.0), np.ones(6), np.ones(6),
+                           -np.ones(6)])
+    X = np.vstack([cpu, gpu])
+    mu = np.where(X[:, 3] > 0.5, 1000.0, 50.0)
+    y = 5.0 + sojourn_quantile(0.95, X[:, 0] / X[:, 1], mu, np.ones(len(X)))
+    est = QueueingLatencyRegressor(n_bootstrap=0).fit(X, y, utilization=X[:, 0] / X[:, 1] / mu)
+    assert np.exp(est.theta_[2]) > 8.0
+    pred = est.predict(gpu)
+    assert np.isfinite(pred).all() and (pred < 30.0).all(), pred

@@ -12,8 +12,11 @@ mix's per-class offset (network distance). The parameters (``log mu``, ``alpha``
 nonlinear least squares on log latency (``soft_l1`` loss: outliers - pods mid-restart, load
 spikes inside the KPI window - pull little). Observations at saturation are right-censored
 (the latency was at least what was seen, the queue may have been unstable): they penalise only
-a prediction below them, and so teach the model where capacity ends. A bootstrap ensemble of
-refits gives the uncertainty band.
+a prediction below them, and so teach the model where capacity ends. Where the pods report
+their CPU utilisation, the rows of CPU pods below saturation are fitted on it too (arrivals over
+service rate): at one load a long service time and a large base latency fit a percentile alike,
+and only the utilisation tells them apart. A bootstrap ensemble of refits gives the uncertainty
+band.
 
 Follows the scikit-learn estimator API: ``__init__`` stores parameters, ``fit`` returns self,
 fitted attributes end in ``_``.
@@ -48,6 +51,9 @@ VectorTerms = tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, 
                     FloatArray]
 """What the latency model's prediction takes from each parameter vector alone
 (:meth:`QueueingLatencyRegressor._vector_terms`)."""
+UTILIZATION_RANGE = (0.02, 0.9)
+"""Utilisations that measure a CPU pod's service rate: above the metrics' noise (an idle pod's
+ratio is noise) and below saturation (where the queue, not the service, sets it)."""
 STACKED_ROWS = 20_000
 """Rows per stacked quantile solve when several parameter vectors are evaluated (bounds the
 memory of one solve; a planner's batches are far smaller, so an ensemble is one solve)."""
@@ -75,6 +81,13 @@ def _isclose(a: FloatArray, b: float) -> NDArray[np.bool_]:
         return out
     close: NDArray[np.bool_] = np.abs(a - b) <= 1e-8 + 1e-5 * abs(b)
     return close
+
+
+def _faster(terms: VectorTerms, speedup: float) -> VectorTerms:
+    """``terms`` (:meth:`QueueingLatencyRegressor._vector_terms`) of pods ``speedup`` times as
+    fast: every vector's base service rate scaled."""
+    speed, pull, mu0, alpha, gpu_factor, offset, base = terms
+    return speed, pull, mu0 * float(speedup), alpha, gpu_factor, offset, base
 
 
 class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc]
@@ -206,6 +219,24 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
             out[at] = self._solve(X, f[None], speed[at], pull[at], mu, offset[at], base[at])
         return out
 
+    def _utilization_many(self, thetas: FloatArray, X: FloatArray,
+                          shares: FloatArray) -> FloatArray:
+        """``(m, n)``: the pods' mean utilisation (arrivals over service rate, averaged over
+        the pods) each of ``m`` parameter vectors predicts for the rows of ``X``: what a CPU
+        pod's CPU utilisation measures, so it pins the service rate apart from the base
+        latency (at one load they fit a latency percentile alike)."""
+        k = self.n_classes_
+        f = np.where(shares.sum(axis=1, keepdims=True) > 0, shares, 1.0 / k)
+        speed = np.exp(thetas[:, N_FIXED:N_FIXED + k])                  # (m, K)
+        pull = speed ** thetas[:, 4:5]
+        mu = (np.exp(thetas[:, 0])[:, None] * X[None, :, 2] ** thetas[:, 1:2]
+              * np.where(X[None, :, 3] > 0.5, np.exp(thetas[:, 2])[:, None], 1.0))
+        norm = f @ pull.T                                               # (n, m)
+        per_speed = f @ (pull / speed).T
+        out: FloatArray = (X[:, 0] / np.maximum(X[:, 1], 1e-9))[None, :] * (
+            per_speed / norm).T / mu
+        return out
+
     def _vector_terms(self, thetas: FloatArray) -> VectorTerms:
         """What :meth:`_forward_many` takes from each parameter vector alone, one row per
         vector: the class speeds and dispatch pulls (``(m, 1, K)``), the base service rate,
@@ -234,27 +265,52 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
 
     def _fit_theta(self, X: FloatArray, y: FloatArray, shares: FloatArray, start: FloatArray,
                    lo: FloatArray, hi: FloatArray, censored: NDArray[np.bool_],
-                   max_nfev: int = 200) -> FloatArray:
+                   max_nfev: int = 200, util: FloatArray | None = None) -> FloatArray:
+        """Robust least squares on log latency, and on log utilisation where ``util`` says
+        which rows' utilisation is a measure (finite there, NaN elsewhere)."""
         logy = np.log(y)
+        measured = np.zeros(len(y), dtype=bool) if util is None else np.isfinite(util)
+        logu = None if util is None or not measured.any() else np.log(util[measured])
+        Xu, su = X[measured], shares[measured]
 
-        def residuals_of(pred: FloatArray) -> FloatArray:
-            logp = np.log(np.maximum(np.where(np.isfinite(pred), pred, 1e300), 1e-6))
-            # An unstable prediction for an observed (finite) latency: a large, smooth penalty.
-            r: FloatArray = np.where(np.isfinite(pred), logp - logy, 5.0)
+        def residuals_of(pred: FloatArray, thetas: FloatArray) -> FloatArray:
+            """``(m, n)`` residuals of the predictions ``pred`` of ``thetas``."""
+            finite = np.isfinite(pred)
+            logp = np.log(np.maximum(np.where(finite, pred, 1e300), 1e-6))
+            r: FloatArray = logp - logy
+            if not finite.all():
+                # An unstable prediction for an observed (finite) latency: a large penalty
+                # that grows with the predicted overload, so the solve is pulled towards the
+                # service rate that carried the load (a flat penalty has no slope: a device
+                # whose first rows the prior calls unstable would stay unstable).
+                load = self._utilization_many(thetas, X, shares)
+                over = np.log(np.maximum(load / SATURATION, 1.0))
+                r = np.where(finite, r, 5.0 + over)
             # A censored row only says "at least y": a prediction below it is the error, one
             # above it (or an unstable queue) is not.
             r = np.where(censored, np.minimum(logp - logy, 0.0), r)
             return r
 
+        def with_util(r: FloatArray, thetas: FloatArray) -> FloatArray:
+            """``r`` (``(m, n)``) and the log-utilisation residuals of ``thetas``."""
+            if logu is None:
+                return r
+            u = self._utilization_many(thetas, Xu, su)
+            return np.concatenate([r, np.log(np.maximum(u, 1e-12)) - logu], axis=1)
+
         def residuals(theta: FloatArray) -> FloatArray:
-            return residuals_of(self._forward(theta, X, shares))
+            one = theta[None, :]
+            out: FloatArray = with_util(residuals_of(self._forward(theta, X, shares)[None, :],
+                                                     one), one)[0]
+            return out
 
         def batched(_fun: Any, points: Any) -> list[FloatArray]:
             """scipy's finite-difference Jacobian evaluates ``residuals`` at one perturbed
             vector per parameter through this map (``workers``): all of them in one
             vectorised pass, each row as ``residuals`` would compute it."""
             thetas = np.asarray(list(points), dtype=float)
-            return list(residuals_of(self._forward_many(thetas, X, shares)))
+            return list(with_util(residuals_of(self._forward_many(thetas, X, shares), thetas),
+                                  thetas))
 
         res = least_squares(residuals, start, bounds=(lo, hi), loss="soft_l1", f_scale=0.1,
                             max_nfev=max_nfev, x_scale="jac",
@@ -263,11 +319,19 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         return out
 
     def fit(self, X: Any, y: Any, censored: Any = None,
-            start: Any = None) -> QueueingLatencyRegressor:
+            start: Any = None, utilization: Any = None) -> QueueingLatencyRegressor:
         """Fit on ``X``, ``y``; ``censored`` (optional, per row) marks observations that are a
         lower bound only (the pods were saturated: the latency is at least what was seen).
         Rows at or above ``timeout_ms`` are censored at the timeout whatever ``censored``
         says: saturation teaches where the cliff is, so it is kept, not dropped.
+
+        ``utilization`` (optional, per row; NaN: unknown): the pods' mean CPU utilisation. On
+        a CPU pod it is arrivals over service rate (the utilisation law), so the rows of CPU
+        pods below saturation where it is measurable (:data:`UTILIZATION_RANGE`) are fitted
+        too: a workload seen at one load fits a latency percentile as well with a long
+        service time as with a large base latency, and only the utilisation tells them apart
+        (which one it is decides what a faster device or node can do). GPU pods' CPU
+        utilisation does not measure their service.
 
         ``start`` (optional): a previous fit's ``theta_`` over the same columns to start the
         solve from (warm start); ignored when its length does not match this data's classes.
@@ -284,8 +348,15 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
             raise ValueError("censored must have one flag per row of X")
         y = np.where(np.isnan(y), y, np.minimum(y, self.timeout_ms))
         cens = cens | (y >= self.timeout_ms)
+        util = (np.full(len(y), np.nan) if utilization is None
+                else np.asarray(utilization, dtype=float).reshape(-1))
+        if util.shape != y.shape:
+            raise ValueError("utilization must have one value per row of X")
+        lo_u, hi_u = UTILIZATION_RANGE
+        util = np.where((X[:, 3] < 0.5) & ~cens & (util >= lo_u) & (util <= hi_u), util,
+                        np.nan)
         keep = np.isfinite(y) & (y > 0) & (X[:, 0] > 0)
-        X, y, cens = X[keep], y[keep], cens[keep]
+        X, y, cens, util = X[keep], y[keep], cens[keep], util[keep]
         if int((~cens).sum()) < 3:
             raise ValueError(f"need at least 3 usable observations below saturation, got "
                              f"{int((~cens).sum())}")
@@ -296,6 +367,7 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         shares = self._shares(X)
         usable = shares.sum(axis=1) > 0
         X, y, shares, cens = X[usable], y[usable], shares[usable], cens[usable]
+        util = util[usable]
         if int((~cens).sum()) < 3:
             raise ValueError("need at least 3 observations below saturation with known node "
                              f"classes, got {int((~cens).sum())}")
@@ -314,11 +386,24 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         free[ref] = False
         alpha = float(self.cpu_exponent_prior)
         alpha_lo, alpha_hi = (0.3, 1.2) if len(self.cpu_sizes_) > 1 else (alpha, alpha)
-        # Start: service rate from the busiest observation, base from the lightest.
+        # Start: service rate from the measured utilisations (the utilisation law), else from
+        # the busiest observation; base from the lightest.
         per_core = X[~cens, 0] / (X[~cens, 1] * X[~cens, 2])
         y_obs = y[~cens]
-        initial = np.concatenate([[math.log(max(per_core.max() * 1.3, 1e-3)), alpha, 0.0,
+        known = np.isfinite(util)
+        mu_start = (float(np.median(X[known, 0] / X[known, 1] / util[known]
+                                    / X[known, 2] ** alpha)) if known.any()
+                    else per_core.max() * 1.3)
+        initial = np.concatenate([[math.log(max(mu_start, 1e-3)), alpha, 0.0,
                                    float(np.min(y_obs)) * 0.5, 0.5], np.zeros(k), np.zeros(k)])
+        if known.any():
+            # The service rate is measured: the base starts where it leaves the rows' latency
+            # (a start far above it is walked down slowly).
+            initial[3] = 0.0
+            q0 = self._forward(initial, X[~cens], shares[~cens])
+            gap = y_obs - q0
+            initial[3] = float(np.median(gap[np.isfinite(gap)])) if np.isfinite(gap).any() \
+                else float(np.min(y_obs)) * 0.5
         eps = 1e-9
         lo = np.concatenate([[math.log(1e-3), alpha_lo - eps, -1.0 if self.seen_gpu_ else -eps,
                               0.0, 0.0], np.where(free, -SPEED_BOUND, -eps),
@@ -334,7 +419,7 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
             inside = np.clip(warm, lo + 1e-3 * width, hi - 1e-3 * width)
             initial = np.where(width > 1e-6, inside, initial)
         initial = np.clip(initial, lo + 1e-12, hi - 1e-12)
-        self.theta_ = self._fit_theta(X, y, shares, initial, lo, hi, cens)
+        self.theta_ = self._fit_theta(X, y, shares, initial, lo, hi, cens, util=util)
         pred = self._forward(self.theta_, X, shares)
         ok = np.isfinite(pred) & ~cens
         resid = np.log(np.maximum(pred[ok], 1e-6)) - np.log(y[ok])
@@ -348,7 +433,7 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
             while int((~cens[idx]).sum()) < 3:   # a resample needs rows below saturation
                 idx = rng.integers(0, len(y), len(y))
             thetas.append(self._fit_theta(X[idx], y[idx], shares[idx], self.theta_, lo, hi,
-                                          cens[idx], max_nfev=40))
+                                          cens[idx], max_nfev=40, util=util[idx]))
         self.bootstrap_thetas_ = np.asarray(thetas, dtype=float).reshape(-1, len(self.theta_))
         return self
 
@@ -423,15 +508,30 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         X = np.asarray(X, dtype=float)
         return self._supported(X, self._shares(X))
 
-    def predict_with_support(self, X: Any
+    def predict_with_support(self, X: Any, speedup: float = 1.0
                              ) -> tuple[FloatArray, FloatArray, NDArray[np.bool_]]:
         """:meth:`predict_with_bound` and :meth:`supported` at once (the node-class shares
-        of the rows worked out once)."""
+        of the rows worked out once).
+
+        ``speedup``: predict for pods ``speedup`` times as fast as the rows say (every
+        parameter vector's service rate scaled by it, as the model's own GPU and node-class
+        factors scale it): how a place whose speed was measured, not learned, answers. Its
+        support is the rows' own."""
         X = np.asarray(X, dtype=float)
         shares = self._shares(X)
         thetas, terms = self._ensemble()
+        if speedup != 1.0:
+            terms = _faster(terms, speedup)
         mean, bound = self._with_bound(self._forward_many(thetas, X, shares, terms))
         return mean, bound, self._supported(X, shares)
+
+    def predict_faster(self, X: Any, speedup: float) -> FloatArray:
+        """:meth:`predict_with_support`'s mean at ``speedup`` (the fitted parameters alone)."""
+        X = np.asarray(X, dtype=float)
+        theta = self.theta_[None, :]
+        terms = _faster(self._vector_terms(theta), speedup)
+        out: FloatArray = self._forward_many(theta, X, None, terms)[0]
+        return out
 
     def _supported(self, X: FloatArray, shares: FloatArray) -> NDArray[np.bool_]:
         """:meth:`supported` from ``X`` as floats and its rows' :meth:`_shares`."""

@@ -50,7 +50,8 @@ def fit_latency(ds: Dataset, percentile: float, validate: bool = True,
         train, test = order[:cut], order[cut:]
         try:
             probe = QueueingLatencyRegressor(quantile=q, n_bootstrap=0).fit(
-                ds.X[train], ds.y[train], censored[train])
+                ds.X[train], ds.y[train], censored[train],
+                utilization=ds.utilization[train])
             calm = test[~censored[test]]
             score = mape(probe.predict(ds.X[calm]), ds.y[calm]) if calm.size else None
             sat = test[censored[test]]
@@ -59,7 +60,8 @@ def fit_latency(ds: Dataset, percentile: float, validate: bool = True,
                 below = float(np.mean(probe.predict(ds.X[sat]) < ds.y[sat]))
         except ValueError:
             score = None
-    model = QueueingLatencyRegressor(quantile=q).fit(ds.X, ds.y, censored, start=start)
+    model = QueueingLatencyRegressor(quantile=q).fit(ds.X, ds.y, censored, start=start,
+                                                     utilization=ds.utilization)
     return model, score, below
 
 
