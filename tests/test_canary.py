@@ -12,8 +12,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from planner.domain.state import WorkloadConfig
+from planner.domain.state import CanaryState, PodState, WorkloadConfig, WorkloadState
+from planner.models.effects import KIND_LATENCY, EffectModel, LearnedLatency
+from planner.models.latency import QueueingLatencyRegressor
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
+from planner.models.sojourn import sojourn_quantile
 from planner.planners import canary
 from planner.planners.feedback import Canary, Explorer, Measured
 from simulator.cluster import SimulatedCluster
@@ -141,6 +144,73 @@ def test_a_measured_shape_is_predicted_as_the_known_one_at_its_measured_speed() 
     assert served.mean[1] == pytest.approx(4.0 * float(known.mean[0]))
 
 
+def _learned() -> LearnedLatency:
+    """A learned p95 model of M/M/1 pods at 50 req/s, 5 ms base, seen on CPU pods only."""
+    rng = np.random.default_rng(3)
+    X = np.column_stack([rng.uniform(20, 300, 60), rng.integers(4, 20, 60), np.ones(60),
+                         np.zeros(60), -np.ones(60)])
+    y = 5.0 + sojourn_quantile(0.95, X[:, 0] / X[:, 1], np.full(60, 50.0), np.ones(60))
+    ok = np.isfinite(y)
+    est = QueueingLatencyRegressor(n_bootstrap=3).fit(X[ok], y[ok])
+    return LearnedLatency(EffectModel("ml/infer", "p95", KIND_LATENCY, est, (), 0.0))
+
+
+def test_a_measured_speed_is_the_learned_models_service_rate_scaled() -> None:
+    """A GPU measured 10x as fast is the learned model with its service rate 10x: its
+    service time shrinks too, not only its utilisation (predicted at the reference pod's
+    service time, a p95 below the reference pod's unloaded one could never be met)."""
+    learned = _learned()
+    speeds = {("gpu", None): canary.Speed(("cpu", None), 10.0)}
+    lat = canary.MeasuredShapes(learned, speeds)
+    batch = CandidateBatch(np.array([2.0, 4.0]), np.ones(2), np.ones(2), (None, None))
+    got = lat.predict(batch, 100.0)
+    est = learned.model.estimator
+    faster = QueueingLatencyRegressor(n_bootstrap=3)
+    faster.__dict__.update({k: v for k, v in est.__dict__.items() if k.endswith("_")})
+    faster.theta_ = est.theta_ + np.r_[np.log(10.0), np.zeros(est.theta_.size - 1)]
+    faster.bootstrap_thetas_ = est.bootstrap_thetas_.copy()
+    faster.bootstrap_thetas_[:, 0] += np.log(10.0)
+    X = np.column_stack([np.full(2, 100.0), batch.replicas, batch.cpu, np.zeros(2),
+                         -np.ones(2)])
+    assert got.mean == pytest.approx(faster.predict(X), rel=1e-9)
+    assert got.bound == pytest.approx(faster.predict_with_bound(X)[1], rel=1e-9)
+    assert got.supported.all()
+    slow = learned.predict(CandidateBatch(batch.replicas, batch.cpu, np.zeros(2),
+                                          (None, None)), 10.0)
+    assert (got.mean < slow.mean - 10.0).all()          # 20 ms of service time less
+    assert lat.predict_mean(batch, 100.0) == pytest.approx(got.mean, rel=1e-12)
+    # Inside the optimistic speeds of places a canary may try (a second wrapper), a measured
+    # place still answers on the model's service rate.
+    outer = canary.MeasuredShapes(lat, {("cpu", "fast"): canary.Speed(("cpu", None), 3.0)})
+    both = outer.predict(CandidateBatch(np.array([2.0, 2.0]), np.ones(2),
+                                        np.array([1.0, 0.0]), (None, "fast")), 100.0)
+    assert both.mean[0] == pytest.approx(float(got.mean[0]), rel=1e-12)
+    assert both.mean[1] == pytest.approx(float(learned.predict_faster(
+        CandidateBatch(np.array([2.0]), np.ones(1), np.zeros(1), (None,)), 100.0,
+        3.0).mean[0]), rel=1e-12)
+
+
+def _pod(name: str, device: str, rate: float, util: float) -> PodState:
+    return PodState(name, "n1", 1.0, device, True, 0, 0.0, util, None, rate)
+
+
+def test_an_idle_canary_pod_is_measured_at_least_as_fast_as_the_metric_can_tell() -> None:
+    """A GPU pod sent its round-robin share is too idle for its CPU metric to show how fast
+    it is: its capacity is at least its rate over the metric's resolution, a lower bound of
+    its speed (before, no verdict at all: the canary was stopped unjudged)."""
+    own = tuple(_pod(f"p{i}", "cpu", 10.0, 0.2) for i in range(4))     # 50 req/s per pod
+    idle = CanaryState(WorkloadConfig(1, 1.0, "gpu", None), (_pod("c", "gpu", 10.0, 0.001),))
+    busy = CanaryState(WorkloadConfig(1, 1.0, "gpu", None), (_pod("c", "gpu", 10.0, 0.02),))
+    w = WorkloadState("ml", "infer", WorkloadConfig(4), own)
+    low = canary.capacity_ratio(idle, w)
+    assert low == pytest.approx(10.0 / canary.MIN_UTILIZATION / 50.0)   # 40x at least
+    assert canary.capacity_ratio(busy, w) == pytest.approx(10.0)
+    # The workload's own idle pods are not a measure (no lower bound of the ratio there).
+    calm = WorkloadState("ml", "infer", WorkloadConfig(4),
+                         tuple(_pod(f"p{i}", "cpu", 0.1, 0.001) for i in range(4)))
+    assert canary.capacity_ratio(busy, calm) is None
+
+
 def test_the_explorer_remembers_canaries_and_measured_speeds() -> None:
     e = Explorer()
     e.canaries["a/b"] = Canary((1.0, "gpu", "gpu"), 100.0, 130.0)
@@ -215,3 +285,31 @@ def test_a_gpu_pool_smaller_than_the_canary_fraction_is_tried_with_the_gpus_it_h
     assert gpu_pods and max(gpu_pods) <= 2, out["canary_pods"]
     assert out["judged"] and all(v == pytest.approx(30.0, rel=0.05) for v in out["judged"])
     assert out["devices"][-1] == "gpu", out["stopped"]
+
+
+def test_a_device_only_trial_can_reach_is_tried_while_the_objective_is_violated() -> None:
+    """A p95 of 40 ms where a CPU pod's own service time (50 req/s: 60 ms at p95 unloaded)
+    cannot meet it: no known configuration is predicted feasible and the objective is
+    violated from the start, so the explorer is never calm. A rescue trial of the GPU (30x)
+    starts under the violation, is not stopped by it, is judged, and the workload moves
+    there and meets the objective."""
+    doc = _scenario(30.0, 0.3, minutes=30, step_s=15)
+    doc["manifests"][1]["spec"]["objectives"][0]["value"] = 40
+    run = ScenarioRun(parse_scenario(doc, "gpu-rescue"), "grid", 1)
+    started, stopped, devices, met = [], [], [], []
+    while run.elapsed < 30 * 60:
+        for o in run.advance() or ():
+            if o.plan is None:
+                continue
+            devices.append(o.plan.current.device)
+            met.append(all(v is not False for v in o.met.values()))
+            for a in o.plan.actions:
+                if a.actuator == "canary":
+                    (started if a.params["canary"] else stopped).append(
+                        (len(devices), met[-1], a.reason))
+    gpu_trials = [t for t in started if "gpu" in t[2]]
+    assert gpu_trials, started
+    assert not gpu_trials[0][1] and "rescue trial" in gpu_trials[0][2]   # under violation
+    assert not any("violated during the trial" in r for _, _, r in stopped), stopped
+    assert devices[-1] == "gpu"
+    assert all(met[-20:]), met                           # the last 5 minutes meet it

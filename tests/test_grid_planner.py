@@ -625,3 +625,18 @@ def test_the_explicit_estimate_alone_does_not_move_the_workload_to_another_cpu_s
     plan = Remembering(GridPlanner()).plan(ctx)
     assert "explicit" in plan.reason
     assert plan.target.cpu == 1.0 and not any(a.actuator == "cpu" for a in plan.actions)
+
+
+def test_a_gpu_candidate_in_a_pool_without_gpus_fits_nowhere() -> None:
+    """gen-2764's plan chose "1 x 2 cpu gpu in ap-south-general", a pool with no GPU node:
+    the check counted the cluster's GPUs, not the pool's. Such a candidate fits nowhere; the
+    same device unpinned or in the GPU pool does."""
+    from planner.domain.state import ClusterSnapshot, NodeState
+    from planner.models.predictor import CandidateBatch
+    from planner.planners.search_space import gpu_capacity_ok
+    nodes = (NodeState("c0", "general", "eu", 8.0, 0.0, 0, 0, 0.05, 0.0),
+             NodeState("g0", "gpu", "eu", 32.0, 0.0, 4, 0, 0.05, 3.1))
+    snap = ClusterSnapshot(0.0, nodes, {})
+    batch = CandidateBatch(np.ones(5), np.full(5, 2.0), np.array([1.0, 1.0, 1.0, 0.0, 1.0]),
+                           ("general", "gpu", None, "general", "nowhere"))
+    assert gpu_capacity_ok(snap, batch).tolist() == [False, True, True, True, False]

@@ -422,3 +422,90 @@ def test_a_smaller_size_clipped_by_the_admin_maximum_keeps_the_serving_cores() -
                                      reason_parts=(ReasonPart("choice", "x"),)), {})
     assert plan.target.replicas * plan.target.cpu >= 2.0
     assert "no scale-in" in plan.reason
+
+
+def _gpu_move(speed: float | None) -> Plan:
+    """29 one-core CPU pods at 70 % CPU, p95 violated; a GPU pool with room for 8 GPU pods;
+    the plan moves to 2 GPU pods, measured ``speed`` times as fast (``None``: not measured)."""
+    pods = tuple(PodState(f"w-{i}", f"a{i // 8}", 1.0, "cpu", True, pool="a",
+                          cpu_utilization=0.7, request_rate=35.0) for i in range(29))
+    cfg = WorkloadConfig(29, 1.0, "cpu", None)
+    wl = WorkloadState("ns", "w", cfg, pods, request_rate=1015.0, cpu_utilization=0.7)
+    admin = AdminConfig(actuators=("replicas", "device"),
+                        replicas=ReplicaBounds(min=1, max=60, max_step=100),
+                        cpu=CpuBounds(sizes=SIZES, cooldown_s=0), cycleSeconds=15)
+    intent, prof = _intent()
+    nodes = (*(NodeState(f"a{i}", "a", "eu", 8.0, 8.0 if i < 3 else 5.0, 0, 0, 0.04, 2.0)
+               for i in range(4)),
+             *(NodeState(f"g{i}", "g", "eu", 16.0, 0.0, 4, 0, 0.04, 0.3) for i in range(2)))
+    snap = ClusterSnapshot(1000.0, nodes, {"ns/w": wl})
+    ctx = PlanningContext(intent, {"p95": prof}, wl, snap, {"p95": 150.0}, admin,
+                          registry.create(admin.actuators, admin), None, 1000.0)
+    plan, _ = safety.guard(ctx, Plan("ns/w", "any", cfg, cfg.with_(replicas=2, device="gpu"),
+                                     reason_parts=(ReasonPart("choice", "x"),),
+                                     target_speed=speed), {})
+    return plan
+
+
+def test_a_scale_in_across_devices_is_counted_in_the_work_a_measured_pod_does() -> None:
+    """Rule 2 (no scale-in while violated) across devices: a GPU pod measured 30x as fast does
+    the work of 29 CPU pods at 70 % in one pod at the proportional rule's target, so the move
+    to 2 GPU pods goes ahead. Unmeasured, the rule keeps 29 pods of the new device, which the
+    pool's 8 GPUs cannot schedule: the current shape stays (before, measured or not)."""
+    moved = _gpu_move(30.0)
+    assert moved.target == WorkloadConfig(2, 1.0, "gpu", None), moved.reason
+    held = _gpu_move(None)
+    assert held.target.device == "cpu" and held.target.replicas >= 29, held.reason
+    # Measured only 3x as fast, 29 x 0.7 / 3 / 0.8 = 8.5: nine GPU pods; eight fit.
+    slow = _gpu_move(3.0)
+    assert "no scale-in (at least 9 x 1 cpu gpu" in slow.reason, slow.reason
+
+
+def test_a_pool_move_that_would_strand_gpu_pods_waits_for_the_device_change() -> None:
+    """From GPU pods to CPU pods in a CPU-only pool, with the device change not made this
+    cycle (here: no device actuator; in gen-2183's trace, its cooldown): moving the pool alone
+    would leave GPU pods where no node has a GPU, Pending until rolled back as stuck. The pool
+    move is held, with the reason; once the device is CPU (or the pool has GPUs) it goes."""
+    from planner.planners.base import steps_towards
+    cfg = WorkloadConfig(2, 1.0, "gpu", None)
+    pods = tuple(PodState(f"w-{i}", "g0", 1.0, "gpu", True, pool="g") for i in range(2))
+    wl = WorkloadState("ns", "w", cfg, pods, request_rate=100.0, cpu_utilization=0.1)
+    admin = AdminConfig(actuators=("replicas", "placement"),
+                        replicas=ReplicaBounds(min=1, max=60, max_step=100),
+                        cpu=CpuBounds(sizes=SIZES, cooldown_s=0), cycleSeconds=15)
+    intent, prof = _intent()
+    nodes = (NodeState("a0", "a", "eu", 16.0, 0.0, 0, 0, 0.04, 2.0),
+             NodeState("g0", "g", "eu", 16.0, 2.0, 4, 2, 0.04, 0.3))
+    snap = ClusterSnapshot(1000.0, nodes, {"ns/w": wl})
+    acts = registry.create(admin.actuators, admin)
+    ctx = PlanningContext(intent, {"p95": prof}, wl, snap, {"p95": 50.0}, admin, acts, None,
+                          1000.0)
+    steps = steps_towards(ctx, WorkloadConfig(6, 1.0, "cpu", "a"))
+    assert [a.actuator for a in steps] == ["replicas"]
+    assert "GPU pods cannot run there" in acts["placement"].held["ns/w"]
+    on_cpu = replace(ctx, workload=replace(wl, config=cfg.with_(device="cpu")))
+    moved = steps_towards(on_cpu, WorkloadConfig(6, 1.0, "cpu", "a"))
+    assert any(a.params.get("pool") == "a" for a in moved)
+    to_gpu_pool = steps_towards(ctx, WorkloadConfig(2, 1.0, "gpu", "g"))
+    assert any(a.params.get("pool") == "g" for a in to_gpu_pool)
+
+
+def test_a_measured_speed_does_not_loosen_the_rule_once_every_pod_runs_there() -> None:
+    """Rule 2 is counted in work only while pods of another device serve beside the target's:
+    with every serving pod already a GPU pod, a scale-in under violation is still refused."""
+    pods = tuple(PodState(f"w-{i}", "g0", 1.0, "gpu", True, pool="g", cpu_utilization=0.05,
+                          request_rate=300.0) for i in range(4))
+    cfg = WorkloadConfig(4, 1.0, "gpu", None)
+    wl = WorkloadState("ns", "w", cfg, pods, request_rate=1200.0, cpu_utilization=0.05)
+    admin = AdminConfig(actuators=("replicas", "device"),
+                        replicas=ReplicaBounds(min=1, max=60, max_step=100),
+                        cpu=CpuBounds(sizes=SIZES, cooldown_s=0), cycleSeconds=15)
+    intent, prof = _intent()
+    snap = ClusterSnapshot(1000.0, (NodeState("g0", "g", "eu", 16.0, 4.0, 4, 4, 0.04, 0.3),),
+                           {"ns/w": wl})
+    ctx = PlanningContext(intent, {"p95": prof}, wl, snap, {"p95": 150.0}, admin,
+                          registry.create(admin.actuators, admin), None, 1000.0)
+    plan, _ = safety.guard(ctx, Plan("ns/w", "any", cfg, cfg.with_(replicas=1),
+                                     reason_parts=(ReasonPart("choice", "x"),),
+                                     target_speed=30.0), {})
+    assert plan.target.replicas == 4 and "no scale-in (at least 4 x 1 cpu kept)" in plan.reason

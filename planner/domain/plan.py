@@ -166,6 +166,10 @@ class Plan:
     steps: tuple[PlanStep, ...] = ()
     models: tuple[ModelInfo, ...] = ()
     reason_parts: tuple[ReasonPart, ...] = ()
+    target_speed: float | None = None
+    """How many times the capacity of a pod of the place it was measured against one pod of
+    ``target``'s device and pool has at the same CPU size, where a trial measured it
+    (``None``: not measured). The safety layer counts a scale-in across devices in it."""
 
     def __post_init__(self) -> None:
         if self.reason_parts:

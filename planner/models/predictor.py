@@ -116,3 +116,17 @@ class Predictor(ABC):
         out: FloatArray = np.array([self.predict_mean(batch, r) for r in rates],
                                    dtype=float).reshape(len(rates), len(batch))
         return out
+
+    def predict_faster(self, batch: CandidateBatch, rate: float, factor: float) -> Prediction:
+        """The prediction for pods ``factor`` times as fast as ``batch``'s (a place whose
+        speed a trial measured relative to ``batch``'s). This default predicts ``batch`` at
+        the load divided by ``factor``: the same utilisation, with ``batch``'s own service
+        time, so for a latency it errs on the slow side. A model of the service rate (the
+        learned latency model) scales its service rate instead."""
+        return self.predict(batch, rate / factor)
+
+    def predict_mean_rates_faster(self, batch: CandidateBatch, rates: Sequence[float],
+                                  factor: float) -> FloatArray:
+        """:meth:`predict_faster`'s mean at each of ``rates`` (as :meth:`predict_mean_rates`
+        is :meth:`predict_mean`'s)."""
+        return self.predict_mean_rates(batch, [r / factor for r in rates])

@@ -117,11 +117,28 @@ class Planner(ABC):
 
 
 def steps_towards(ctx: PlanningContext, target: WorkloadConfig) -> list[Action]:
-    """The actions of every enabled actuator that move the workload towards ``target``."""
+    """The actions of every enabled actuator that move the workload towards ``target``.
+
+    Each actuator steps on its own, so a move of device and pool together may come out half
+    done: the pool moved while the device change waits (a cooldown). A step that would leave
+    GPU pods in a pool without GPUs (they could never be scheduled) holds the pool move until
+    the device moves too."""
     actions: list[Action] = []
     for name, act in ctx.actuators.items():
         actions.extend(act.steps(ctx.workload.key, ctx.config, target, ctx.now,
                                  ctx.actuator_memory.get(name, EMPTY)))
+    device = next((str(a.params["device"]) for a in actions if "device" in a.params),
+                  ctx.config.device)
+    moves = [a for a in actions if "pool" in a.params]
+    if device == "gpu" and moves:
+        pool = moves[0].params["pool"]
+        if pool is not None and pool not in ctx.snapshot.facts.first_gpu_in_pool:
+            actions = [a for a in actions if a not in moves]
+            mover = ctx.actuators.get(moves[0].actuator)
+            if mover is not None:
+                mover.held[ctx.workload.key] = (
+                    f"move to {pool} held: GPU pods cannot run there, and the device change "
+                    "waits")
     return actions[: ctx.admin.max_actions_per_cycle]
 
 

@@ -11,20 +11,28 @@ planner that only follows its model never tries them. The canary is the bounded 
   by :data:`PRIOR_SPREAD`. A shape whose fewest feasible pods at that speed would cost at least
   ``EXPLORE_GAIN`` less than the best known configuration is worth a canary; a shape that could
   not be cheaper even then (one GPU pod already dearer than the whole workload) is never tried.
+* **Rescue.** When an objective is observed violated and no known configuration that fits the
+  cluster is predicted to meet it (a latency below what the current pods' service time
+  allows, a fleet the cluster has no room for), the explorer is never calm; a place that
+  would meet the objectives at its optimistic speed, whatever it costs, is tried then, and the
+  violation that was there before does not stop that trial.
 * **Trial.** ``ceil(canary.fraction x replicas)`` pods (at least one; at most what the free
   room of that device and pool can schedule, and a place with no room is not tried until it
   has some) of that device and pool, at the current CPU size, serve beside the workload
   behind the same Service (a second
   Deployment). The workload keeps every pod it has: the canary only adds capacity. The canary
-  stops at the first observed violation, when its pods are not ready and judged within
-  ``canary.timeout_s`` (e.g. unschedulable), or once judged.
+  stops at the first observed violation (not a rescue trial), when its pods are not ready and
+  judged within ``canary.timeout_s`` (e.g. unschedulable), or once judged.
 * **Verdict.** After every canary pod has served for ``canary.analysis_s``, the canary's
-  capacity per pod (requests per second over utilisation) is compared with the workload's own
-  pods': the ratio is the shape's measured speed relative to the current shape. It is kept as
+  capacity per pod (requests per second over utilisation; a pod too idle to measure counts
+  as :data:`MIN_UTILIZATION` busy, a lower bound) is compared with the workload's own pods':
+  the ratio is the shape's measured speed relative to the current shape. It is kept as
   planner memory (data) and used by :class:`MeasuredShapes`: until a model is trained on the
-  shape itself, a candidate of that shape is predicted as the known shape at the load divided
-  by the measured speed. The planner then moves the workload there if that is the cheapest
-  configuration predicted feasible, and not otherwise.
+  shape itself, a candidate of that shape is predicted as pods of the known shape that many
+  times as fast (the learned latency model's service rate scaled). The planner then moves the
+  workload there if that is the cheapest configuration predicted feasible, and not otherwise;
+  the plan carries the speed (:attr:`planner.domain.plan.Plan.target_speed`), so the safety
+  layer counts a move to fewer, faster pods in the work they do, not in pods.
 
 Per-pod request rates are needed for the verdict (the simulator has them; a Kubernetes
 workload needs per-pod request metrics); without them the canary is stopped unjudged.
@@ -54,7 +62,8 @@ optimistic end of the prior used to decide whether a canary is worth running."""
 MIN_UTILIZATION = 0.005
 """Pods busier than this are used to estimate capacity: 5 millicores of a one-core pod, five
 steps of the millicore resolution CPU metrics have (an idler pod's ratio is noise). A GPU pod
-many times faster than the others is this idle under round-robin dispatch."""
+many times faster than the others is this idle under round-robin dispatch: a canary pod that
+idle is taken to be this busy (a lower bound of its capacity)."""
 MEASURED_TTL_S = 24 * 3600.0
 """A measured speed is used for this long (the workload may change)."""
 
@@ -83,10 +92,12 @@ class Speed:
 
 class MeasuredShapes(Predictor):
     """``inner``'s predictions, except for candidates on a (device, pool) in ``speeds`` that
-    ``inner`` does not vouch for: those are predicted as the reference shape at the load
-    divided by the shape's speed (a ``throughput`` KPI scaled back up), and vouched for when the
-    reference shape is. A faster pod at the same utilisation answers sooner than the reference
-    pod does, so for latency this errs on the slow side.
+    ``inner`` does not vouch for: those are predicted as pods of the reference shape that are
+    the shape's speed times as fast (:meth:`Predictor.predict_faster`: a learned latency model
+    scales its service rate; a model without one predicts the reference shape at the load
+    divided by the speed, the same utilisation with the reference pod's service time, which
+    errs on the slow side), a ``throughput`` KPI as the reference shape's at the load divided
+    by the speed, scaled back up; vouched for where the reference shape is.
 
     Not :attr:`Predictor.monotone`: where ``inner`` starts to vouch for a shape (a load per core
     within its range), its prediction takes over from the reference's, which may be better at
@@ -112,15 +123,31 @@ class MeasuredShapes(Predictor):
         return out
 
     def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
-        pr = self.inner.predict(batch, rate)
+        return self._predict(batch, rate, 1.0)
+
+    def predict_faster(self, batch: CandidateBatch, rate: float, factor: float) -> Prediction:
+        """For a latency, ``inner``'s own answer for pods ``factor`` times as fast, on a
+        measured shape too (its measured speed times ``factor``): a wrapper of measured
+        speeds inside another (the optimistic speeds of places a canary may try, around the
+        measured ones) answers as the model does. A throughput: the default."""
+        if self.throughput:
+            return super().predict_faster(batch, rate, factor)
+        return self._predict(batch, rate, factor)
+
+    def _predict(self, batch: CandidateBatch, rate: float, factor: float) -> Prediction:
+        pr = (self.inner.predict(batch, rate) if factor == 1.0
+              else self.inner.predict_faster(batch, rate, factor))
         parts = self._remapped(batch, pr.supported)
         if not parts:
             return pr
         mean, bound, ok = pr.mean.copy(), pr.bound.copy(), pr.supported.copy()
         for rows, sub, f in parts:
-            p = self.inner.predict(sub, rate / f)
-            scale = f if self.throughput else 1.0
-            mean[rows], bound[rows], ok[rows] = p.mean * scale, p.bound * scale, p.supported
+            if self.throughput:
+                p = self.inner.predict(sub, rate / f)
+                mean[rows], bound[rows], ok[rows] = p.mean * f, p.bound * f, p.supported
+            else:
+                p = self.inner.predict_faster(sub, rate, f * factor)
+                mean[rows], bound[rows], ok[rows] = p.mean, p.bound, p.supported
         return Prediction(mean, bound, ok)
 
     def predict_mean(self, batch: CandidateBatch, rate: float) -> FloatArray:
@@ -134,22 +161,38 @@ class MeasuredShapes(Predictor):
         call, then per measured shape one call for the rows it remaps at any of the rates (a
         row's prediction depends on its own row and rate alone, so the rows and rates a call
         holds besides change no number)."""
-        out = np.array(self.inner.predict_mean_rates(batch, rates), dtype=float)
+        return self._mean_rates(batch, rates, 1.0)
+
+    def predict_mean_rates_faster(self, batch: CandidateBatch, rates: Sequence[float],
+                                  factor: float) -> FloatArray:
+        if self.throughput:
+            return super().predict_mean_rates_faster(batch, rates, factor)
+        return self._mean_rates(batch, rates, factor)
+
+    def _mean_rates(self, batch: CandidateBatch, rates: Sequence[float],
+                    factor: float) -> FloatArray:
+        out = np.array(self.inner.predict_mean_rates(batch, rates) if factor == 1.0
+                       else self.inner.predict_mean_rates_faster(batch, rates, factor),
+                       dtype=float)
         places = [(place_mask(batch, place), speed)
                   for place, speed in self.speeds.items() if not speed.factor <= 0]
         if not places:
             return out
-        unsupported = [~self.inner.supported(batch, rate) for rate in rates]
+        unsupported = [~self.inner.supported(batch, rate / factor) for rate in rates]
         for here, speed in places:
             rows = [(i, here & off) for i, off in enumerate(unsupported) if (here & off).any()]
             if not rows:
                 continue
             union = np.logical_or.reduce([r for _, r in rows])
-            means = self.inner.predict_mean_rates(_as_reference(batch, union, speed),
-                                                  [rates[i] / speed.factor for i, _ in rows])
-            scale = speed.factor if self.throughput else 1.0
+            ref = _as_reference(batch, union, speed)
+            if self.throughput:
+                means = self.inner.predict_mean_rates(
+                    ref, [rates[i] / speed.factor for i, _ in rows]) * speed.factor
+            else:
+                means = self.inner.predict_mean_rates_faster(ref, [rates[i] for i, _ in rows],
+                                                             speed.factor * factor)
             for j, (i, r) in enumerate(rows):
-                out[i, r] = means[j, r[union]] * scale
+                out[i, r] = means[j, r[union]]
         return out
 
 
@@ -188,22 +231,27 @@ def optimistic_speeds(ctx: PlanningContext, places: list[Place]) -> dict[Place, 
 
 def capacity_ratio(canary: CanaryState, workload: WorkloadState) -> float | None:
     """The canary pods' capacity per pod over that of the workload's own pods of the same CPU
-    size (median requests per second over CPU utilisation of the ready, busy pods); ``None``
-    when either side has no such pod with a known request rate.
+    size (median requests per second over CPU utilisation of the ready, busy pods; a canary
+    pod busy less than :data:`MIN_UTILIZATION` counts as that busy, so its speed is then
+    measured low, never high); ``None`` when either side has no such pod with a known request
+    rate.
 
     Like is compared with like: a pod's capacity grows with its CPU size, and the workload
     may be resized while the canary runs (its pods of both sizes serve during the rollout).
     Measured against pods of another size, the ratio would be the device's speed times the
     size's, and :class:`MeasuredShapes` applies it at equal CPU size."""
-    def per_pod(pods: Sequence[PodState]) -> float | None:
-        caps = [p.request_rate / p.cpu_utilization for p in pods
+    def per_pod(pods: Sequence[PodState], floor: bool) -> float | None:
+        caps = [p.request_rate / max(p.cpu_utilization, MIN_UTILIZATION) for p in pods
                 if p.ready and p.request_rate and p.cpu_utilization is not None
-                and p.cpu_utilization > MIN_UTILIZATION]
+                and (floor or p.cpu_utilization > MIN_UTILIZATION)]
         return float(np.median(caps)) if caps else None
 
     size = canary.config.cpu
-    mine = per_pod(canary.pods)
-    theirs = per_pod([p for p in workload.pods if math.isclose(p.cpu, size)])
+    # A canary pod too idle to measure (a GPU many times as fast, sent its share of the
+    # requests) is at least ``MIN_UTILIZATION`` busy as far as anyone can tell: its capacity
+    # is at least its rate over that, so the ratio is a lower bound of its speed then.
+    mine = per_pod(canary.pods, floor=True)
+    theirs = per_pod([p for p in workload.pods if math.isclose(p.cpu, size)], floor=False)
     if mine is None or theirs is None or theirs <= 0:
         return None
     return mine / theirs
@@ -243,7 +291,7 @@ def follow(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
             del explorer.canaries[key]
             return [], [], False
         return [], [], True                # the plan decides: see :func:`after_verdict`
-    if violated:
+    if violated and not trial.rescue:
         return (*_stop(ctx, explorer, actuator,
                        f"{what}: an objective was observed violated during the trial"), False)
     if running is None:
@@ -309,6 +357,14 @@ def measured_speeds(ctx: PlanningContext, explorer: Explorer) -> dict[Place, Spe
             if ctx.now - m.at < MEASURED_TTL_S}
 
 
+def speed_of(ctx: PlanningContext, explorer: Explorer, target: WorkloadConfig) -> float | None:
+    """The measured speed of ``target``'s device and pool relative to the place it was
+    measured against (:attr:`planner.domain.plan.Plan.target_speed`); ``None`` where not
+    measured."""
+    speed = measured_speeds(ctx, explorer).get(place_of(target))
+    return None if speed is None else speed.factor
+
+
 Scorer = Callable[[CandidateBatch, Mapping[str, Predictor]], tuple[NDArray[np.bool_],
                                                                     NDArray[np.bool_],
                                                                     NDArray[np.float64]]]
@@ -318,15 +374,21 @@ Scorer = Callable[[CandidateBatch, Mapping[str, Predictor]], tuple[NDArray[np.bo
 def propose(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
             places: list[Place], observed: set[Place], replicas: tuple[int, ...],
             preds: Mapping[str, Predictor], throughput: set[str], score: Scorer,
-            best_score: float) -> tuple[list[Action], list[ReasonPart]]:
+            best_score: float, rescue: bool = False) -> tuple[list[Action], list[ReasonPart]]:
     """Start a canary of the (device, pool) in ``places`` that is not ``observed`` (no
     candidate of it vouched for by the models), has not been tried lately, and at the
     optimistic end of its prior would serve the load for at least ``EXPLORE_GAIN`` less than
     ``best_score``; not beside a single pod. By round robin a canary of ``size`` pods takes
     ``size / (replicas + size)`` of the requests (a third beside two pods): the trial is
-    bounded in pods and in time (it stops at the first violation), not in risk-free share."""
+    bounded in pods and in time (it stops at the first violation), not in risk-free share.
+
+    ``rescue``: no known configuration is predicted to meet the objectives and one is observed
+    violated (``best_score`` is then infinite: any place predicted feasible at its best is
+    worth a trial). The trial starts although the explorer is not calm, and a violation does
+    not stop it (it was there before; the canary only adds pods beside the workload's)."""
     key, cfg, now = ctx.intent.key, ctx.config, ctx.now
-    if not explorer.calm(key, now) or key in explorer.trials or rollout_in_progress(ctx):
+    if ((not rescue and not explorer.calm(key, now)) or key in explorer.trials
+            or rollout_in_progress(ctx)):
         return [], []
     if cfg.replicas < 2:                   # beside one pod a canary takes half the requests
         return [], []
@@ -362,10 +424,15 @@ def propose(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
     device, pool = order[i // len(reps)]
     shape = cfg.with_(replicas=min(canary_size(ctx), room[(device, pool)]), device=device,
                       pool=pool)
-    explorer.canaries[key] = Canary((shape.cpu, device, pool), now)
-    gain = 1.0 - float(scores[i]) / best_score
-    why = (f"not observed yet; at {optimistic[(device, pool)].factor:.1f}x the current pods' "
-           f"speed (price parity x{PRIOR_SPREAD:g}) it would cost up to {gain:.0%} less than "
-           "the best known configuration")
+    explorer.canaries[key] = Canary((shape.cpu, device, pool), now, rescue=rescue)
+    at = (f"not observed yet; at {optimistic[(device, pool)].factor:.1f}x the current pods' "
+          f"speed (price parity x{PRIOR_SPREAD:g})")
+    if math.isfinite(best_score):
+        gain = 1.0 - float(scores[i]) / best_score
+        why = f"{at} it would cost up to {gain:.0%} less than the best known configuration"
+    else:
+        why = (f"{at} it could meet the objectives no known configuration is predicted to "
+               "meet" + ("; a rescue trial, not stopped by the violation already observed"
+                         if rescue else ""))
     return [actuator.start(ctx.workload.key, shape, why)], [
         ReasonPart("exploration", f"canary {describe(shape)} started: {why}")]

@@ -118,15 +118,20 @@ class Canary:
     judged_at: float | None = None
     """When its speed was measured; a judged canary serves on while the workload moves to
     its shape, and stops once the workload's own pods run there (or it does not move)."""
+    rescue: bool = False
+    """Started while an objective was observed violated and no known configuration was
+    predicted to meet it: a violation during the trial was there before it, so it does not
+    stop the trial (see :func:`planner.planners.canary.propose`)."""
 
     def as_list(self) -> list[Any]:
-        return [list(self.shape), self.since, self.ready_since, self.judged_at]
+        return [list(self.shape), self.since, self.ready_since, self.judged_at, self.rescue]
 
     @staticmethod
     def of(data: Sequence[Any]) -> Canary:
         def opt(i: int) -> float | None:
             return None if len(data) <= i or data[i] is None else float(data[i])
-        return Canary(_shape(data[0]), float(data[1]), opt(2), opt(3))
+        return Canary(_shape(data[0]), float(data[1]), opt(2), opt(3),
+                      len(data) > 4 and bool(data[4]))
 
 
 @dataclass(frozen=True)

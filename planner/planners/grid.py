@@ -593,6 +593,20 @@ class GridPlanner(Planner):
                                    _throughput_objectives(ctx))
         return Inputs(preds, mem.alarm, mem.limits), violated, trial
 
+    def _propose_canary(self, ctx: PlanningContext, mem: Recall, tester: CanaryActuator,
+                        space: SearchSpace, scored: Scored, supported: NDArray[np.bool_],
+                        rate: float, inp: Inputs, best_score: float, rescue: bool = False
+                        ) -> tuple[list[Action], list[ReasonPart]]:
+        """:func:`planner.planners.canary.propose` over the places of ``space`` that no
+        ``supported`` candidate of ``scored`` is on, scored as this planner scores."""
+        observed = {("gpu" if scored.batch.gpu[i] > 0.5 else "cpu", scored.batch.pool[i])
+                    for i in np.flatnonzero(supported).tolist()}
+        return canary.propose(
+            ctx, mem.explorer, tester, [(d, p) for d in space.devices for p in space.pools],
+            observed, space.replicas, inp.preds, _throughput_objectives(ctx),
+            lambda b, ps: self._feasibility(ctx, b, rate, replace(inp, preds=dict(ps))),
+            best_score, rescue)
+
     def shape_options(self, ctx: PlanningContext) -> list[ShapeOption] | None:
         """The fewest replicas per shape predicted to meet every objective (known shapes
         only, within the cluster's GPUs and the budget), at the load :meth:`plan` would plan
@@ -642,6 +656,15 @@ class GridPlanner(Planner):
         if known.any():
             idx = int(np.flatnonzero(known)[np.argmin(scored.score[known])])
             why = "cheapest configuration predicted to meet every objective"
+            cheapest = scored.batch.config(idx)
+            if (violated and tester is not None and not canary_on and not trying
+                    and "learned" in kinds and capacity.schedulable_replicas(
+                        ctx.workload, ctx.snapshot, cheapest) < cheapest.replicas):
+                # What is known to meet the objectives does not fit the cluster: as when
+                # nothing known meets them, a place never observed may.
+                trying, trying_why = self._propose_canary(ctx, mem, tester, space, scored,
+                                                          supported, rate, inp, math.inf,
+                                                          rescue=True)
             if "learned" in kinds and not violated:
                 probe = mem.explorer.propose(ctx, scored.batch, scored.feasible, supported,
                                               scored.score, idx, same_place=tester is not None)
@@ -650,16 +673,8 @@ class GridPlanner(Planner):
                 best_score = float(scored.score[idx])
                 if keep_current:
                     best_score = min(best_score, float(current.score[0]))
-                observed = {("gpu" if scored.batch.gpu[i] > 0.5 else "cpu",
-                             scored.batch.pool[i]) for i in np.flatnonzero(supported).tolist()}
-                trying, trying_why = canary.propose(
-                    ctx, mem.explorer, tester,
-                    [(d, p) for d in space.devices for p in space.pools], observed,
-                    space.replicas,
-                    preds, _throughput_objectives(ctx),
-                    lambda b, ps: self._feasibility(ctx, b, rate,
-                                                    replace(inp, preds=dict(ps))),
-                    best_score)
+                trying, trying_why = self._propose_canary(ctx, mem, tester, space, scored,
+                                                          supported, rate, inp, best_score)
             if probe is not None:
                 gain = 1.0 - float(scored.score[probe] / scored.score[idx])
                 idx, exploratory, why_kind = probe, True, "exploration"
@@ -679,6 +694,12 @@ class GridPlanner(Planner):
             # by the explicit estimate instead of chasing the least violating point to the
             # admin's maximum; the safety layer caps it by what the cluster can schedule.
             unreachable = fallback.unreachable_targets(ctx, preds, scored.batch)
+            if (tester is not None and not canary_on and not trying and "learned" in kinds):
+                # A device or pool never observed may meet what no known one can: tried
+                # beside the workload, however it is sized meanwhile.
+                trying, trying_why = self._propose_canary(ctx, mem, tester, space, scored,
+                                                          supported, rate, inp, math.inf,
+                                                          rescue=violated)
             fb, fb_why = fallback.explicit_sizing(ctx, mem.predictors.estimate, rate)
             scored = self.score(ctx, CandidateBatch.of([fb]), rate, inp)
             idx = 0
@@ -744,4 +765,5 @@ class GridPlanner(Planner):
                         cfg: plan_details.predicted_at(current.predictions, 0),
                         chosen.batch.config(i_chosen): plan_details.predicted_at(
                             chosen.predictions, i_chosen)}),
-                    models=plan_details.models_used(ctx, preds), reason_parts=tuple(parts))
+                    models=plan_details.models_used(ctx, preds), reason_parts=tuple(parts),
+                    target_speed=canary.speed_of(ctx, mem.explorer, target))

@@ -203,7 +203,7 @@ def guard(ctx: PlanningContext, plan: Plan, memory: Memory,
     obs = observe(ctx)
     cur = ctx.config
     target, why, mode = _shape_rules(ctx, obs, watch, plan.target)
-    target, sized = _size_rules(ctx, obs, target)
+    target, sized = _size_rules(ctx, obs, target, plan.target_speed)
     why.extend(sized)
     target, fitted = _fit_rules(ctx, obs, target, mode == "rollback")
     parts = list(plan.reason_parts)
@@ -297,6 +297,11 @@ def proportional(pods: int, utilization: float) -> int:
     return math.ceil(pods * utilization / PROPORTIONAL_TARGET)
 
 
+def proportional_of(busy: float) -> int:
+    """The pods that carry ``busy`` pods' worth of work at :data:`PROPORTIONAL_TARGET`."""
+    return math.ceil(busy / PROPORTIONAL_TARGET - 1e-9)
+
+
 def _finish(ctx: PlanningContext, obs: Observation, target: WorkloadConfig
             ) -> tuple[int, str] | None:
     """Where a stuck rollout that ``target`` keeps the shape of can finish: its ready pods
@@ -355,9 +360,11 @@ def _fit_rules(ctx: PlanningContext, obs: Observation, target: WorkloadConfig,
     return target, why
 
 
-def _size_rules(ctx: PlanningContext, obs: Observation,
-                target: WorkloadConfig) -> tuple[WorkloadConfig, list[str]]:
-    """Rules 1 and 2."""
+def _size_rules(ctx: PlanningContext, obs: Observation, target: WorkloadConfig,
+                speed: float | None = None) -> tuple[WorkloadConfig, list[str]]:
+    """Rules 1 and 2. ``speed``: the capacity of one pod of ``target``'s device and pool over
+    one current pod's, where measured (:attr:`Plan.target_speed`); a device change is then a
+    scale-in only below the current pods' capacity in it, not below their count."""
     cur = ctx.config
     why: list[str] = []
     if obs.violated and obs.saturated and obs.utilization is not None:
@@ -380,16 +387,44 @@ def _size_rules(ctx: PlanningContext, obs: Observation,
     target = clip_target(ctx, target)
     keep = min(cur.replicas, obs.scheduled)
     # In cores when the device stays (a smaller CPU size is a scale-in too).
-    need = keep if target.device != cur.device else math.ceil(
-        keep * cur.cpu / target.cpu - 1e-9)
+    held = _work_in(ctx, target, speed) if speed is not None and speed > 0 else None
+    if held is not None:
+        need = held
+    elif target.device == cur.device:
+        need = math.ceil(keep * cur.cpu / target.cpu - 1e-9)
+    else:
+        need = keep
     if obs.violated and target.replicas < need:
-        why.append(f"{', '.join(obs.violated)} violated: no scale-in (at least {keep} x "
-                   f"{cur.cpu:g} cpu kept)")
+        why.append(f"{', '.join(obs.violated)} violated: no scale-in " + (
+            f"(at least {need} x {_shape(target)}: the work of the pods serving now, "
+            f"measured {speed:.3g}x as fast there)" if held is not None else
+            f"(at least {keep} x {cur.cpu:g} cpu kept)"))
         # A smaller size that cannot hold those cores within the admin's bounds waits: the
         # current shape, with at least the cores asked for.
         target = target.with_(replicas=need) if need <= ctx.admin.replicas.max else \
             _same_cores(cur, asked)
     return clip_target(ctx, target), why
+
+
+def _work_in(ctx: PlanningContext, target: WorkloadConfig, speed: float) -> int | None:
+    """Rule 2 across devices: the pods of ``target``'s shape that do the work the ready pods
+    do now at the proportional rule's target (the rule HPA sizes by), where a pod of another
+    device or pool is ``speed`` times slower than one of ``target``'s (a trial measured it) and
+    work is busy cores; ``None`` when no ready pod reports its utilisation, or every ready
+    pod already runs on ``target``'s device and pool (then the rule counts pods, as ever). A
+    GPU pod thirty times as fast as the CPU pods it replaces holds their work in a thirtieth of
+    their count: counted in pods, the rule would keep thirty times the GPUs the cluster has,
+    and the move that ends the violation could never finish."""
+    work, known, across = 0.0, False, False
+    for p in ctx.workload.pods:
+        if not p.ready or p.cpu_utilization is None:
+            continue
+        known = True
+        busy = p.cpu_utilization * p.cpu / target.cpu
+        same = p.device == target.device and (target.pool is None or p.pool == target.pool)
+        across = across or not same
+        work += busy if same else busy / speed
+    return max(1, proportional_of(work)) if known and across else None
 
 
 def _shape(cfg: WorkloadConfig) -> str:

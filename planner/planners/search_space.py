@@ -91,8 +91,13 @@ def prices(snapshot: ClusterSnapshot, batch: CandidateBatch) -> NDArray[np.float
 
 
 def gpu_capacity_ok(snapshot: ClusterSnapshot, batch: CandidateBatch) -> NDArray[np.bool_]:
-    """Candidates that fit the cluster's GPUs and cores at all (ignoring other workloads)."""
-    gpus, cores = snapshot.facts.total_gpus, snapshot.facts.total_cores
-    out: NDArray[np.bool_] = ((batch.gpu < 0.5) | (batch.replicas <= gpus)) & (
+    """Candidates that fit the cluster's GPUs and cores at all (ignoring other workloads); a
+    GPU candidate pinned to a pool without GPU nodes fits nowhere."""
+    facts = snapshot.facts
+    gpus, cores = facts.total_gpus, facts.total_cores
+    pools, rows = batch.pool_rows
+    hosts = np.array([p is None or p in facts.first_gpu_in_pool for p in pools],
+                     dtype=bool)[rows]
+    out: NDArray[np.bool_] = ((batch.gpu < 0.5) | ((batch.replicas <= gpus) & hosts)) & (
         batch.replicas * batch.cpu <= cores)
     return out
