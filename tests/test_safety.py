@@ -403,6 +403,19 @@ def test_restarted_during_an_overload_without_a_model_it_acts_in_its_first_cycle
     raise AssertionError("the KPI never became known")
 
 
+def _context(wl: WorkloadState, nodes: tuple[NodeState, ...], actuators: tuple[str, ...],
+             p95: float, max_replicas: int = 60) -> PlanningContext:
+    """A context for ``wl`` on ``nodes`` with the given actuators and observed p95 (the
+    objective is p95 <= 100)."""
+    admin = AdminConfig(actuators=actuators,
+                        replicas=ReplicaBounds(min=1, max=max_replicas, max_step=100),
+                        cpu=CpuBounds(sizes=SIZES, cooldown_s=0), cycleSeconds=15)
+    intent, prof = _intent()
+    snap = ClusterSnapshot(1000.0, nodes, {"ns/w": wl})
+    return PlanningContext(intent, {"p95": prof}, wl, snap, {"p95": p95}, admin,
+                           registry.create(admin.actuators, admin), None, 1000.0)
+
+
 def test_a_smaller_size_clipped_by_the_admin_maximum_keeps_the_serving_cores() -> None:
     """Found by the property above: 2 x 1 cpu starting, saturated and violated, the admin's
     maximum 2; a planner asking for 0.5-cpu pods got the proportional floor (6 x 0.5) clipped
@@ -410,14 +423,8 @@ def test_a_smaller_size_clipped_by_the_admin_maximum_keeps_the_serving_cores() -
     pods = tuple(PodState(f"w-{i}", "a0", 1.0, "cpu", False, pool="a") for i in range(2))
     cfg = WorkloadConfig(2, 1.0, "cpu", None)
     wl = WorkloadState("ns", "w", cfg, pods, request_rate=100.0, cpu_utilization=1.0)
-    admin = AdminConfig(actuators=("replicas", "cpu"),
-                        replicas=ReplicaBounds(min=1, max=2, max_step=100),
-                        cpu=CpuBounds(sizes=SIZES, cooldown_s=0), cycleSeconds=15)
-    intent, prof = _intent()
-    snap = ClusterSnapshot(1000.0, (NodeState("a0", "a", "eu", 4.0, 2.0, 0, 0, 0.04, 2.0),),
-                           {"ns/w": wl})
-    ctx = PlanningContext(intent, {"p95": prof}, wl, snap, {"p95": 150.0}, admin,
-                          registry.create(admin.actuators, admin), None, 1000.0)
+    ctx = _context(wl, (NodeState("a0", "a", "eu", 4.0, 2.0, 0, 0, 0.04, 2.0),),
+                   ("replicas", "cpu"), 150.0, max_replicas=2)
     plan, _ = safety.guard(ctx, Plan("ns/w", "any", cfg, cfg.with_(replicas=1, cpu=0.5),
                                      reason_parts=(ReasonPart("choice", "x"),)), {})
     assert plan.target.replicas * plan.target.cpu >= 2.0
@@ -431,16 +438,10 @@ def _gpu_move(speed: float | None) -> Plan:
                           cpu_utilization=0.7, request_rate=35.0) for i in range(29))
     cfg = WorkloadConfig(29, 1.0, "cpu", None)
     wl = WorkloadState("ns", "w", cfg, pods, request_rate=1015.0, cpu_utilization=0.7)
-    admin = AdminConfig(actuators=("replicas", "device"),
-                        replicas=ReplicaBounds(min=1, max=60, max_step=100),
-                        cpu=CpuBounds(sizes=SIZES, cooldown_s=0), cycleSeconds=15)
-    intent, prof = _intent()
     nodes = (*(NodeState(f"a{i}", "a", "eu", 8.0, 8.0 if i < 3 else 5.0, 0, 0, 0.04, 2.0)
                for i in range(4)),
              *(NodeState(f"g{i}", "g", "eu", 16.0, 0.0, 4, 0, 0.04, 0.3) for i in range(2)))
-    snap = ClusterSnapshot(1000.0, nodes, {"ns/w": wl})
-    ctx = PlanningContext(intent, {"p95": prof}, wl, snap, {"p95": 150.0}, admin,
-                          registry.create(admin.actuators, admin), None, 1000.0)
+    ctx = _context(wl, nodes, ("replicas", "device"), 150.0)
     plan, _ = safety.guard(ctx, Plan("ns/w", "any", cfg, cfg.with_(replicas=2, device="gpu"),
                                      reason_parts=(ReasonPart("choice", "x"),),
                                      target_speed=speed), {})
@@ -470,16 +471,10 @@ def test_a_pool_move_that_would_strand_gpu_pods_waits_for_the_device_change() ->
     cfg = WorkloadConfig(2, 1.0, "gpu", None)
     pods = tuple(PodState(f"w-{i}", "g0", 1.0, "gpu", True, pool="g") for i in range(2))
     wl = WorkloadState("ns", "w", cfg, pods, request_rate=100.0, cpu_utilization=0.1)
-    admin = AdminConfig(actuators=("replicas", "placement"),
-                        replicas=ReplicaBounds(min=1, max=60, max_step=100),
-                        cpu=CpuBounds(sizes=SIZES, cooldown_s=0), cycleSeconds=15)
-    intent, prof = _intent()
     nodes = (NodeState("a0", "a", "eu", 16.0, 0.0, 0, 0, 0.04, 2.0),
              NodeState("g0", "g", "eu", 16.0, 2.0, 4, 2, 0.04, 0.3))
-    snap = ClusterSnapshot(1000.0, nodes, {"ns/w": wl})
-    acts = registry.create(admin.actuators, admin)
-    ctx = PlanningContext(intent, {"p95": prof}, wl, snap, {"p95": 50.0}, admin, acts, None,
-                          1000.0)
+    ctx = _context(wl, nodes, ("replicas", "placement"), 50.0)
+    acts = ctx.actuators
     steps = steps_towards(ctx, WorkloadConfig(6, 1.0, "cpu", "a"))
     assert [a.actuator for a in steps] == ["replicas"]
     assert "GPU pods cannot run there" in acts["placement"].held["ns/w"]
@@ -497,14 +492,8 @@ def test_a_measured_speed_does_not_loosen_the_rule_once_every_pod_runs_there() -
                           request_rate=300.0) for i in range(4))
     cfg = WorkloadConfig(4, 1.0, "gpu", None)
     wl = WorkloadState("ns", "w", cfg, pods, request_rate=1200.0, cpu_utilization=0.05)
-    admin = AdminConfig(actuators=("replicas", "device"),
-                        replicas=ReplicaBounds(min=1, max=60, max_step=100),
-                        cpu=CpuBounds(sizes=SIZES, cooldown_s=0), cycleSeconds=15)
-    intent, prof = _intent()
-    snap = ClusterSnapshot(1000.0, (NodeState("g0", "g", "eu", 16.0, 4.0, 4, 4, 0.04, 0.3),),
-                           {"ns/w": wl})
-    ctx = PlanningContext(intent, {"p95": prof}, wl, snap, {"p95": 150.0}, admin,
-                          registry.create(admin.actuators, admin), None, 1000.0)
+    ctx = _context(wl, (NodeState("g0", "g", "eu", 16.0, 4.0, 4, 4, 0.04, 0.3),),
+                   ("replicas", "device"), 150.0)
     plan, _ = safety.guard(ctx, Plan("ns/w", "any", cfg, cfg.with_(replicas=1),
                                      reason_parts=(ReasonPart("choice", "x"),),
                                      target_speed=30.0), {})
