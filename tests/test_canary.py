@@ -22,39 +22,12 @@ from planner.planners.feedback import Canary, Explorer, Measured
 from simulator.cluster import SimulatedCluster
 from simulator.runner import ScenarioRun
 from simulator.scenario import parse_scenario
-
-
-def _scenario(speedup: float, gpu_price: float, minutes: int = 40,
-              actuators: tuple[str, ...] = ("replicas", "device", "placement"),
-              step_s: int = 5, gpu_nodes: int = 2, gpus: int = 4) -> dict[str, Any]:
-    return {
-        "name": "gpu-trial", "duration": f"{minutes}m", "step_s": step_s,
-        "cluster": {"pools": [
-            {"name": "general", "nodes": 8, "cpu": 16, "cost_per_core_hour": 0.04},
-            {"name": "gpu", "nodes": gpu_nodes, "cpu": 16, "cost_per_core_hour": 0.04,
-             "gpus": gpus,
-             "cost_per_gpu_hour": gpu_price}]},
-        "workloads": [{"name": "infer", "namespace": "ml", "replicas": 24, "cpu": 1,
-                       "pool": "general",
-                       "service": {"rate_per_core": 50, "base_latency_ms": 5,
-                                   "gpu_speedup": speedup, "startup_s": "20s"},
-                       "trace": {"kind": "constant", "rate": 900, "noise": 0.03}}],
-        "admin": {"actuators": list(actuators),
-                  "replicas": {"min": 2, "max": 60, "maxStep": 10}, "cycleSeconds": 15},
-        "manifests": [
-            {"apiVersion": "intent-planner.io/v1alpha1", "kind": "KPIProfile",
-             "metadata": {"name": "p95", "namespace": "ml"},
-             "spec": {"type": "latency", "percentile": 95}},
-            {"apiVersion": "intent-planner.io/v1alpha1", "kind": "Intent",
-             "metadata": {"name": "infer", "namespace": "ml"},
-             "spec": {"targetRef": {"kind": "Deployment", "name": "infer"},
-                      "objectives": [{"name": "p95", "value": 120, "measuredBy": "p95"}]}}],
-    }
+from tests.support.gpu_trial import gpu_trial
 
 
 # ---------------------------------------------------------------------- the simulator
 def test_the_simulator_runs_a_canary_beside_the_workload_and_removes_it() -> None:
-    sim = SimulatedCluster(parse_scenario(_scenario(20.0, 0.3), "t"), seed=1, start_time=0.0)
+    sim = SimulatedCluster(parse_scenario(gpu_trial(20.0, 0.3), "t"), seed=1, start_time=0.0)
     before = sim.observe().workloads["ml/infer"]
     assert before.canary is None
     sim.set_canary("ml/infer", WorkloadConfig(2, 1.0, "gpu", "gpu"))
@@ -76,7 +49,7 @@ def test_the_simulator_runs_a_canary_beside_the_workload_and_removes_it() -> Non
 
 @pytest.mark.parametrize("speedup", [0.5, 8.0, 30.0])
 def test_a_canary_measures_the_speed_of_its_shape(speedup: float) -> None:
-    sim = SimulatedCluster(parse_scenario(_scenario(speedup, 0.3), "t"), seed=2,
+    sim = SimulatedCluster(parse_scenario(gpu_trial(speedup, 0.3), "t"), seed=2,
                            start_time=0.0)
     sim.set_canary("ml/infer", WorkloadConfig(1, 1.0, "gpu", "gpu"))
     for _ in range(20):
@@ -93,7 +66,7 @@ def test_a_canary_is_measured_against_the_workloads_pods_of_its_own_cpu_size() -
     pods are left there is nothing to compare with: against them the GPU would read as
     8 / 2**0.9 = 4.3 times as fast, and be applied to 1-CPU pods at that speed (gen-65's
     canary, judged during a resize, measured 7.57 where the scenario's GPU is 13x)."""
-    doc = _scenario(8.0, 0.3)
+    doc = gpu_trial(8.0, 0.3)
     doc["workloads"][0]["service"]["cpu_exponent"] = 0.9
     sim = SimulatedCluster(parse_scenario(doc, "t"), seed=2, start_time=0.0)
     sim.set_canary("ml/infer", WorkloadConfig(1, 1.0, "gpu", "gpu"))
@@ -214,11 +187,14 @@ def test_an_idle_canary_pod_is_measured_at_least_as_fast_as_the_metric_can_tell(
 def test_the_explorer_remembers_canaries_and_measured_speeds() -> None:
     e = Explorer()
     e.canaries["a/b"] = Canary((1.0, "gpu", "gpu"), 100.0, 130.0)
+    e.canaries["a/c"] = Canary((1.0, "gpu", None), 100.0, rescue=True)
     e.speeds["a/b"] = {("gpu", "gpu"): Measured(("cpu", None), 7.5, 250.0)}
     e.violated_at["a/b"] = 0.0
     again = Explorer()
     again.recall("a/b", e.remember("a/b"))
+    again.recall("a/c", e.remember("a/c"))
     assert again.canaries == e.canaries and again.speeds == e.speeds
+    assert again.canaries["a/c"].rescue     # a rescue trial stays one after a restart
 
 
 # ---------------------------------------------------------------------- the planner
@@ -227,7 +203,7 @@ def _run(speedup: float, gpu_price: float, minutes: int = 26,
     """Per cycle of grid on the scenario: the device, the planned cost per hour and whether
     an objective was observed violated; the canaries started (their reasons and pod counts)
     and stopped, and the speeds their verdicts measured."""
-    run = ScenarioRun(parse_scenario(_scenario(speedup, gpu_price, minutes, step_s=15,
+    run = ScenarioRun(parse_scenario(gpu_trial(speedup, gpu_price, minutes, step_s=15,
                                                **cluster), "gpu-trial"), "grid", 1)
     out: dict[str, Any] = {"started": [], "stopped": [], "devices": [], "cost": [],
                            "violated": [], "judged": [], "canary_pods": []}
@@ -293,7 +269,7 @@ def test_a_device_only_trial_can_reach_is_tried_while_the_objective_is_violated(
     violated from the start, so the explorer is never calm. A rescue trial of the GPU (30x)
     starts under the violation, is not stopped by it, is judged, and the workload moves
     there and meets the objective."""
-    doc = _scenario(30.0, 0.3, minutes=30, step_s=15)
+    doc = gpu_trial(30.0, 0.3, minutes=30, step_s=15)
     doc["manifests"][1]["spec"]["objectives"][0]["value"] = 40
     run = ScenarioRun(parse_scenario(doc, "gpu-rescue"), "grid", 1)
     started, stopped, devices, met = [], [], [], []

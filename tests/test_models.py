@@ -263,31 +263,18 @@ def test_the_higher_quantile_equals_numpys(case: tuple[list[list[float]], float]
 
 
 def test_the_cpu_utilisation_tells_the_service_time_from_the_base_latency() -> None:
-    """A workload seen at one load (900 req/s, 26-29 pods at 70 % CPU) fits its p95 as well
-    with a short service time and a large base latency as with the truth (50 req/s per pod,
-    5 ms): fitted on latency alone the model says 78 req/s and 104 ms, so a pod ten times as
-    fast would still answer in 104 ms. The CPU utilisation the pods report is arrivals over
-    service rate: fitted on it too, the service rate and the base come out right."""
+    """A workload seen at one load (about 900 req/s on 29 one-core pods at about 60 % CPU)
+    fits its p95 as well with a short service time and a large base latency as with the truth
+    (50 req/s per pod, 5 ms): fitted on latency alone the model says about 75 req/s and
+    97 ms, so a pod ten times as fast would still answer in 97 ms. The CPU utilisation the
+    pods report is arrivals over service rate: fitted on it too, the service rate and the base
+    come out right (50.3 req/s, 8.6 ms when written)."""
     from planner.models.observations import dataset
     from simulator.runner import ScenarioRun
     from simulator.scenario import parse_scenario
-    doc = {
-        "name": "one-load", "duration": "8m", "step_s": 15,
-        "cluster": {"pools": [{"name": "general", "nodes": 8, "cpu": 16,
-                               "cost_per_core_hour": 0.04}]},
-        "workloads": [{"name": "infer", "namespace": "ml", "replicas": 24, "cpu": 1,
-                       "service": {"rate_per_core": 50, "base_latency_ms": 5,
-                                   "startup_s": "20s"},
-                       "trace": {"kind": "constant", "rate": 900, "noise": 0.03}}],
-        "admin": {"actuators": ["replicas"], "cycleSeconds": 15},
-        "manifests": [
-            {"apiVersion": "intent-planner.io/v1alpha1", "kind": "KPIProfile",
-             "metadata": {"name": "p95", "namespace": "ml"},
-             "spec": {"type": "latency", "percentile": 95}},
-            {"apiVersion": "intent-planner.io/v1alpha1", "kind": "Intent",
-             "metadata": {"name": "infer", "namespace": "ml"},
-             "spec": {"targetRef": {"kind": "Deployment", "name": "infer"},
-                      "objectives": [{"name": "p95", "value": 40, "measuredBy": "p95"}]}}]}
+    from tests.support.gpu_trial import gpu_trial
+    doc = gpu_trial(30.0, 0.3, minutes=8, actuators=("replicas",), step_s=15)
+    doc["manifests"][1]["spec"]["objectives"][0]["value"] = 40
     run = ScenarioRun(parse_scenario(doc, "one-load"), "grid", 1)
     run.run(duration=8 * 60)
     ds = dataset(run.knowledge.events("ml/infer"), "p95")

@@ -189,12 +189,15 @@ class LearnedKPI(Predictor):
         ``batch``'s feature rows repeated once per rate, the rate column set to that rate.
         Both estimators predict each row from that row alone, so every row is the number
         :meth:`predict_mean` gives for it alone (tested bit for bit)."""
-        n = len(batch)
-        base = self.model.features(batch, 0.0, self.mix)
-        X = np.tile(base, (len(rates), 1))
-        X[:, 0] = np.repeat(np.asarray(rates, dtype=float), n)
-        out: FloatArray = self.model.estimator.predict(X).reshape(len(rates), n)
+        X = self._at_rates(batch, rates)
+        out: FloatArray = self.model.estimator.predict(X).reshape(len(rates), len(batch))
         return out
+
+    def _at_rates(self, batch: CandidateBatch, rates: Sequence[float]) -> np.ndarray:
+        """``batch``'s feature rows repeated once per rate, the rate column set to it."""
+        X = np.tile(self.model.features(batch, 0.0, self.mix), (len(rates), 1))
+        X[:, 0] = np.repeat(np.asarray(rates, dtype=float), len(batch))
+        return X
 
     def predict_faster(self, batch: CandidateBatch, rate: float, factor: float) -> Prediction:
         """A latency model's prediction with its service rate scaled by ``factor`` (vouched
@@ -210,10 +213,9 @@ class LearnedKPI(Predictor):
                                   factor: float) -> FloatArray:
         if self.model.kind != KIND_LATENCY:
             return super().predict_mean_rates_faster(batch, rates, factor)
-        n = len(batch)
-        X = np.tile(self.model.features(batch, 0.0, self.mix), (len(rates), 1))
-        X[:, 0] = np.repeat(np.asarray(rates, dtype=float), n)
-        out: FloatArray = self.model.estimator.predict_faster(X, factor).reshape(len(rates), n)
+        X = self._at_rates(batch, rates)
+        out: FloatArray = self.model.estimator.predict_faster(X, factor).reshape(
+            len(rates), len(batch))
         return out
 
     def within_load_range(self, batch: CandidateBatch, rate: float) -> NDArray[np.bool_]:

@@ -16,10 +16,12 @@ from planner.models.effects import (
     EffectModel,
     library_versions,
 )
-from planner.models.latency import QueueingLatencyRegressor
+from planner.models.latency import UTILIZATION_RANGE, QueueingLatencyRegressor
 from planner.models.observations import Dataset
 
-SATURATED_UTILIZATION = 0.9
+SATURATED_UTILIZATION = UTILIZATION_RANGE[1]
+"""Rows with the pods this busy are saturated: censored latency, and no measure of the
+service rate (the latency model's own bound)."""
 LEARNABLE = (KPIType.LATENCY, KPIType.AVAILABILITY)
 """KPI types with a learned effect model."""
 
