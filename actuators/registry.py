@@ -17,13 +17,13 @@ register_actuator = REGISTRY.register
 available = REGISTRY.available
 
 
-EXPLORING = ("device", "placement")
+EXPLORING = ("cpu", "device", "placement")
 """Actuators whose unobserved shapes are tried through a canary first."""
 
 
 def enabled_names(admin: AdminConfig) -> tuple[str, ...]:
     """The admin's actuators, plus ``canary`` where a shape is tried before the workload moves
-    to it (``device`` or ``placement`` enabled, ``canary.enabled`` on)."""
+    to it (``cpu``, ``device`` or ``placement`` enabled, ``canary.enabled`` on)."""
     names = tuple(admin.actuators)
     if (admin.canary.enabled and "canary" not in names
             and any(n in names for n in EXPLORING)):

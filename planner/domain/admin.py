@@ -198,9 +198,10 @@ DEFAULT_TRAINING_CPU_S_PER_HOUR = 3600.0
 
 
 class CanarySettings(_Cfg):
-    """Bounded trials of configuration shapes no model has observed (another device or node
-    pool): a canary of a few pods beside the workload (:mod:`planner.planners.canary`).
-    Enabled with the ``device`` or ``placement`` actuator; off here turns them off."""
+    """Bounded trials of configuration shapes no model has observed (another CPU size, device
+    or node pool): a canary of a few pods beside the workload (:mod:`planner.planners.canary`).
+    Enabled with the ``cpu``, ``device`` or ``placement`` actuator; off here turns them off
+    (the planner then tries another CPU size by resizing every pod)."""
 
     enabled: bool = True
     fraction: float = Field(default=0.1, gt=0, le=0.5)

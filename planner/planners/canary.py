@@ -53,7 +53,16 @@ from planner.domain.state import CanaryState, PodState, WorkloadConfig, Workload
 from planner.models.predictor import CandidateBatch, FloatArray, Prediction, Predictor
 from planner.planners.base import PlanningContext
 from planner.planners.capacity import free_slots, runs
-from planner.planners.feedback import EXPLORE_GAIN, Canary, Explorer, Measured, rollout_in_progress
+from planner.planners.feedback import (
+    EXPLORE_GAIN,
+    Canary,
+    Explorer,
+    Measured,
+    Place,
+    Tried,
+    rollout_in_progress,
+    shape_of,
+)
 from planner.planners.search_space import prices
 
 PRIOR_SPREAD = 3.0
@@ -66,10 +75,6 @@ many times faster than the others is this idle under round-robin dispatch: a can
 idle is taken to be this busy (a lower bound of its capacity)."""
 MEASURED_TTL_S = 24 * 3600.0
 """A measured speed is used for this long (the workload may change)."""
-
-Place = tuple[str, str | None]
-"""(device, pool): what a canary tries and a measurement is about."""
-
 
 def place_of(cfg: WorkloadConfig) -> Place:
     return (cfg.device, cfg.pool)
@@ -84,10 +89,27 @@ def place_mask(batch: CandidateBatch, place: Place) -> NDArray[np.bool_]:
 
 @dataclass(frozen=True)
 class Speed:
-    """A shape's speed relative to a reference shape the model knows."""
+    """A place's (or a shape's) speed relative to a reference the model knows: pods of the
+    ``reference`` device and pool, at equal CPU size, or of ``reference_cpu`` where set (a
+    CPU size measured against the workload's pods of another size)."""
 
     reference: Place
     factor: float
+    reference_cpu: float | None = None
+
+
+def tried_mask(batch: CandidateBatch, tried: Tried) -> NDArray[np.bool_]:
+    """The candidates a measurement is about: every CPU size of a place, or one shape."""
+    if len(tried) == 2:
+        return place_mask(batch, tried)
+    out: NDArray[np.bool_] = place_mask(batch, tried[1:]) & (batch.cpu == tried[0])
+    return out
+
+
+def _by_reach(speeds: Mapping[Tried, Speed]) -> list[tuple[Tried, Speed]]:
+    """``speeds`` with the places before the shapes: a shape's own measurement is applied
+    last, over its place's."""
+    return sorted(speeds.items(), key=lambda item: len(item[0]))
 
 
 class MeasuredShapes(Predictor):
@@ -105,18 +127,18 @@ class MeasuredShapes(Predictor):
 
     monotone = False
 
-    def __init__(self, inner: Predictor, speeds: Mapping[Place, Speed],
+    def __init__(self, inner: Predictor, speeds: Mapping[Tried, Speed],
                  throughput: bool = False) -> None:
         self.inner = inner
-        self.speeds = dict(speeds)
+        self.speeds = _by_reach(speeds)
         self.throughput = throughput
         self.kind = inner.kind
 
     def _remapped(self, batch: CandidateBatch, supported: NDArray[np.bool_]
                   ) -> list[tuple[NDArray[np.bool_], CandidateBatch, float]]:
         out = []
-        for place, speed in self.speeds.items():
-            rows = place_mask(batch, place) & ~supported
+        for tried, speed in self.speeds:
+            rows = tried_mask(batch, tried) & ~supported
             if not rows.any() or speed.factor <= 0:
                 continue
             out.append((rows, _as_reference(batch, rows, speed), speed.factor))
@@ -174,8 +196,8 @@ class MeasuredShapes(Predictor):
         out = np.array(self.inner.predict_mean_rates(batch, rates) if factor == 1.0
                        else self.inner.predict_mean_rates_faster(batch, rates, factor),
                        dtype=float)
-        places = [(place_mask(batch, place), speed)
-                  for place, speed in self.speeds.items() if not speed.factor <= 0]
+        places = [(tried_mask(batch, tried), speed)
+                  for tried, speed in self.speeds if not speed.factor <= 0]
         if not places:
             return out
         unsupported = [~self.inner.supported(batch, rate / factor) for rate in rates]
@@ -198,14 +220,17 @@ class MeasuredShapes(Predictor):
 
 def _as_reference(batch: CandidateBatch, rows: NDArray[np.bool_], speed: Speed
                   ) -> CandidateBatch:
-    """``batch``'s ``rows`` moved to ``speed``'s reference shape (device and pool)."""
+    """``batch``'s ``rows`` moved to ``speed``'s reference shape (device and pool; and CPU
+    size where the measurement was against pods of another size)."""
     n = int(rows.sum())
     device, pool = speed.reference
-    return CandidateBatch(batch.replicas[rows], batch.cpu[rows],
+    cpu = (batch.cpu[rows] if speed.reference_cpu is None
+           else np.full(n, speed.reference_cpu))
+    return CandidateBatch(batch.replicas[rows], cpu,
                           np.full(n, 1.0 if device == "gpu" else 0.0), (pool,) * n)
 
 
-def with_speeds(preds: Mapping[str, Predictor], speeds: Mapping[Place, Speed],
+def with_speeds(preds: Mapping[str, Predictor], speeds: Mapping[Tried, Speed],
                 throughput: set[str]) -> dict[str, Predictor]:
     """``preds`` with :class:`MeasuredShapes` around each (unchanged when ``speeds`` is empty);
     ``throughput`` names the objectives whose KPI is a throughput."""
@@ -229,24 +254,26 @@ def optimistic_speeds(ctx: PlanningContext, places: list[Place]) -> dict[Place, 
     return out
 
 
-def capacity_ratio(canary: CanaryState, workload: WorkloadState) -> float | None:
+def capacity_ratio(canary: CanaryState, workload: WorkloadState,
+                   versus: float | None = None) -> float | None:
     """The canary pods' capacity per pod over that of the workload's own pods of the same CPU
-    size (median requests per second over CPU utilisation of the ready, busy pods; a canary
-    pod busy less than :data:`MIN_UTILIZATION` counts as that busy, so its speed is then
-    measured low, never high); ``None`` when either side has no such pod with a known request
-    rate.
+    size, or of ``versus`` cores (a trial of another CPU size) (median requests per second
+    over CPU utilisation of the ready, busy pods; a canary pod busy less than
+    :data:`MIN_UTILIZATION` counts as that busy, so its speed is then measured low, never
+    high); ``None`` when either side has no such pod with a known request rate.
 
     Like is compared with like: a pod's capacity grows with its CPU size, and the workload
     may be resized while the canary runs (its pods of both sizes serve during the rollout).
     Measured against pods of another size, the ratio would be the device's speed times the
-    size's, and :class:`MeasuredShapes` applies it at equal CPU size."""
+    size's, and :class:`MeasuredShapes` applies a place's speed at equal CPU size; a size
+    trial's ratio is the size's speed, and is applied to that size alone."""
     def per_pod(pods: Sequence[PodState], floor: bool) -> float | None:
         caps = [p.request_rate / max(p.cpu_utilization, MIN_UTILIZATION) for p in pods
                 if p.ready and p.request_rate and p.cpu_utilization is not None
                 and (floor or p.cpu_utilization > MIN_UTILIZATION)]
         return float(np.median(caps)) if caps else None
 
-    size = canary.config.cpu
+    size = canary.config.cpu if versus is None else versus
     # A canary pod too idle to measure (a GPU many times as fast, sent its share of the
     # requests) is at least ``MIN_UTILIZATION`` busy as far as anyone can tell: its capacity
     # is at least its rate over that, so the ratio is a lower bound of its speed then.
@@ -255,6 +282,11 @@ def capacity_ratio(canary: CanaryState, workload: WorkloadState) -> float | None
     if mine is None or theirs is None or theirs <= 0:
         return None
     return mine / theirs
+
+
+def _what(trial: Canary) -> str:
+    cpu, device, pool = trial.shape
+    return f"{cpu:g} cpu {device}" + (f" in {pool}" if pool else "")
 
 
 def canary_size(ctx: PlanningContext) -> int:
@@ -282,10 +314,11 @@ def follow(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
         return [], [], False
     if trial is None:                      # observed without a record: judge it from now
         assert running is not None
+        seen = running.config
+        other_size = place_of(seen) == place_of(ctx.config) and seen.cpu != ctx.config.cpu
         trial = explorer.canaries[key] = Canary(
-            (running.config.cpu, running.config.device, running.config.pool), now)
-    what = f"{trial.shape[0]:g} cpu {trial.shape[1]}" + (
-        f" in {trial.shape[2]}" if trial.shape[2] else "")
+            shape_of(seen), now, versus=ctx.config.cpu if other_size else None)
+    what = _what(trial)
     if trial.judged_at is not None:
         if running is None:                # gone (deleted by hand): nothing left to follow
             del explorer.canaries[key]
@@ -307,17 +340,23 @@ def follow(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
     elif not ready:
         trial.ready_since = None
     if trial.ready_since is not None and now - trial.ready_since >= settings.analysis_s:
-        ratio = capacity_ratio(running, ctx.workload)
+        ratio = capacity_ratio(running, ctx.workload, trial.versus)
         if ratio is None:
-            return (*_stop(ctx, explorer, actuator, f"{what}: no busy pod of its CPU size with "
+            size = "its CPU size" if trial.versus is None else f"{trial.versus:g} cpu"
+            return (*_stop(ctx, explorer, actuator, f"{what}: no busy pod of {size} with "
                            "a known request rate to judge it by"), False)
         place = (trial.shape[1], trial.shape[2])
-        explorer.speeds.setdefault(key, {})[place] = Measured(place_of(ctx.config), ratio,
-                                                              now)
+        table = explorer.speeds.setdefault(key, {})
+        if trial.versus is None:
+            table[place] = Measured(place_of(ctx.config), ratio, now)
+        else:
+            table[trial.shape] = Measured(place, ratio, now, trial.versus)
         trial.judged_at = now
         explorer.mark_tried(key, trial.shape, now)
+        against = "the current pods" if trial.versus is None else \
+            f"the current {trial.versus:g} cpu pods"
         return [], [ReasonPart("exploration", f"canary {what} judged: {ratio:.2f}x the "
-                               "capacity per pod of the current pods")], True
+                               f"capacity per pod of {against}")], True
     if now - trial.since > settings.timeout_s:
         return (*_stop(ctx, explorer, actuator, f"{what}: not ready and judged within "
                        f"{settings.timeout_s:g} s"), False)
@@ -344,17 +383,19 @@ def after_verdict(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActu
     if (trial is None or trial.judged_at is None or ctx.workload.canary is None
             or trial.judged_at >= ctx.now):    # judged this cycle: planned from next cycle
         return [], []
-    if place_of(target) == (trial.shape[1], trial.shape[2]):
+    moves = (shape_of(target) == trial.shape if trial.versus is not None
+             else place_of(target) == (trial.shape[1], trial.shape[2]))
+    if moves:
         return _stop(ctx, explorer, actuator, "judged; the workload moves to its shape")
     return _stop(ctx, explorer, actuator, "judged; the workload stays on its shape, the "
                  "cheapest predicted")
 
 
-def measured_speeds(ctx: PlanningContext, explorer: Explorer) -> dict[Place, Speed]:
+def measured_speeds(ctx: PlanningContext, explorer: Explorer) -> dict[Tried, Speed]:
     """The speeds canaries measured for this intent that are still fresh."""
     table = explorer.speeds.get(ctx.intent.key, {})
-    return {place: Speed(m.reference, m.factor) for place, m in table.items()
-            if ctx.now - m.at < MEASURED_TTL_S}
+    return {tried: Speed(m.reference, m.factor, m.reference_cpu)
+            for tried, m in table.items() if ctx.now - m.at < MEASURED_TTL_S}
 
 
 def speed_of(ctx: PlanningContext, explorer: Explorer, target: WorkloadConfig) -> float | None:
@@ -436,3 +477,22 @@ def propose(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
                          if rescue else ""))
     return [actuator.start(ctx.workload.key, shape, why)], [
         ReasonPart("exploration", f"canary {describe(shape)} started: {why}")]
+
+
+def try_size(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
+             shape: WorkloadConfig, why: str) -> tuple[list[Action], list[ReasonPart]]:
+    """Start a canary of ``shape``, a CPU size the models have not observed on the
+    workload's own device and pool that the explorer proposed
+    (:meth:`planner.planners.feedback.Explorer.propose`), instead of rolling every pod over to
+    it: ``canary.fraction`` of the replicas (at most what the pool's free room schedules),
+    judged against the workload's pods of their size. No actions when there is no room for
+    one pod of it (looked at again while it stays untried)."""
+    cfg = ctx.config
+    room = free_slots(ctx.snapshot, shape.with_(replicas=1))
+    if room <= 0:
+        return [], []
+    pods = shape.with_(replicas=min(canary_size(ctx), room))
+    explorer.canaries[ctx.intent.key] = Canary(shape_of(pods), ctx.now, versus=cfg.cpu)
+    why = f"{why}; tried beside the {cfg.replicas} x {cfg.cpu:g} cpu pods, not instead of them"
+    return [actuator.start(ctx.workload.key, pods, why)], [
+        ReasonPart("exploration", f"canary {describe(pods)} started: {why}")]

@@ -122,35 +122,52 @@ class Canary:
     """Started while an objective was observed violated and no known configuration was
     predicted to meet it: a violation during the trial was there before it, so it does not
     stop the trial (see :func:`planner.planners.canary.propose`)."""
+    versus: float | None = None
+    """A trial of another CPU size on the workload's own device and pool: the CPU size of the
+    workload's pods it is measured against (``None``: a device or pool tried at the
+    workload's CPU size, measured against pods of its own size)."""
 
     def as_list(self) -> list[Any]:
-        return [list(self.shape), self.since, self.ready_since, self.judged_at, self.rescue]
+        return [list(self.shape), self.since, self.ready_since, self.judged_at, self.rescue,
+                self.versus]
 
     @staticmethod
     def of(data: Sequence[Any]) -> Canary:
         def opt(i: int) -> float | None:
             return None if len(data) <= i or data[i] is None else float(data[i])
         return Canary(_shape(data[0]), float(data[1]), opt(2), opt(3),
-                      len(data) > 4 and bool(data[4]))
+                      len(data) > 4 and bool(data[4]), opt(5))
+
+
+Place = tuple[str, str | None]
+"""(device, pool): where a canary of the workload's CPU size runs."""
+Tried = Place | Shape
+"""What a canary measured: a place (every CPU size there, at equal size) or, for a trial of
+another CPU size, a shape (that size alone)."""
+
+
+def _place(data: Sequence[Any]) -> Place:
+    return (str(data[0]), None if data[1] is None else str(data[1]))
 
 
 @dataclass(frozen=True)
 class Measured:
-    """A speed a canary measured: relative to ``reference`` (device, pool), at ``at``."""
+    """A speed a canary measured: relative to ``reference`` (device, pool) at ``at``; for a
+    shape of another CPU size, relative to the reference's pods of ``reference_cpu``."""
 
-    reference: tuple[str, str | None]
+    reference: Place
     factor: float
     at: float
+    reference_cpu: float | None = None
 
-    def as_list(self, place: tuple[str, str | None]) -> list[Any]:
-        return [list(place), list(self.reference), self.factor, self.at]
+    def as_list(self, tried: Tried) -> list[Any]:
+        return [list(tried), list(self.reference), self.factor, self.at, self.reference_cpu]
 
     @staticmethod
-    def of(data: Sequence[Any]) -> tuple[tuple[str, str | None], Measured]:
-        place, ref = data[0], data[1]
-        return ((str(place[0]), None if place[1] is None else str(place[1])),
-                Measured((str(ref[0]), None if ref[1] is None else str(ref[1])),
-                         float(data[2]), float(data[3])))
+    def of(data: Sequence[Any]) -> tuple[Tried, Measured]:
+        tried = _shape(data[0]) if len(data[0]) == 3 else _place(data[0])
+        ref_cpu = None if len(data) <= 4 or data[4] is None else float(data[4])
+        return tried, Measured(_place(data[1]), float(data[2]), float(data[3]), ref_cpu)
 
 
 class Explorer:
@@ -166,8 +183,9 @@ class Explorer:
         self.seen_at: dict[str, float] = {}
         self.canaries: dict[str, Canary] = {}
         """Per intent, the canary on trial (:mod:`planner.planners.canary`)."""
-        self.speeds: dict[str, dict[tuple[str, str | None], Measured]] = {}
-        """Per intent, the speeds canaries measured, by (device, pool)."""
+        self.speeds: dict[str, dict[Tried, Measured]] = {}
+        """Per intent, the speeds canaries measured, by (device, pool) or, for another CPU
+        size, by shape."""
 
     def calm(self, key: str, now: float) -> bool:
         """No objective violated for ``EXPLORE_CALM_S`` (nor an intent first seen since)."""
@@ -224,6 +242,11 @@ class Explorer:
         tried[shape] = ctx.now
         self.trials[key] = (shape, ctx.now)
         return idx
+
+    def release(self, key: str) -> None:
+        """The proposed shape is tried beside the workload (a canary) instead of as its
+        configuration: no longer on trial, still counted as tried."""
+        self.trials.pop(key, None)
 
     def cancel(self, key: str) -> None:
         """The proposed shape was not taken after all: not on trial, not counted as tried."""

@@ -668,6 +668,22 @@ class GridPlanner(Planner):
             if "learned" in kinds and not violated:
                 probe = mem.explorer.propose(ctx, scored.batch, scored.feasible, supported,
                                               scored.score, idx, same_place=tester is not None)
+            if probe is not None and tester is not None and cfg.replicas >= 2:
+                # Another CPU size is tried beside the workload, as a device or pool is: a
+                # size the model extrapolates to may be far slower than predicted, and every
+                # pod rolled over to it (and back) costs a restart each and the room of both.
+                gain = 1.0 - float(scored.score[probe] / scored.score[idx])
+                c = scored.batch.config(probe)
+                if not canary_on and not trying:
+                    trying, trying_why = canary.try_size(
+                        ctx, mem.explorer, tester, c,
+                        f"{c.cpu:g} cpu not observed yet, predicted {gain:.0%} cheaper than "
+                        "the best known")
+                if trying:
+                    mem.explorer.release(key)
+                else:                    # a canary is on, or no room: not tried yet
+                    mem.explorer.cancel(key)
+                probe = None
             if (tester is not None and probe is None and not canary_on and not trying
                     and "learned" in kinds and not violated):
                 best_score = float(scored.score[idx])
