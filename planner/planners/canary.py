@@ -455,7 +455,8 @@ def propose(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
     batch = CandidateBatch(np.tile(reps, len(order)), np.full(len(reps) * len(order), cfg.cpu),
                            np.repeat([1.0 if d == "gpu" else 0.0 for d, _ in order], len(reps)),
                            tuple(p for _, p in order for _ in reps))
-    feasible, _, scores = score(batch, with_speeds(preds, optimistic, throughput))
+    at_best: dict[Tried, Speed] = dict(optimistic)
+    feasible, _, scores = score(batch, with_speeds(preds, at_best, throughput))
     ok = feasible & (scores < best_score * (1.0 - EXPLORE_GAIN))
     if not ok.any():
         for pl in fresh:                   # not worth it even at its best: not for a while
