@@ -455,7 +455,7 @@ def propose(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
     batch = CandidateBatch(np.tile(reps, len(order)), np.full(len(reps) * len(order), cfg.cpu),
                            np.repeat([1.0 if d == "gpu" else 0.0 for d, _ in order], len(reps)),
                            tuple(p for _, p in order for _ in reps))
-    at_best: dict[Tried, Speed] = dict(optimistic)
+    at_best: dict[Tried, Speed] = {pl: sp for pl, sp in optimistic.items()}
     feasible, _, scores = score(batch, with_speeds(preds, at_best, throughput))
     ok = feasible & (scores < best_score * (1.0 - EXPLORE_GAIN))
     if not ok.any():
