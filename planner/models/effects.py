@@ -209,6 +209,14 @@ class LearnedKPI(Predictor):
         mean, bound, supported = self.model.estimator.predict_with_support(X, speedup=factor)
         return Prediction(mean, bound, supported & self.within_load_range(batch, rate / factor))
 
+    def cpu_speedup(self, cpu: float, reference_cpu: float) -> float:
+        """A latency model: ``(cpu / reference_cpu) ** alpha``, its fitted CPU exponent (its
+        prior until two sizes were seen); other models: the default."""
+        est = self.model.estimator
+        if self.model.kind != KIND_LATENCY or not isinstance(est, QueueingLatencyRegressor):
+            return super().cpu_speedup(cpu, reference_cpu)
+        return float((cpu / reference_cpu) ** est.cpu_exponent())
+
     def predict_mean_rates_faster(self, batch: CandidateBatch, rates: Sequence[float],
                                   factor: float) -> FloatArray:
         if self.model.kind != KIND_LATENCY:

@@ -491,6 +491,10 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         out: FloatArray = np.maximum(q, mean) * math.exp(self.residual_scale_)
         return mean, out
 
+    def cpu_exponent(self) -> float:
+        """The fitted ``alpha`` of a pod's service rate ``mu * cpu**alpha``."""
+        return float(self.theta_[1])
+
     def capacity(self, X: Any) -> FloatArray:
         """Requests per second each configuration serves before its first pod saturates
         (the ``rate`` column is ignored)."""

@@ -130,3 +130,11 @@ class Predictor(ABC):
         """:meth:`predict_faster`'s mean at each of ``rates`` (as :meth:`predict_mean_rates`
         is :meth:`predict_mean`'s)."""
         return self.predict_mean_rates(batch, [r / factor for r in rates])
+
+    def cpu_speedup(self, cpu: float, reference_cpu: float) -> float:
+        """How many times as many requests per second this predictor takes a pod of ``cpu``
+        cores to serve as one of ``reference_cpu`` (same device and place): a speed measured
+        between the two sizes, divided by this, is the :meth:`predict_faster` factor for the
+        size's own rows. This default: in proportion to the cores (the explicit estimate's
+        assumption); the learned latency model answers with its CPU exponent."""
+        return cpu / reference_cpu

@@ -121,6 +121,13 @@ class MeasuredShapes(Predictor):
     errs on the slow side), a ``throughput`` KPI as the reference shape's at the load divided
     by the speed, scaled back up; vouched for where the reference shape is.
 
+    A CPU size measured against pods of another size (a shape in ``speeds``) keeps its own
+    size when predicted: a pod of more cores serves more requests at once, not each one
+    sooner (the learned model's ``floor(cpu)`` servers), so its rows are ``inner``'s own at the
+    measured speed over the speed ``inner`` assumes for that size
+    (:meth:`Predictor.cpu_speedup`), vouched for where the reference pods are at the load
+    they would carry.
+
     Not :attr:`Predictor.monotone`: where ``inner`` starts to vouch for a shape (a load per core
     within its range), its prediction takes over from the reference's, which may be better at
     fewer replicas."""
@@ -134,14 +141,25 @@ class MeasuredShapes(Predictor):
         self.throughput = throughput
         self.kind = inner.kind
 
+    def cpu_speedup(self, cpu: float, reference_cpu: float) -> float:
+        return self.inner.cpu_speedup(cpu, reference_cpu)
+
+    def _own(self, tried: Tried, speed: Speed) -> float | None:
+        """For a CPU size measured against another size, the factor on ``inner``'s own
+        prediction for that size; ``None`` for a place (predicted at the reference)."""
+        if speed.reference_cpu is None or len(tried) != 3 or self.throughput:
+            return None
+        return speed.factor / self.inner.cpu_speedup(float(tried[0]), speed.reference_cpu)
+
     def _remapped(self, batch: CandidateBatch, supported: NDArray[np.bool_]
-                  ) -> list[tuple[NDArray[np.bool_], CandidateBatch, float]]:
+                  ) -> list[tuple[NDArray[np.bool_], CandidateBatch, float, float | None]]:
         out = []
         for tried, speed in self.speeds:
             rows = tried_mask(batch, tried) & ~supported
             if not rows.any() or speed.factor <= 0:
                 continue
-            out.append((rows, _as_reference(batch, rows, speed), speed.factor))
+            out.append((rows, _as_reference(batch, rows, speed), speed.factor,
+                        self._own(tried, speed)))
         return out
 
     def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
@@ -163,13 +181,18 @@ class MeasuredShapes(Predictor):
         if not parts:
             return pr
         mean, bound, ok = pr.mean.copy(), pr.bound.copy(), pr.supported.copy()
-        for rows, sub, f in parts:
+        for rows, sub, f, own in parts:
             if self.throughput:
                 p = self.inner.predict(sub, rate / f)
                 mean[rows], bound[rows], ok[rows] = p.mean * f, p.bound * f, p.supported
-            else:
+            elif own is None:
                 p = self.inner.predict_faster(sub, rate, f * factor)
                 mean[rows], bound[rows], ok[rows] = p.mean, p.bound, p.supported
+            else:
+                p = self.inner.predict_faster(batch.take(np.flatnonzero(rows)), rate,
+                                              own * factor)
+                mean[rows], bound[rows] = p.mean, p.bound
+                ok[rows] = self.inner.supported(sub, rate / (f * factor))
         return Prediction(mean, bound, ok)
 
     def predict_mean(self, batch: CandidateBatch, rate: float) -> FloatArray:
@@ -196,23 +219,27 @@ class MeasuredShapes(Predictor):
         out = np.array(self.inner.predict_mean_rates(batch, rates) if factor == 1.0
                        else self.inner.predict_mean_rates_faster(batch, rates, factor),
                        dtype=float)
-        places = [(tried_mask(batch, tried), speed)
+        places = [(tried_mask(batch, tried), speed, self._own(tried, speed))
                   for tried, speed in self.speeds if not speed.factor <= 0]
         if not places:
             return out
         unsupported = [~self.inner.supported(batch, rate / factor) for rate in rates]
-        for here, speed in places:
+        for here, speed, own in places:
             rows = [(i, here & off) for i, off in enumerate(unsupported) if (here & off).any()]
             if not rows:
                 continue
             union = np.logical_or.reduce([r for _, r in rows])
-            ref = _as_reference(batch, union, speed)
+            at = [rates[i] for i, _ in rows]
             if self.throughput:
                 means = self.inner.predict_mean_rates(
-                    ref, [rates[i] / speed.factor for i, _ in rows]) * speed.factor
+                    _as_reference(batch, union, speed),
+                    [r / speed.factor for r in at]) * speed.factor
+            elif own is None:
+                means = self.inner.predict_mean_rates_faster(
+                    _as_reference(batch, union, speed), at, speed.factor * factor)
             else:
-                means = self.inner.predict_mean_rates_faster(ref, [rates[i] for i, _ in rows],
-                                                             speed.factor * factor)
+                means = self.inner.predict_mean_rates_faster(
+                    batch.take(np.flatnonzero(union)), at, own * factor)
             for j, (i, r) in enumerate(rows):
                 out[i, r] = means[j, r[union]]
         return out

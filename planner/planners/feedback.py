@@ -107,6 +107,23 @@ def serving_as_configured(ctx: PlanningContext) -> bool:
             and all(p.ready for p in pods))
 
 
+def steady(ctx: PlanningContext) -> bool:
+    """Every pod that serves is of the configuration's shape and started at least
+    ``SETTLED_S`` ago: a request rate and a utilisation averaged over the last metrics window
+    describe these pods. (A pod that became ready within the window served part of it and
+    drags the mean utilisation down; a pod of the shape being replaced is another pod.)
+    Pods not ready serve nothing and do not count."""
+    cfg = ctx.config
+    for p in ctx.workload.pods:
+        if not p.ready:
+            continue
+        if (p.cpu != cfg.cpu or p.device != cfg.device
+                or (cfg.pool is not None and p.pool is not None and p.pool != cfg.pool)
+                or ctx.now - p.started_at < SETTLED_S):
+            return False
+    return True
+
+
 @dataclass
 class Canary:
     """A canary on trial: its shape, when it was started, when all its pods were first seen

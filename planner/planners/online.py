@@ -13,20 +13,27 @@ from planner.models.predictor import Predictor
 from planner.models.queue_estimate import QueueEstimate, blend, capped, estimate
 from planner.models.training import SATURATED_UTILIZATION
 from planner.planners.base import PlanningContext
+from planner.planners.feedback import steady
 
 
 def updated_estimate(ctx: PlanningContext, previous: QueueEstimate | None
                      ) -> QueueEstimate | None:
     """The workload's exponentially weighted :class:`QueueEstimate` after this cycle's
     observation (``previous`` when the observation says nothing; capped by the capacity seen
-    when the pods are saturated). Each latency objective's base latency is fitted from its own
-    percentile."""
+    when the pods are saturated); unchanged while the serving pods are not :func:`steady`.
+    Each latency objective's base latency is fitted from its own percentile."""
     # (objective name, observed latency, quantile, cap on the base); no latency objective:
     # the service rate alone.
     latency: list[tuple[str | None, float | None, float, float]] = [
         (o.name, ctx.current.get(o.name), ctx.profiles[o.name].spec.latency_percentile / 100.0,
          0.5 * o.value) for o in ctx.intent.spec.objectives
         if ctx.profiles[o.name].spec.type is KPIType.LATENCY] or [(None, None, 0.95, math.inf)]
+    if previous is not None and not steady(ctx):
+        # A scale-out or a rollout under way: the window's mean utilisation is spread over
+        # pods that served part of it (or are of the shape being replaced), and the service
+        # rate read from it is too low. The first estimate is taken whatever the state (a
+        # planner restarted during an overload acts in its first cycle).
+        return previous
     fresh: QueueEstimate | None = None
     bases: dict[str, float] = {}
     for name, obs, q, cap in latency:
