@@ -4,8 +4,8 @@ behind the same Service, run as a second Deployment (:meth:`ClusterBackend.set_c
 The planner starts and stops a canary to try a shape no model has observed on a bounded
 share of the load (:mod:`planner.planners.canary`); this actuator carries its actions out. It
 turns no knob of the workload's own configuration, so target-driven planning never asks it
-for steps. Enabled with the ``device`` or ``placement`` actuator unless ``canary.enabled`` is
-off (:func:`actuators.registry.enabled_names`).
+for steps. Enabled with the ``cpu``, ``device`` or ``placement`` actuator unless
+``canary.enabled`` is off (:func:`actuators.registry.enabled_names`).
 """
 
 from __future__ import annotations

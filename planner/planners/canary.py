@@ -11,6 +11,12 @@ planner that only follows its model never tries them. The canary is the bounded 
   by :data:`PRIOR_SPREAD`. A shape whose fewest feasible pods at that speed would cost at least
   ``EXPLORE_GAIN`` less than the best known configuration is worth a canary; a shape that could
   not be cheaper even then (one GPU pod already dearer than the whole workload) is never tried.
+* **Another CPU size.** The explorer proposes a CPU size the model has not observed on the
+  workload's own device and pool from the model's own (extrapolated) prediction
+  (:meth:`planner.planners.feedback.Explorer.propose`); it is tried as a canary of that size
+  (:func:`try_size`), not by resizing every pod: an exponent the model assumed may be far
+  off, and a fleet rolled over to a slow size (and back) restarts every pod twice and holds
+  the room of both sizes meanwhile.
 * **Rescue.** When an objective is observed violated and no known configuration that fits the
   cluster is predicted to meet it (a latency below what the current pods' service time
   allows, a fleet the cluster has no room for), the explorer is never calm; a place that
@@ -26,10 +32,12 @@ planner that only follows its model never tries them. The canary is the bounded 
 * **Verdict.** After every canary pod has served for ``canary.analysis_s``, the canary's
   capacity per pod (requests per second over utilisation; a pod too idle to measure counts
   as :data:`MIN_UTILIZATION` busy, a lower bound) is compared with the workload's own pods':
-  the ratio is the shape's measured speed relative to the current shape. It is kept as
+  the ratio is the shape's measured speed relative to the current shape (a size trial's
+  canary is compared with the workload's pods of the current size). It is kept as
   planner memory (data) and used by :class:`MeasuredShapes`: until a model is trained on the
   shape itself, a candidate of that shape is predicted as pods of the known shape that many
-  times as fast (the learned latency model's service rate scaled). The planner then moves the
+  times as fast (the learned latency model's service rate scaled; a measured size keeps its
+  own ``floor(cpu)`` servers, see :class:`MeasuredShapes`). The planner then moves the
   workload there if that is the cheapest configuration predicted feasible, and not otherwise;
   the plan carries the speed (:attr:`planner.domain.plan.Plan.target_speed`), so the safety
   layer counts a move to fewer, faster pods in the work they do, not in pods.

@@ -7,7 +7,9 @@ While every objective holds (no violation for ``EXPLORE_CALM_S``, and not before
 been watched that long) the :class:`Explorer` proposes an unobserved shape that the model
 predicts feasible and at least ``EXPLORE_GAIN`` cheaper than the best known one. The planner
 keeps that shape as if known until the retrained model covers it, an objective is violated, or
-``EXPLORE_HOLD_S`` pass; a shape is tried at most once per ``EXPLORE_RETRY_S``.
+``EXPLORE_HOLD_S`` pass; a shape is tried at most once per ``EXPLORE_RETRY_S``. Where the
+``canary`` actuator runs, the proposed shape is tried beside the workload instead
+(:mod:`planner.planners.canary`), and the workload moves only once its speed is measured.
 
 Correction: :func:`load_correction` (see there).
 """
