@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from actuators import registry
+from actuators.topology import observe_all
 from planner.domain.admin import AdminConfig, CpuBounds, ReplicaBounds
 from planner.domain.intents import parse_intent, parse_profile
 from planner.domain.memory import plain
@@ -498,3 +499,68 @@ def test_a_measured_speed_does_not_loosen_the_rule_once_every_pod_runs_there() -
                                      reason_parts=(ReasonPart("choice", "x"),),
                                      target_speed=30.0), {})
     assert plan.target.replicas == 4 and "no scale-in (at least 4 x 1 cpu kept)" in plan.reason
+
+
+def _gpu_pool_ctx(cfg: WorkloadConfig, pods: tuple[PodState, ...], now: float
+                  ) -> PlanningContext:
+    """Pool ``g``: two nodes of 18 cores (14 taken by the workload's CPU pods) and 3 GPUs
+    each."""
+    wl = WorkloadState("ns", "w", cfg, pods, request_rate=800.0, cpu_utilization=0.7)
+    nodes = tuple(NodeState(f"g{i}", "g", "eu", 18.0, 14.0, 3, 0, 0.04, 0.3) for i in range(2))
+    ctx = _context(wl, nodes, ("replicas", "device"), 150.0)
+    ctx = replace(ctx, now=now, snapshot=replace(ctx.snapshot, time=now))
+    observe_all(ctx.actuators.values(), ctx.snapshot)      # as the controller does
+    return ctx
+
+
+@pytest.mark.parametrize("speed", [40.0, None])
+def test_a_stuck_rollout_back_to_a_measured_device_holds_the_work_not_the_pods(
+        speed: float | None) -> None:
+    """gen-2183, traced: two GPU pods served; the plan moved the workload to 30 CPU pods in the
+    GPU pool, whose CPU room held 28 (2 Pending, stuck); the plan now wants 2 GPU pods, which
+    a canary measured 40x as fast. The rollback went to the GPU at the 30 replicas of the
+    stuck rollout, and the device change then waited for 30 GPUs in a pool of 6 (25 minutes
+    violated). At the measured speed the 28 CPU pods' work (70 % busy) is one GPU pod's: the
+    rollback asks for the plan's 2. Unmeasured, every serving pod is kept, as before."""
+    gpu = WorkloadConfig(2, 1.0, "gpu", "g")
+    mem: dict[str, Any] = {}
+    ctx = _gpu_pool_ctx(gpu, tuple(PodState(f"gpu-{i}", "g0", 1.0, "gpu", True, pool="g",
+                                            cpu_utilization=0.5) for i in range(2)), 985.0)
+    _, mem = safety.guard(ctx, Plan("ns/w", "any", gpu, gpu), mem)
+    cfg = WorkloadConfig(30, 1.0, "cpu", "g")
+    pods = (*(PodState(f"c-{i}", f"g{i % 2}", 1.0, "cpu", True, pool="g", cpu_utilization=0.7)
+              for i in range(28)),
+            *(PodState(f"p-{i}", None, 1.0, "cpu", False) for i in range(2)))
+    plan = None
+    for cycle in range(safety.STUCK_CYCLES + 1):
+        ctx = _gpu_pool_ctx(cfg, pods, 1000.0 + 15.0 * cycle)
+        plan, mem = safety.guard(ctx, Plan("ns/w", "any", cfg, gpu, target_speed=speed,
+                                           reason_parts=(ReasonPart("choice", "x"),)), mem)
+    assert plan is not None and "stuck" in plan.reason and plan.target.device == "gpu"
+    if speed is None:
+        assert plan.target.replicas >= 28, plan.reason
+    else:
+        assert plan.target.replicas == 2, plan.reason
+
+
+def test_a_move_to_a_measured_device_holds_the_work_while_pods_are_replaced() -> None:
+    """The grid's step towards 2 GPU pods from 28 CPU pods (70 % busy) in a pool of 6 GPUs.
+    A shape change holds the replica count while pods are replaced: 28 GPU pods, which the
+    pool cannot schedule (at 30 or more the device actuator waits for GPUs that are not
+    there). Measured 40x as fast, the step holds the pods that do the work there (the plan's
+    2) and the device change goes."""
+    from planner.planners.grid import GridPlanner, Inputs
+
+    cfg = WorkloadConfig(28, 1.0, "cpu", "g")
+    pods = tuple(PodState(f"c-{i}", f"g{i % 2}", 1.0, "cpu", True, pool="g",
+                          cpu_utilization=0.7) for i in range(28))
+    ctx = _gpu_pool_ctx(cfg, pods, 1000.0)
+    target = WorkloadConfig(2, 1.0, "gpu", "g")
+    grid = GridPlanner()
+    inp = Inputs({}, 0.0)
+    step, why, actions = grid._safe_step(ctx, target, 800.0, inp, 40.0)
+    assert step == target and "measured 40x" in why
+    assert any(a.actuator == "device" for a in actions), [a.reason for a in actions]
+    # Unmeasured: one GPU pod per serving pod is held, 22 more than the pool has GPUs.
+    held, why, _ = grid._safe_step(ctx, target, 800.0, inp)
+    assert held == target.with_(replicas=28) and "replicas held" in why

@@ -47,7 +47,7 @@ from planner.domain.plan import Action, Plan, ReasonPart
 from planner.domain.state import WorkloadConfig
 from planner.models.forecast import Forecast, LoadForecast
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
-from planner.planners import canary, capacity, fallback, feedback, plan_details
+from planner.planners import canary, capacity, fallback, feedback, plan_details, safety
 from planner.planners.base import (
     Planner,
     PlanningContext,
@@ -489,7 +489,7 @@ class GridPlanner(Planner):
 
     # ---------------------------------------------------------------- transitions
     def _safe_step(self, ctx: PlanningContext, target: WorkloadConfig, rate: float,
-                   inp: Inputs, covered: bool = False
+                   inp: Inputs, covered: float | None = None
                    ) -> tuple[WorkloadConfig, str, list[Action]]:
         """This cycle's step towards ``target`` without an unsafe intermediate state.
 
@@ -498,15 +498,19 @@ class GridPlanner(Planner):
         such a change is held back (cooldown), the replicas must suffice for the pods as they
         are now. Returns the step's target, why it differs from ``target`` and its actions
         (each actuator is asked once per cycle). ``covered``: the move is to a shape a canary
-        measured (:func:`planner.planners.canary.measured_move`); once as many of its pods
-        are ready as the target has, the replica count drops (only old pods leave) instead
-        of waiting for every held replica to be replaced (a GPU pod may do the work of
-        thirty, and the cluster may not have a GPU for each held replica): in one step, as
-        :meth:`actuators.replicas.ReplicasActuator.finish_rollout` says.
+        measured (:func:`planner.planners.canary.measured_move`), at that speed relative to
+        the pods serving now; once as many of its pods are ready as the target has, the
+        replica count drops (only old pods leave) instead of waiting for every held replica
+        to be replaced (a GPU pod may do the work of thirty, and the cluster may not have a
+        GPU for each held replica): in one step, as
+        :meth:`actuators.replicas.ReplicasActuator.finish_rollout` says. Before that, the
+        replicas held while pods are replaced are those that do the serving pods' work at
+        the measured speed (the safety layer's rule 2 across devices,
+        :func:`planner.planners.safety.work_in`), not one per serving pod.
         """
         cur = ctx.config
         scaler = scaler_of(ctx)
-        if (covered and scaler is not None and target.replicas < cur.replicas
+        if (covered is not None and scaler is not None and target.replicas < cur.replicas
                 and place_of(target) == place_of(cur)
                 and canary.ready_of(ctx, target) >= target.replicas):
             # Enough pods of the new shape are ready: the old ones leave at once (gradually,
@@ -531,6 +535,15 @@ class GridPlanner(Planner):
         restarting = {"cpu", "device", "pool"}
         if any(restarting & set(ctx.actuators[a.actuator].knobs) for a in acts):
             if target.replicas < cur.replicas:
+                work = (None if covered is None or not covered > 0
+                        else safety.work_in(ctx, target, covered))
+                if work is not None and work < cur.replicas:
+                    # A measured, faster place: the pods that do the current work there,
+                    # not one per serving pod (the pool may not hold that many of them).
+                    step = target.with_(replicas=max(target.replicas, work))
+                    return step, (f"{step.replicas} replica(s) held while pods are replaced: "
+                                  f"the serving pods' work at the measured {covered:.3g}x"
+                                  ), steps_towards(ctx, step)
                 # Same actions, but the replica count stays: drop the scale-in step.
                 held = [a for a in acts if "replicas" not in ctx.actuators[a.actuator].knobs]
                 return target.with_(replicas=cur.replicas), (
@@ -745,7 +758,8 @@ class GridPlanner(Planner):
         predicted = {n: float(p.mean[i_chosen]) for n, p in chosen.predictions.items()
                      if math.isfinite(float(p.mean[i_chosen]))}
         target = clip_target(ctx, best)
-        covered = tester is not None and canary.measured_move(ctx, mem.explorer, target)
+        covered = (canary.speed_of(ctx, mem.explorer, target) if tester is not None
+                   and canary.measured_move(ctx, mem.explorer, target) else None)
         _, transition, actions = self._safe_step(ctx, target, rate, inp, covered)
         if tester is not None and not trying:
             trying, verdict = canary.after_verdict(ctx, mem.explorer, tester, target)

@@ -202,7 +202,7 @@ def guard(ctx: PlanningContext, plan: Plan, memory: Memory,
         return plan, watch.as_memory()
     obs = observe(ctx)
     cur = ctx.config
-    target, why, mode = _shape_rules(ctx, obs, watch, plan.target)
+    target, why, mode = _shape_rules(ctx, obs, watch, plan.target, plan.target_speed)
     target, sized = _size_rules(ctx, obs, target, plan.target_speed)
     why.extend(sized)
     target, fitted = _fit_rules(ctx, obs, target, mode == "rollback")
@@ -243,11 +243,18 @@ def _with_parts(plan: Plan, parts: list[ReasonPart]) -> Plan:
 
 
 def _shape_rules(ctx: PlanningContext, obs: Observation, watch: Watch,
-                 target: WorkloadConfig) -> tuple[WorkloadConfig, list[str], Mode]:
+                 target: WorkloadConfig, speed: float | None = None
+                 ) -> tuple[WorkloadConfig, list[str], Mode]:
     """Rule 4: a stuck rollout is finished at its ready pods when they hold the plan, else
     rolled back (and kept rolled back while the current shape is vetoed, e.g. while a
     cooldown holds the rollback); a vetoed shape change is not started (the current shape is
-    kept, sized for the same cores). The mode says "finish", "rollback" or nothing."""
+    kept, sized for the same cores). The mode says "finish", "rollback" or nothing.
+
+    A rollback keeps the replica count (or the ready pods, if more), except to the place the
+    plan moves to at a measured ``speed`` (:attr:`Plan.target_speed`): there the pods that
+    do the serving pods' work at that speed (:func:`work_in`), at least the plan's. One per
+    serving pod would ask a GPU pool for a GPU per CPU pod, and the device change would wait
+    for GPUs that are not there."""
     cur = ctx.config
     why: list[str] = []
     stuck = _stuck(ctx, obs, watch)
@@ -282,7 +289,13 @@ def _shape_rules(ctx: PlanningContext, obs: Observation, watch: Watch,
                        f"back to {_shape(back)}, not retried for {VETO_S / 60:.0f} min")
         else:
             why.append(f"{_shape(cur)} was rolled back as stuck: back to {_shape(back)}")
-        return back.with_(replicas=max(cur.replicas, obs.ready, 1)), why, "rollback"
+        reps = max(cur.replicas, obs.ready, 1)
+        if speed is not None and speed > 0 and (back.device, back.pool) == (target.device,
+                                                                            target.pool):
+            work = work_in(ctx, back, speed)
+            if work is not None:
+                reps = min(reps, max(work, target.replicas))
+        return back.with_(replicas=reps), why, "rollback"
     if shape_of(target) == shape_of(cur):
         return target, why, ""
     if watch.vetoes(target):
@@ -387,7 +400,7 @@ def _size_rules(ctx: PlanningContext, obs: Observation, target: WorkloadConfig,
     target = clip_target(ctx, target)
     keep = min(cur.replicas, obs.scheduled)
     # In cores when the device stays (a smaller CPU size is a scale-in too).
-    held = _work_in(ctx, target, speed) if speed is not None and speed > 0 else None
+    held = work_in(ctx, target, speed) if speed is not None and speed > 0 else None
     if held is not None:
         need = held
     elif target.device == cur.device:
@@ -406,7 +419,7 @@ def _size_rules(ctx: PlanningContext, obs: Observation, target: WorkloadConfig,
     return clip_target(ctx, target), why
 
 
-def _work_in(ctx: PlanningContext, target: WorkloadConfig, speed: float) -> int | None:
+def work_in(ctx: PlanningContext, target: WorkloadConfig, speed: float) -> int | None:
     """Rule 2 across devices: the pods of ``target``'s shape that do the work the ready pods
     do now at the proportional rule's target (the rule HPA sizes by), where a pod of another
     device or pool is ``speed`` times slower than one of ``target``'s (a trial measured it) and
