@@ -248,7 +248,9 @@ def test_runs_through_the_controller_with_more_actuators() -> None:
             if o.plan is not None:
                 reasons.append(o.plan.reason)
     assert run.admin.planner == "astar"
-    assert set(run.controller.actuators) == {"replicas", "cpu"}
+    # The canary comes with ``cpu`` (it turns no knob; A* never asks it for steps).
+    assert set(run.controller.actuators) == {"replicas", "cpu", "canary"}
+    assert not any(a.startswith("canary") for a in applied)
     assert any("expanded" in r and r.startswith("A*: ") for r in reasons)
     assert applied
     report = run.report(0.0).as_dict()
