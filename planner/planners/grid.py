@@ -535,8 +535,8 @@ class GridPlanner(Planner):
         restarting = {"cpu", "device", "pool"}
         if any(restarting & set(ctx.actuators[a.actuator].knobs) for a in acts):
             if target.replicas < cur.replicas:
-                work = (None if covered is None or not covered > 0
-                        else safety.work_in(ctx, target, covered))
+                work = (safety.work_in(ctx, target, covered)
+                        if covered is not None and covered > 0 else None)
                 if work is not None and work < cur.replicas:
                     # A measured, faster place: the pods that do the current work there,
                     # not one per serving pod (the pool may not hold that many of them).
