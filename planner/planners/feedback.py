@@ -27,6 +27,7 @@ from numpy.typing import NDArray
 from planner.domain.intents import objective_met
 from planner.domain.state import WorkloadConfig
 from planner.models.predictor import CandidateBatch, Predictor
+from planner.planners import capacity
 from planner.planners.base import PlanningContext
 
 EXPLORE_GAIN = 0.2
@@ -115,15 +116,8 @@ def steady(ctx: PlanningContext) -> bool:
     describe these pods. (A pod that became ready within the window served part of it and
     drags the mean utilisation down; a pod of the shape being replaced is another pod.)
     Pods not ready serve nothing and do not count."""
-    cfg = ctx.config
-    for p in ctx.workload.pods:
-        if not p.ready:
-            continue
-        if (p.cpu != cfg.cpu or p.device != cfg.device
-                or (cfg.pool is not None and p.pool is not None and p.pool != cfg.pool)
-                or ctx.now - p.started_at < SETTLED_S):
-            return False
-    return True
+    return all(capacity.runs(p, ctx.config) and ctx.now - p.started_at >= SETTLED_S
+               for p in ctx.workload.pods if p.ready)
 
 
 @dataclass
