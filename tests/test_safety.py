@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
@@ -21,6 +22,7 @@ from planner.domain.intents import parse_intent, parse_profile
 from planner.domain.memory import plain
 from planner.domain.plan import Plan, ReasonPart
 from planner.domain.state import ClusterSnapshot, NodeState, PodState, WorkloadConfig, WorkloadState
+from planner.models.predictor import CandidateBatch, Prediction, Predictor
 from planner.planners import capacity, safety
 from planner.planners.base import PlanningContext
 from planner.planners.hpa import HPAPlanner
@@ -405,11 +407,11 @@ def test_restarted_during_an_overload_without_a_model_it_acts_in_its_first_cycle
 
 
 def _context(wl: WorkloadState, nodes: tuple[NodeState, ...], actuators: tuple[str, ...],
-             p95: float, max_replicas: int = 60) -> PlanningContext:
+             p95: float, max_replicas: int = 60, max_step: int = 100) -> PlanningContext:
     """A context for ``wl`` on ``nodes`` with the given actuators and observed p95 (the
     objective is p95 <= 100)."""
     admin = AdminConfig(actuators=actuators,
-                        replicas=ReplicaBounds(min=1, max=max_replicas, max_step=100),
+                        replicas=ReplicaBounds(min=1, max=max_replicas, max_step=max_step),
                         cpu=CpuBounds(sizes=SIZES, cooldown_s=0), cycleSeconds=15)
     intent, prof = _intent()
     snap = ClusterSnapshot(1000.0, nodes, {"ns/w": wl})
@@ -564,3 +566,46 @@ def test_a_move_to_a_measured_device_holds_the_work_while_pods_are_replaced() ->
     # Unmeasured: one GPU pod per serving pod is held, 22 more than the pool has GPUs.
     held, why, _ = grid._safe_step(ctx, target, 800.0, inp)
     assert held == target.with_(replicas=28) and "replicas held" in why
+
+
+class _Capacity(Predictor):
+    """p95 of pods serving ``per_core`` requests a second a core (a GPU pod ``gpu`` times
+    that): 10 ms plus M/M/1 queueing, infinite at saturation."""
+
+    kind = "learned"
+
+    def __init__(self, per_core: float, gpu: float) -> None:
+        self.per_core, self.gpu = per_core, gpu
+
+    def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
+        mu = self.per_core * batch.cpu * np.where(batch.gpu > 0, self.gpu, 1.0)
+        lam = rate / batch.replicas
+        with np.errstate(divide="ignore"):
+            p95 = np.where(lam < mu, 10.0 + 3000.0 / (mu - lam), np.inf)
+        return Prediction(p95, p95, np.ones(len(batch), dtype=bool))
+
+
+@pytest.mark.parametrize("max_step", [3, 40])
+def test_a_move_to_slower_pods_waits_until_one_step_carries_the_load(max_step: int) -> None:
+    """gen-2620, traced: one GPU pod served 800 req/s; the plan moved to 34 CPU pods, 9 %
+    cheaper, with the admin's step limit at 3. The rolling update replaced the GPU pod as soon
+    as 4 CPU pods were ready, and they saturated (p90 5 s) for the minutes the step limit took
+    to add the rest. The move now waits while its first step would not carry the load; with a
+    step limit that reaches the target in one step it goes."""
+    from planner.planners.grid import GridPlanner, Inputs
+
+    cfg = WorkloadConfig(1, 1.0, "gpu", "g")
+    pods = (PodState("gpu-0", "g0", 1.0, "gpu", True, pool="g", cpu_utilization=0.2),)
+    wl = WorkloadState("ns", "w", cfg, pods, request_rate=800.0, cpu_utilization=0.2)
+    nodes = tuple(NodeState(f"g{i}", "g", "eu", 32.0, 1.0 if i == 0 else 0.0, 4,
+                            1 if i == 0 else 0, 0.03, 1.1) for i in range(2))
+    ctx = _context(wl, nodes, ("replicas", "device"), 20.0, max_step=max_step)
+    inp = Inputs({"p95": _Capacity(30.0, 60.0)}, 0.0)
+    target = WorkloadConfig(34, 1.0, "cpu", "g")
+    step, why, actions = GridPlanner()._safe_step(ctx, target, 800.0, inp)
+    if max_step == 3:
+        assert step.device == "gpu" and "waits: its first step (4 of 34 pods" in why, why
+        assert not any(a.actuator == "device" for a in actions)
+    else:
+        assert step == target and why == ""
+        assert any(a.actuator == "device" for a in actions)

@@ -171,6 +171,10 @@ def _merged(rows: NDArray[np.int64], predictions: dict[str, Prediction],
         for n, p in predictions.items()}
 
 
+def _pretty_shape(cfg: WorkloadConfig) -> str:
+    return f"{cfg.cpu:g} cpu {cfg.device}" + (f" in {cfg.pool}" if cfg.pool else "")
+
+
 def _throughput_objectives(ctx: PlanningContext) -> set[str]:
     return {o.name for o in ctx.intent.spec.objectives
             if ctx.profiles[o.name].spec.type is KPIType.THROUGHPUT}
@@ -548,18 +552,41 @@ class GridPlanner(Planner):
                 held = [a for a in acts if "replicas" not in ctx.actuators[a.actuator].knobs]
                 return target.with_(replicas=cur.replicas), (
                     "replicas held while pods are replaced; scale-in follows the rollout"), held
+            reached = next((int(a.params["replicas"]) for a in acts if "replicas" in a.params),
+                           cur.replicas)
+            if reached < target.replicas and not self._holds_at(
+                    ctx, target.with_(replicas=reached), rate, inp):
+                # The rolling update replaces pod for pod: once this cycle's `reached` new
+                # pods are ready the old ones are gone, and the step limit lets the rest come
+                # only cycles later. One GPU pod replaced by four CPU pods (on the way to
+                # thirty-four) is an outage. Unless the current shape cannot hold the load at
+                # any count, the move waits until one step can carry it.
+                need = self._sized_current(ctx, rate, inp)
+                if need is not None:
+                    step = cur.with_(replicas=need)
+                    return step, (
+                        f"the move to {_pretty_shape(target)} waits: its first step "
+                        f"({reached} of {target.replicas} pods, the admin's step limit) would "
+                        f"not carry the load once the old pods leave; {need} replica(s) of the "
+                        "current shape"), steps_towards(ctx, step)
             return target, "", acts
         # The shape change waits: size replicas for the current pods.
+        need = self._sized_current(ctx, rate, inp)
+        need = int(space_for(ctx).replicas[-1]) if need is None else need
+        step = cur.with_(replicas=need)
+        return step, (f"until the resize to {target.cpu:g} cpu can start, {need} replica(s) of "
+                      "the current size"), steps_towards(ctx, step)
+
+    def _sized_current(self, ctx: PlanningContext, rate: float, inp: Inputs) -> int | None:
+        """The fewest replicas of the current shape predicted to meet every objective at
+        ``rate``; ``None`` when no count of it is."""
+        cur = ctx.config
         reps = np.asarray(space_for(ctx).replicas, dtype=float)
         n = len(reps)
         batch = CandidateBatch(reps, np.full(n, cur.cpu),
                                np.full(n, 1.0 if cur.device == "gpu" else 0.0), (cur.pool,) * n)
-        s = self.score(ctx, batch, rate, inp)
-        ok = np.flatnonzero(s.feasible)
-        need = int(reps[ok[0]]) if ok.size else int(reps[-1])
-        step = cur.with_(replicas=need)
-        return step, (f"until the resize to {target.cpu:g} cpu can start, {need} replica(s) of "
-                      "the current size"), steps_towards(ctx, step)
+        ok = np.flatnonzero(self.score(ctx, batch, rate, inp).feasible)
+        return int(reps[ok[0]]) if ok.size else None
 
     # ---------------------------------------------------------------- plan
     def plan(self, ctx: PlanningContext) -> Plan:
