@@ -266,6 +266,9 @@ def test_a_rollout_without_progress_is_rolled_back_then_not_retried(pending: int
     plan, mem = safety.guard(ctx, Plan("ns/w", "any", ctx.config,
                                        ctx.config.with_(pool="b")), mem)
     assert plan.target.pool is None and "rolled back as stuck" in plan.reason
+    # What planners are told (PlanningContext.vetoed): that shape, until the veto ends.
+    assert safety.vetoed_shapes(mem, ctx.now) == ((1.0, "cpu", "b"),)
+    assert safety.vetoed_shapes(mem, ctx.now + safety.VETO_S) == ()
 
 
 def _stuck_rollback(ready: int, pending: int, now: float) -> PlanningContext:
@@ -581,7 +584,7 @@ class _Capacity(Predictor):
         mu = self.per_core * batch.cpu * np.where(batch.gpu > 0, self.gpu, 1.0)
         lam = rate / batch.replicas
         with np.errstate(divide="ignore"):
-            p95 = np.where(lam < mu, 10.0 + 3000.0 / (mu - lam), np.inf)
+            p95 = np.where(lam < mu, 10.0 + 300.0 / (mu - lam), np.inf)
         return Prediction(p95, p95, np.ones(len(batch), dtype=bool))
 
 
@@ -609,3 +612,26 @@ def test_a_move_to_slower_pods_waits_until_one_step_carries_the_load(max_step: i
     else:
         assert step == target and why == ""
         assert any(a.actuator == "device" for a in actions)
+
+
+def test_the_grid_plans_within_the_shapes_the_safety_layer_has_not_vetoed() -> None:
+    """gen-2620, traced: 1-core pods in pool ``g`` were rolled back as stuck; the grid kept
+    choosing them (88 pods) and the layer replaced each choice by the current shape at no
+    fewer pods than it ran (120), so the workload could not scale in for the veto's hour.
+    Told the vetoed shapes, the grid leaves them out and sizes the others."""
+    from planner.planners.grid import GridPlanner, Inputs
+
+    cfg = WorkloadConfig(120, 1.0, "cpu", None)
+    pods = tuple(PodState(f"w-{i}", "a0", 1.0, "cpu", True, pool="a", cpu_utilization=0.5)
+                 for i in range(120))
+    wl = WorkloadState("ns", "w", cfg, pods, request_rate=1800.0, cpu_utilization=0.5)
+    nodes = (NodeState("a0", "a", "eu", 200.0, 120.0, 0, 0, 0.03, 1.1),
+             NodeState("g0", "g", "eu", 48.0, 0.0, 4, 0, 0.03, 1.1))
+    ctx = _context(wl, nodes, ("replicas", "placement"), 50.0, max_replicas=200)
+    inp = Inputs({"p95": _Capacity(30.0, 60.0)}, 0.0)
+    batch = CandidateBatch.of([WorkloadConfig(88, 1.0, "cpu", "g"),
+                               WorkloadConfig(88, 1.0, "cpu", None)])
+    grid = GridPlanner()
+    assert grid.score(ctx, batch, 1800.0, inp).feasible.tolist() == [True, True]
+    vetoed = replace(ctx, vetoed=((1.0, "cpu", "g"),))
+    assert grid.score(vetoed, batch, 1800.0, inp).feasible.tolist() == [False, True]

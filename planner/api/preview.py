@@ -293,7 +293,7 @@ def compute(p: Prepared) -> schemas.PreviewOut:
     ctx = PlanningContext(p.intent, p.profiles, p.workload, p.snapshot, p.current, p.admin,
                           p.actuators, p.knowledge, p.snapshot.time,
                           p.memory.for_planner(p.planner.name), p.memory.actuators,
-                          p.placement)
+                          p.placement, safety.vetoed_shapes(p.memory.safety, p.snapshot.time))
     try:
         plan, _ = safety.plan_safely(p.planner, ctx, p.memory.safety)
     except TemporaryError as exc:

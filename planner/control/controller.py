@@ -335,7 +335,8 @@ class IntentController:
         """What the staged intent's planner is given when planned on ``view``."""
         return PlanningContext(s.out.intent, s.profiles, s.workload, view, s.out.current,
                                self.admin, self.actuators, self.knowledge, s.snapshot.time,
-                               s.mem.for_planner(s.planner.name), s.mem.actuators, placement)
+                               s.mem.for_planner(s.planner.name), s.mem.actuators, placement,
+                               safety.vetoed_shapes(s.mem.safety, s.snapshot.time))
 
     def _plan(self, s: Staged, view: ClusterSnapshot,
               placement: WorkloadConfig | None = None) -> None:

@@ -53,6 +53,11 @@ class PlanningContext:
     """The shape (CPU size, device, pool; not the replicas) that planning the intents who
     compete for capacity together assigned this intent (:mod:`planner.planners.joint`):
     the planner chooses the replicas within it. ``None``: any shape."""
+    vetoed: tuple[tuple[float, str, str | None], ...] = ()
+    """Shapes (CPU size, device, pool) whose rollout the safety layer rolled back as stuck and
+    does not start again yet (:mod:`planner.planners.safety`, rule 4). A planner that leaves
+    them out plans within the other shapes; a plan that picks one has its shape replaced by
+    the current one."""
 
     @property
     def config(self) -> WorkloadConfig:

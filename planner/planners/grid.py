@@ -254,6 +254,8 @@ class GridPlanner(Planner):
             feasible &= ~limited
             excess = np.where(limited, np.maximum(excess, np.nextafter(over - 1.0, np.inf)),
                               excess)
+        for shape in ctx.vetoed:          # rolled back as stuck: the other shapes only
+            feasible &= ~feedback.shape_mask(batch, shape)
         cost = prices(ctx.snapshot, batch)
         if not monotone_only:
             feasible &= gpu_capacity_ok(ctx.snapshot, batch)

@@ -155,6 +155,14 @@ class Watch:
             self.vetoed.append({**_shape_doc(cfg), "until": until})
 
 
+def vetoed_shapes(memory: Mapping[str, Any], now: float
+                  ) -> tuple[tuple[float, str, str | None], ...]:
+    """The shapes the layer's ``memory`` vetoes at ``now`` (:attr:`PlanningContext.vetoed`)."""
+    return tuple((float(v["cpu"]), str(v["device"]),
+                  None if v.get("pool") is None else str(v["pool"]))
+                 for v in Watch.of(memory, now).vetoed)
+
+
 def _running_shape(ctx: PlanningContext, watch: Watch) -> WorkloadConfig | None:
     """Where a stuck rollout goes back to: the shape before the change when the watch saw it,
     else the shape most ready pods run (their pool the current pin when they run there, else
