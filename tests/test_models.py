@@ -244,6 +244,28 @@ def test_dataset_keeps_only_settled_events() -> None:
     assert ds.y.tolist() == [12, 8]
 
 
+def test_the_settling_time_counts_from_when_the_pods_run_the_configuration() -> None:
+    """gen-2173, traced: one GPU pod served until eleven CPU pods of the new configuration
+    were ready, 80 s after the change. Counted from the change, the first event with only CPU
+    pods ready was already settled, and its KPI window (the last 60 s) was mostly the GPU
+    pod's: eleven CPU pods were learned at 5.6 ms and 336 req/s a core, beyond their capacity.
+    Counted from when the pods run the configuration, that window is left out."""
+    def ev(t: float, device: str, value: float) -> dict[str, Any]:
+        cpu_pods = 11 if device == "cpu" else 0
+        pods = ([{"ready": True, "cpu": 1.0, "device": "cpu"}] * cpu_pods
+                + ([{"ready": True, "cpu": 1.0, "device": "gpu"}] if t < 90 else []))
+        return {"time": t, "config": {"replicas": 11, "cpu": 1.0, "device": "cpu", "pool": None},
+                "resources": {"ready_replicas": len(pods)}, "pods": pods,
+                "load": {"request_rate": 3700.0}, "current": {"p50": value}}
+
+    # Changed at 0; the CPU pods start until 90 (only the GPU pod is ready before then).
+    events = [{**ev(t, "gpu", 5.6), "pods": [{"ready": True, "cpu": 1.0, "device": "gpu"}],
+               "resources": {"ready_replicas": 1}} for t in (0.0, 15.0, 30.0, 45.0, 60.0, 75.0)]
+    events += [ev(90.0, "cpu", 5.6), ev(105.0, "cpu", 9.0), ev(135.0, "cpu", 24.0),
+               ev(150.0, "cpu", 25.0), ev(165.0, "cpu", 25.5)]
+    assert dataset(events, "p50").y.tolist() == [25.0, 25.5]
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.integers(1, 12).flatmap(lambda n: st.tuples(
            st.lists(st.lists(st.one_of(st.floats(-1e6, 1e6), st.sampled_from(

@@ -50,25 +50,34 @@ def pool_code(pool: str | None, pools: Sequence[str]) -> float:
 
 
 def settled(events: Sequence[Mapping[str, Any]], settle_s: float = 60.0) -> list[Mapping[str, Any]]:
-    """Events (oldest first) whose configuration had been stable for ``settle_s``."""
+    """Events (oldest first) whose pods had run their configuration, and only it, for
+    ``settle_s`` (the KPI window: its KPIs are then the configuration's own).
+
+    The time counts from the first event at which the ready pods match the configuration
+    (as many as it asks for, no canary beside them), not from the configuration's change: a
+    rollout to slower pods that takes a start-up of 80 s would otherwise end with a KPI window
+    in which the old, faster pods still served, and the new shape would be credited with
+    their latency (seen on gen-2173: eleven CPU pods at 5.6 ms where one GPU pod had served)."""
     out: list[Mapping[str, Any]] = []
     since: float | None = None
     last_cfg: Any = None
     for ev in sorted(events, key=lambda e: float(e["time"])):
         cfg = ev.get("config")
         if cfg != last_cfg:
-            since, last_cfg = float(ev["time"]), cfg
+            since, last_cfg = None, cfg
+        if not isinstance(cfg, Mapping):
+            continue
         res = ev.get("resources") or {}
-        if not isinstance(cfg, Mapping) or since is None:
-            continue
         ready = res.get("ready_replicas")
-        if ready is not None and ready != cfg.get("replicas"):
-            continue
-        if ev.get("canary"):
-            continue  # a canary's pods served part of the load
         groups = ready_groups(ev)
-        if groups is not None and not _pods_match(groups, cfg):
-            continue  # a rollout is under way: old pods still serve
+        steady = ((ready is None or ready == cfg.get("replicas"))
+                  and not ev.get("canary")        # a canary's pods served part of the load
+                  and (groups is None or _pods_match(groups, cfg)))   # else a rollout
+        if not steady:
+            since = None
+            continue
+        if since is None:
+            since = float(ev["time"])
         if float(ev["time"]) - since < settle_s and not ev.get("characterization"):
             continue
         out.append(ev)
