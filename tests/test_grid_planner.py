@@ -640,3 +640,16 @@ def test_a_gpu_candidate_in_a_pool_without_gpus_fits_nowhere() -> None:
     batch = CandidateBatch(np.ones(5), np.full(5, 2.0), np.array([1.0, 1.0, 1.0, 0.0, 1.0]),
                            ("general", "gpu", None, "general", "nowhere"))
     assert gpu_capacity_ok(snap, batch).tolist() == [False, True, True, True, False]
+
+
+def test_choosing_predictors_remembers_where_each_device_ran() -> None:
+    """The predictors' memory keeps the node-pool mix of the unpinned workload's ready pods
+    per device, which the learned models use for that device once none of its pods runs."""
+    from planner.planners.predictors import PredictorMemory, PredictorSource
+
+    ctx = context(replicas=4)
+    pods = tuple(replace(p, ready=True, pool="general") for p in ctx.workload.pods)
+    ctx = replace(ctx, workload=replace(ctx.workload, pods=pods))
+    mem = PredictorMemory(mixes={"gpu": {"gpu-pool": 1.0}})
+    PredictorSource(None).predictors(ctx, mem)
+    assert mem.mixes == {"cpu": {"general": 1.0}, "gpu": {"gpu-pool": 1.0}}

@@ -14,7 +14,7 @@ from planner.domain.state import ClusterSnapshot, NodeState, PodState, WorkloadC
 from planner.models import serialization
 from planner.models.effects import KIND_LATENCY, EffectModel, from_document, to_document
 from planner.models.latency import QueueingLatencyRegressor
-from planner.models.mix import expected_mix
+from planner.models.mix import expected_mix, observed_mix
 from planner.models.observations import dataset
 from planner.models.predictor import CandidateBatch
 from planner.models.sojourn import _survival_terms, mixture_sojourn_quantile
@@ -152,6 +152,45 @@ def test_expected_mix_follows_the_pods_or_the_capacity() -> None:
     assert expected_mix(pinned, snap) == pytest.approx({"slow": 0.25, "fast": 0.75})
 
 
+def test_the_expected_mix_is_per_device() -> None:
+    """gen-2173, traced: the workload ran one GPU pod in the GPU pool, unpinned; its CPU
+    candidates were given that pod's pool (1.8 ms from the clients) although CPU pods had run
+    half in a pool 18 ms away, so the model predicted them at 6 ms and the planner moved to
+    CPU pods every few minutes, violating on each. The mix of a device comes from that
+    device's ready pods; with none ready, from where they last ran (the planner's memory),
+    else from the pools that can host it."""
+    gpu_node = NodeState("g1", "gpu", "eu", 32.0, 1.0, 8, 1, 0.05, 1.1)
+    nodes = (_node("n1", "near"), _node("n2", "far"), gpu_node)
+    snap = ClusterSnapshot(0.0, nodes, {})
+    on_gpu = WorkloadState("v", "a", WorkloadConfig(1, 1.0, "gpu"),
+                           (PodState("g", "g1", 1.0, "gpu", True, pool="gpu"),))
+    assert expected_mix(on_gpu, snap, "gpu") == {"gpu": 1.0}
+    assert expected_mix(on_gpu, snap) == {"gpu": 1.0}                 # every device, as before
+    assert expected_mix(on_gpu, snap, "cpu") == pytest.approx(
+        {"near": 16 / 64, "far": 16 / 64, "gpu": 32 / 64})
+    assert expected_mix(on_gpu, snap, "cpu", {"near": 0.5, "far": 0.5}) == {"near": 0.5,
+                                                                            "far": 0.5}
+    on_cpu = WorkloadState("v", "a", WorkloadConfig(2, 1.0),
+                           (PodState("a", "n1", 1.0, "cpu", True, pool="near"),
+                            PodState("b", "n2", 1.0, "cpu", True, pool="far")))
+    assert observed_mix(on_cpu, "cpu") == {"near": 0.5, "far": 0.5}
+    assert observed_mix(on_cpu, "gpu") is None
+    assert expected_mix(on_cpu, snap, "gpu") == {"gpu": 1.0}          # only GPU pools
+
+
+def test_unpinned_gpu_candidates_take_the_gpu_mix() -> None:
+    X, y = sample(30, 4)
+    est = QueueingLatencyRegressor(n_bootstrap=0).fit(X, y)
+    model = EffectModel("v/a", "p95", KIND_LATENCY, est, (), 1.0, False, {}, ("slow", "fast"))
+    batch = CandidateBatch.of([WorkloadConfig(6, 2.0, "cpu", None),
+                               WorkloadConfig(6, 2.0, "gpu", None),
+                               WorkloadConfig(6, 2.0, "gpu", "slow")])
+    feats = model.features(batch, 200.0, {"slow": 0.5, "fast": 0.5}, {"fast": 1.0})
+    assert feats[:, 5:].tolist() == [[0.5, 0.5], [0.0, 1.0], [1.0, 0.0]]
+    same = model.features(batch, 200.0, {"slow": 0.5, "fast": 0.5})
+    assert same[:, 5:].tolist() == [[0.5, 0.5], [0.5, 0.5], [1.0, 0.0]]
+
+
 def test_dataset_has_one_share_column_per_node_pool() -> None:
     def ev(t: float, pools: list[str | None]) -> dict[str, Any]:
         pods = [{"ready": True, "cpu": 2.0, "device": "cpu", "pool": p} for p in pools]
@@ -286,3 +325,19 @@ def test_the_expected_mix_from_pod_counts_equals_counting_each_pod(
     got = expected_mix(workload, ClusterSnapshot(0.0, cluster, {}))
     want = _mix_pod_by_pod(workload, cluster)
     assert list(got.items()) == list(want.items())
+
+
+def test_the_mix_a_device_last_had_is_planner_memory() -> None:
+    """Where a device's pods last ran is remembered as data (persisted, restored after a
+    restart), so the workload that now runs only GPU pods still predicts its CPU pods where
+    they ran."""
+    import json
+
+    from planner.domain.memory import plain
+    from planner.planners.predictors import PredictorMemory
+
+    mem = PredictorMemory(mixes={"cpu": {"near": 0.5, "far": 0.5}})
+    doc = json.loads(json.dumps(plain(mem.as_memory())))
+    assert PredictorMemory.recall(doc).mixes == {"cpu": {"near": 0.5, "far": 0.5}}
+    assert PredictorMemory.recall({}).mixes == {}
+    assert PredictorMemory.recall({"mixes": "junk"}).mixes == {}

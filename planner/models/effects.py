@@ -62,11 +62,13 @@ class EffectModel:
     """Node classes of the share columns (see :func:`planner.models.observations.node_mix`)."""
 
     def features(self, batch: CandidateBatch, rate: float,
-                 mix: Mapping[str, float] | None = None) -> np.ndarray:
+                 mix: Mapping[str, float] | None = None,
+                 gpu_mix: Mapping[str, float] | None = None) -> np.ndarray:
         """The model's columns for ``batch`` at ``rate``. A pinned candidate's pods all run in
         its pool; an unpinned one's are spread as ``mix`` says (node pool -> share; default:
-        unknown). A row whose pods would run on a class the model does not know is all zero
-        in the share columns (the model treats it as unsupported)."""
+        unknown), an unpinned GPU candidate's as ``gpu_mix`` says when given (GPU pods land
+        only where there are GPUs). A row whose pods would run on a class the model does not
+        know is all zero in the share columns (the model treats it as unsupported)."""
         # Per distinct pool once, then per row a look-up: the same values as asking each row.
         # The columns are written into one array (what stacking them gives, without the
         # stacking's per-call work).
@@ -80,21 +82,32 @@ class EffectModel:
         X[:, 4] = np.array([pool_code(p, self.pools) for p in at], dtype=float)[rows]
         if not self.classes:
             return X
-        index = self.class_index
-        unpinned = np.zeros(k)
-        spread = dict(mix) if mix else {UNKNOWN_CLASS: 1.0}
-        if all(c in index for c, v in spread.items() if v > 0):
-            for c, v in spread.items():
-                if v > 0:
-                    unpinned[index[c]] = v
+        unpinned = self._shares(mix)
         per_pool = np.zeros((len(at), k))
+        index = self.class_index
         for j, pool in enumerate(at):
             if pool is None:
                 per_pool[j] = unpinned
             elif pool in index:
                 per_pool[j, index[pool]] = 1.0
         X[:, BASE_COLUMNS:] = per_pool[rows]
+        if gpu_mix is not None and None in at:
+            on_gpu = (batch.gpu >= 0.5) & batch.in_pool(None)
+            if on_gpu.any():
+                X[on_gpu, BASE_COLUMNS:] = self._shares(gpu_mix)
         return X
+
+    def _shares(self, mix: Mapping[str, float] | None) -> np.ndarray:
+        """The share columns of pods spread as ``mix`` says (all zero when it names a class
+        the model does not know)."""
+        index = self.class_index
+        out = np.zeros(len(self.classes))
+        spread = dict(mix) if mix else {UNKNOWN_CLASS: 1.0}
+        if all(c in index for c, v in spread.items() if v > 0):
+            for c, v in spread.items():
+                if v > 0:
+                    out[index[c]] = v
+        return out
 
     @cached_property
     def class_index(self) -> dict[str, int]:
@@ -161,27 +174,30 @@ class LearnedKPI(Predictor):
 
     kind = "learned"
 
-    def __init__(self, model: EffectModel, mix: Mapping[str, float] | None = None) -> None:
+    def __init__(self, model: EffectModel, mix: Mapping[str, float] | None = None,
+                 gpu_mix: Mapping[str, float] | None = None) -> None:
         self.model = model
         self.mix = mix
+        self.gpu_mix = gpu_mix
+        """Where unpinned GPU pods run (``None``: as ``mix`` says)."""
 
     def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
-        X = self.model.features(batch, rate, self.mix)
+        X = self.model.features(batch, rate, self.mix, self.gpu_mix)
         est: QueueingLatencyRegressor | AvailabilityRegressor = self.model.estimator
         mean, bound, supported = est.predict_with_support(X)
         return Prediction(mean, bound, supported & self.within_load_range(batch, rate))
 
     def supported(self, batch: CandidateBatch, rate: float) -> NDArray[np.bool_]:
         """:meth:`predict`'s ``supported`` without predicting."""
-        X = self.model.features(batch, rate, self.mix)
+        X = self.model.features(batch, rate, self.mix, self.gpu_mix)
         out: NDArray[np.bool_] = (self.model.estimator.supported(X)
                                   & self.within_load_range(batch, rate))
         return out
 
     def predict_mean(self, batch: CandidateBatch, rate: float) -> FloatArray:
         """The fitted model's prediction alone (no bootstrap ensemble)."""
-        out: FloatArray = self.model.estimator.predict(self.model.features(batch, rate,
-                                                                          self.mix))
+        out: FloatArray = self.model.estimator.predict(
+            self.model.features(batch, rate, self.mix, self.gpu_mix))
         return out
 
     def predict_mean_rates(self, batch: CandidateBatch, rates: Sequence[float]) -> FloatArray:
@@ -195,7 +211,7 @@ class LearnedKPI(Predictor):
 
     def _at_rates(self, batch: CandidateBatch, rates: Sequence[float]) -> np.ndarray:
         """``batch``'s feature rows repeated once per rate, the rate column set to it."""
-        X = np.tile(self.model.features(batch, 0.0, self.mix), (len(rates), 1))
+        X = np.tile(self.model.features(batch, 0.0, self.mix, self.gpu_mix), (len(rates), 1))
         X[:, 0] = np.repeat(np.asarray(rates, dtype=float), len(batch))
         return X
 
@@ -205,7 +221,7 @@ class LearnedKPI(Predictor):
         other models: the default (the load divided by ``factor``)."""
         if self.model.kind != KIND_LATENCY:
             return super().predict_faster(batch, rate, factor)
-        X = self.model.features(batch, rate, self.mix)
+        X = self.model.features(batch, rate, self.mix, self.gpu_mix)
         mean, bound, supported = self.model.estimator.predict_with_support(X, speedup=factor)
         return Prediction(mean, bound, supported & self.within_load_range(batch, rate / factor))
 
@@ -252,12 +268,15 @@ class LearnedThroughput(Predictor):
 
     kind = "learned"
 
-    def __init__(self, model: EffectModel, mix: Mapping[str, float] | None = None) -> None:
+    def __init__(self, model: EffectModel, mix: Mapping[str, float] | None = None,
+                 gpu_mix: Mapping[str, float] | None = None) -> None:
         self.model = model
         self.mix = mix
+        self.gpu_mix = gpu_mix
+        """Where unpinned GPU pods run (``None``: as ``mix`` says)."""
 
     def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
-        X = self.model.features(batch, rate, self.mix)
+        X = self.model.features(batch, rate, self.mix, self.gpu_mix)
         est: QueueingLatencyRegressor = self.model.estimator
         cap = est.capacity(X)
         served = np.minimum(rate, cap)

@@ -3,30 +3,51 @@ needs to predict a configuration that leaves placement to the scheduler."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from planner.domain.state import ClusterSnapshot, WorkloadState
 from planner.models.observations import UNKNOWN_CLASS
 
 
-def expected_mix(workload: WorkloadState, snapshot: ClusterSnapshot) -> dict[str, float]:
-    """Share of the pods per node pool for an unpinned configuration.
+def observed_mix(workload: WorkloadState, device: str | None = None) -> dict[str, float] | None:
+    """Share of the unpinned workload's ready pods (of ``device``'s, when given) per node
+    pool; ``None`` when it is pinned or none of those pods is ready."""
+    if workload.config.pool is not None:
+        return None
+    # From the workload's pod groups (pools in the order their first ready pod comes): the
+    # same shares as counting its ready pods one by one.
+    counts: dict[str, float] = {}
+    for (_, dev, pool, _, ready), n in workload.pod_counts.items():
+        if ready and (device is None or dev == device):
+            key = pool or UNKNOWN_CLASS
+            counts[key] = counts.get(key, 0.0) + float(n)
+    total = sum(counts.values())
+    return {k: v / total for k, v in counts.items()} if total > 0 else None
+
+
+def expected_mix(workload: WorkloadState, snapshot: ClusterSnapshot,
+                 device: str | None = None,
+                 last_seen: Mapping[str, float] | None = None) -> dict[str, float]:
+    """Share of the pods per node pool for an unpinned configuration (of ``device``'s pods
+    when given).
 
     While the workload runs unpinned, its ready pods say where the scheduler puts them (scaling
-    keeps roughly that mix). A pinned workload that were unpinned would spread over the
-    cluster: the pools' shares of the allocatable CPU are the guess then. Without nodes, the
-    pool is unknown.
+    keeps roughly that mix); with ``device``, only its ready pods of that device do: GPU pods
+    in a GPU pool say nothing of where CPU pods would go (a CPU fleet may spread over pools far
+    from the clients). With none of them ready now, ``last_seen`` (the mix they last had,
+    from the planner's memory) says it. Otherwise the pods would spread over the cluster: the
+    pools' shares of the allocatable CPU are the guess (for GPU pods, of the pools with
+    GPUs). Without nodes, the pool is unknown.
     """
-    if workload.config.pool is None:
-        # From the workload's pod groups (pools in the order their first ready pod comes):
-        # the same shares as counting its ready pods one by one.
-        counts: dict[str, float] = {}
-        for (_, _, pool, _, ready), n in workload.pod_counts.items():
-            if ready:
-                key = pool or UNKNOWN_CLASS
-                counts[key] = counts.get(key, 0.0) + float(n)
-        total = sum(counts.values())
-        if total > 0:
-            return {k: v / total for k, v in counts.items()}
+    seen = observed_mix(workload, device)
+    if seen is not None:
+        return seen
+    if last_seen and workload.config.pool is None:
+        return dict(last_seen)
     capacity = snapshot.facts.pool_cores           # counted once per snapshot
+    if device == "gpu":
+        gpu_pools = snapshot.facts.first_gpu_in_pool
+        capacity = {k: v for k, v in capacity.items() if k in gpu_pools}
     total = sum(capacity.values())
     if total <= 0:
         return {UNKNOWN_CLASS: 1.0}

@@ -21,7 +21,7 @@ from planner.models.effects import (
     LearnedLatency,
     LearnedThroughput,
 )
-from planner.models.mix import expected_mix
+from planner.models.mix import expected_mix, observed_mix
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
 from planner.models.queue_estimate import QueueEstimate
 from planner.planners.base import PlanningContext
@@ -80,15 +80,23 @@ class PredictorMemory:
 
     estimate: QueueEstimate | None = None
     loaded_at: dict[str, float] = field(default_factory=dict)
+    mixes: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Per device, the node-pool mix its ready pods last had while the workload ran
+    unpinned (:func:`planner.models.mix.expected_mix`'s ``last_seen``)."""
 
     @staticmethod
     def recall(memory: Mapping[str, Any]) -> PredictorMemory:
+        mixes = memory.get("mixes")
         return PredictorMemory(recalled_estimate(memory.get("estimate")),
                                {str(k): float(v) for k, v in
-                                dict(memory.get("loaded_at") or {}).items()})
+                                dict(memory.get("loaded_at") or {}).items()},
+                               {str(d): {str(p): float(v) for p, v in m.items()}
+                                for d, m in dict(mixes).items() if isinstance(m, Mapping)}
+                               if isinstance(mixes, Mapping) else {})
 
     def as_memory(self) -> dict[str, Any]:
-        return {"estimate": estimate_memory(self.estimate), "loaded_at": dict(self.loaded_at)}
+        return {"estimate": estimate_memory(self.estimate), "loaded_at": dict(self.loaded_at),
+                "mixes": {d: dict(m) for d, m in self.mixes.items()}}
 
 
 class PredictorSource:
@@ -107,7 +115,11 @@ class PredictorSource:
         out: dict[str, Predictor] = {} if est is None else {
             n: CurrentSizeOnly(p, ctx.config.cpu) for n, p in explicit_predictors(ctx, est).items()}
         latency_model = None
-        mix = expected_mix(ctx.workload, ctx.snapshot)
+        for device in ("cpu", "gpu"):
+            if (seen := observed_mix(ctx.workload, device)) is not None:
+                mem.mixes[device] = seen
+        mix = expected_mix(ctx.workload, ctx.snapshot, "cpu", mem.mixes.get("cpu"))
+        gpu_mix = expected_mix(ctx.workload, ctx.snapshot, "gpu", mem.mixes.get("gpu"))
         for o in ctx.intent.spec.objectives:
             spec = ctx.profiles[o.name].spec
             model, mem.loaded_at[o.name] = self.cache.get(ctx.intent.key, o.name, ctx.now,
@@ -115,14 +127,14 @@ class PredictorSource:
             if model is None or model.samples < self.min_samples:
                 continue
             if spec.type is KPIType.LATENCY and model.kind == KIND_LATENCY:
-                out[o.name] = LearnedLatency(model, mix)
+                out[o.name] = LearnedLatency(model, mix, gpu_mix)
                 latency_model = latency_model or model
             elif spec.type is KPIType.AVAILABILITY and model.kind == KIND_AVAILABILITY:
-                out[o.name] = LearnedAvailability(model, mix)
+                out[o.name] = LearnedAvailability(model, mix, gpu_mix)
         if latency_model is not None:
             for o in ctx.intent.spec.objectives:
                 if ctx.profiles[o.name].spec.type is KPIType.THROUGHPUT:
-                    out[o.name] = LearnedThroughput(latency_model, mix)
+                    out[o.name] = LearnedThroughput(latency_model, mix, gpu_mix)
         for o in ctx.intent.spec.objectives:
             if ctx.profiles[o.name].spec.type is KPIType.COST:
                 out[o.name] = ComputedCost(ctx.snapshot)
