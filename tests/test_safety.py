@@ -410,12 +410,13 @@ def test_restarted_during_an_overload_without_a_model_it_acts_in_its_first_cycle
 
 
 def _context(wl: WorkloadState, nodes: tuple[NodeState, ...], actuators: tuple[str, ...],
-             p95: float, max_replicas: int = 60, max_step: int = 100) -> PlanningContext:
+             p95: float, max_replicas: int = 60, max_step: int = 100,
+             cooldown_s: float = 0.0) -> PlanningContext:
     """A context for ``wl`` on ``nodes`` with the given actuators and observed p95 (the
     objective is p95 <= 100)."""
     admin = AdminConfig(actuators=actuators,
                         replicas=ReplicaBounds(min=1, max=max_replicas, max_step=max_step),
-                        cpu=CpuBounds(sizes=SIZES, cooldown_s=0), cycleSeconds=15)
+                        cpu=CpuBounds(sizes=SIZES, cooldown_s=cooldown_s), cycleSeconds=15)
     intent, prof = _intent()
     snap = ClusterSnapshot(1000.0, nodes, {"ns/w": wl})
     return PlanningContext(intent, {"p95": prof}, wl, snap, {"p95": p95}, admin,
@@ -635,3 +636,51 @@ def test_the_grid_plans_within_the_shapes_the_safety_layer_has_not_vetoed() -> N
     assert grid.score(ctx, batch, 1800.0, inp).feasible.tolist() == [True, True]
     vetoed = replace(ctx, vetoed=((1.0, "cpu", "g"),))
     assert grid.score(vetoed, batch, 1800.0, inp).feasible.tolist() == [False, True]
+
+
+def test_a_move_to_a_measured_device_keeps_the_old_pods_that_carry_the_load_where_it_can() -> None:
+    """gen-2110, traced: 50 two-core pods, the plan 2 GPU pods measured far faster. Held at
+    the GPU pods' work, the replica count fell (by the step limit) to 11 while the GPU pods
+    started, and a rolling update keeps old pods only up to the replica count less the new
+    ones ready: 3 pods served, p95 0.5 s. Where the new place has room for as many of its
+    pods, the old pods that carry the load (28 at 70 %: 25 at the proportional target) are
+    held until the new ones are ready; where it has not (6 GPUs), the work is, as before."""
+    from planner.planners.grid import GridPlanner, Inputs
+
+    cfg = WorkloadConfig(28, 1.0, "cpu", "g")
+    pods = tuple(PodState(f"c-{i}", f"g{i % 2}", 1.0, "cpu", True, pool="g",
+                          cpu_utilization=0.7) for i in range(28))
+    wl = WorkloadState("ns", "w", cfg, pods, request_rate=800.0, cpu_utilization=0.7)
+    nodes = tuple(NodeState(f"g{i}", "g", "eu", 64.0, 14.0, 16, 0, 0.04, 0.3)
+                  for i in range(2))
+    ctx = _context(wl, nodes, ("replicas", "device"), 50.0)
+    observe_all(ctx.actuators.values(), ctx.snapshot)
+    target = WorkloadConfig(2, 1.0, "gpu", "g")
+    step, why, actions = GridPlanner()._safe_step(ctx, target, 800.0, Inputs({}, 0.0), 40.0)
+    assert step == target.with_(replicas=25) and "old pods that carry the load" in why, why
+    assert any(a.actuator == "device" for a in actions), [a.reason for a in actions]
+
+
+def test_while_a_shape_change_waits_its_cooldown_a_rollout_in_progress_is_not_scaled_in() -> None:
+    """gen-2110, traced: 19 GPU replicas rolling out (old two-core CPU pods serving, the GPU
+    pods starting) when the plan turned back to CPU pods; the device change waited for its
+    cooldown and the current shape was sized by the model (one GPU pod suffices), so the
+    replica count fell to 11 and the Deployment removed the old pods that served: p95 0.5 s.
+    While the current shape's pods are starting, its replica count is kept."""
+    from planner.planners.grid import GridPlanner, Inputs
+
+    cfg = WorkloadConfig(19, 2.0, "gpu", None)
+    pods = (*(PodState(f"c-{i}", "g0", 2.0, "cpu", True, pool="g", cpu_utilization=0.8)
+              for i in range(19)),
+            *(PodState(f"gpu-{i}", "g1", 2.0, "gpu", False, pool="g") for i in range(8)))
+    wl = WorkloadState("ns", "w", cfg, pods, request_rate=1200.0, cpu_utilization=0.8)
+    nodes = (NodeState("g0", "g", "eu", 64.0, 38.0, 0, 0, 0.04, 0.3),
+             NodeState("g1", "g", "eu", 64.0, 16.0, 8, 8, 0.04, 1.0))
+    ctx = _context(wl, nodes, ("replicas", "device"), 50.0, max_step=8, cooldown_s=300.0)
+    ctx = replace(ctx, actuator_memory={"device": {"last_change": ctx.now - 30.0}})
+    observe_all(ctx.actuators.values(), ctx.snapshot)
+    inp = Inputs({"p95": _Capacity(30.0, 60.0)}, 0.0)
+    step, why, actions = GridPlanner()._safe_step(ctx, WorkloadConfig(25, 2.0, "cpu", None),
+                                                  1200.0, inp)
+    assert step == cfg and "scale-in waits for the rollout" in why, why
+    assert not any(a.actuator == "replicas" for a in actions)

@@ -171,6 +171,17 @@ def _merged(rows: NDArray[np.int64], predictions: dict[str, Prediction],
         for n, p in predictions.items()}
 
 
+def _old_pods_needed(ctx: PlanningContext, target: WorkloadConfig) -> int:
+    """The serving pods not of ``target``'s shape that carry their load at the proportional
+    rule's target (HPA's), at most as many as serve: what a rolling update must keep until
+    the new pods are ready."""
+    old = [p for p in ctx.workload.pods if p.ready and not capacity.runs(p, target)]
+    busy = [p.cpu_utilization for p in old if p.cpu_utilization is not None]
+    if not busy:
+        return len(old)
+    return min(len(old), safety.proportional_of(sum(busy) * len(old) / len(busy)))
+
+
 def _pretty_shape(cfg: WorkloadConfig) -> str:
     return f"{cfg.cpu:g} cpu {cfg.device}" + (f" in {cfg.pool}" if cfg.pool else "")
 
@@ -546,9 +557,21 @@ class GridPlanner(Planner):
                 if work is not None and work < cur.replicas:
                     # A measured, faster place: the pods that do the current work there,
                     # not one per serving pod (the pool may not hold that many of them).
-                    step = target.with_(replicas=max(target.replicas, work))
+                    # But the rolling update keeps old pods only up to the replica count
+                    # less the new pods ready, so until the new ones are ready the old
+                    # pods that carry the load are held, where the new place has room for
+                    # that many of its pods (gen-2110: 50 two-core pods cut to 11 on the
+                    # way to 2 GPU pods, 3 ready, p95 0.5 s).
+                    hold = max(target.replicas, work)
+                    old = _old_pods_needed(ctx, target)
+                    if old > hold and capacity.schedulable_replicas(
+                            ctx.workload, ctx.snapshot, target.with_(replicas=old)) >= old:
+                        hold = old
+                    step = target.with_(replicas=hold)
                     return step, (f"{step.replicas} replica(s) held while pods are replaced: "
-                                  f"the serving pods' work at the measured {covered:.3g}x"
+                                  + ("the old pods that carry the load until the new ones "
+                                     "are ready" if hold == old and old > work else
+                                     f"the serving pods' work at the measured {covered:.3g}x")
                                   ), steps_towards(ctx, step)
                 # Same actions, but the replica count stays: drop the scale-in step.
                 held = [a for a in acts if "replicas" not in ctx.actuators[a.actuator].knobs]
@@ -575,6 +598,13 @@ class GridPlanner(Planner):
         # The shape change waits: size replicas for the current pods.
         need = self._sized_current(ctx, rate, inp)
         need = int(space_for(ctx).replicas[-1]) if need is None else need
+        if need < cur.replicas and capacity.starting(ctx.workload, cur):
+            # The current shape's own rollout is under way: its old pods serve until the new
+            # ones are ready, and a scale-in now would remove them (gen-2110: 19 -> 11 while
+            # the GPU pods started, p95 0.5 s).
+            step = cur
+            return step, (f"until the resize to {target.cpu:g} cpu can start, the current size "
+                          "as it is: scale-in waits for the rollout"), steps_towards(ctx, step)
         step = cur.with_(replicas=need)
         return step, (f"until the resize to {target.cpu:g} cpu can start, {need} replica(s) of "
                       "the current size"), steps_towards(ctx, step)
