@@ -264,6 +264,16 @@ def test_the_settling_time_counts_from_when_the_pods_run_the_configuration() -> 
     events += [ev(90.0, "cpu", 5.6), ev(105.0, "cpu", 9.0), ev(135.0, "cpu", 24.0),
                ev(150.0, "cpu", 25.0), ev(165.0, "cpu", 25.5)]
     assert dataset(events, "p50").y.tolist() == [25.0, 25.5]
+    # A scale-out of the same shape counts from the change: its window is the same shape at
+    # fewer pods (kept: a pessimistic row), not another shape's.
+    def scaled(t: float, ready: int, value: float) -> dict[str, Any]:
+        pods = [{"ready": i < ready, "cpu": 1.0, "device": "cpu"} for i in range(13)]
+        return {"time": t, "config": {"replicas": 13, "cpu": 1.0, "device": "cpu",
+                                      "pool": None},
+                "resources": {"ready_replicas": ready}, "pods": pods,
+                "load": {"request_rate": 300.0}, "current": {"p50": value}}
+    out = dataset([scaled(0.0, 10, 90.0), scaled(30.0, 13, 40.0), scaled(60.0, 13, 30.0)], "p50")
+    assert out.y.tolist() == [30.0]
 
 
 @settings(max_examples=300, deadline=None)
