@@ -60,10 +60,9 @@ def settled(events: Sequence[Mapping[str, Any]], settle_s: float = 60.0) -> list
     with their latency (seen on gen-2173: eleven CPU pods at 5.6 ms where one GPU pod had
     served). Pods of the configuration's own shape still starting (a scale-out) do not restart
     the time: that window is the same shape at fewer pods, a pessimistic row. (Restarting it
-    there too, measured on the issue table's seed 1 at 0ddc1df, cost 54 more
-    violation-minutes, 32 -> 69 on the bursty gen-26: the model learned the scaled-out fleet
-    without the saturated minutes, and bursts met fewer pods; docs/benchmarks.md section
-    41.)"""
+    there too took the bursty gen-26 from 32 to 69 violation-minutes: the model learned the
+    scaled-out fleet without its saturated minutes, and bursts met fewer pods;
+    docs/benchmarks.md section 41.)"""
     out: list[Mapping[str, Any]] = []
     since: float | None = None
     last_cfg: Any = None
