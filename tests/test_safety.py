@@ -684,3 +684,23 @@ def test_while_a_shape_change_waits_its_cooldown_a_rollout_in_progress_is_not_sc
                                                   1200.0, inp)
     assert step == cfg and "scale-in waits for the rollout" in why, why
     assert not any(a.actuator == "replicas" for a in actions)
+
+
+def test_while_a_shape_change_waits_and_no_count_of_the_current_shape_holds_it_is_sized_explicitly(
+        ) -> None:
+    """gen-2110, traced: a resize waiting for its cooldown, and no count of the current shape
+    predicted to meet the objective: the step asked for the admin's maximum (841 replicas).
+    It is sized by the explicit estimate instead (here there is none: the pods are kept)."""
+    from planner.planners.grid import GridPlanner, Inputs
+
+    cfg = WorkloadConfig(12, 1.0, "cpu", None)
+    pods = tuple(PodState(f"c-{i}", "a0", 1.0, "cpu", True, pool="a", cpu_utilization=0.9)
+                 for i in range(12))
+    wl = WorkloadState("ns", "w", cfg, pods, request_rate=400.0, cpu_utilization=0.9)
+    ctx = _context(wl, (NodeState("a0", "a", "eu", 64.0, 12.0, 0, 0, 0.04, 0.0),),
+                   ("replicas", "cpu"), 150.0, max_replicas=800, cooldown_s=300.0)
+    ctx = replace(ctx, actuator_memory={"cpu": {"last_change": ctx.now - 30.0}})
+    inp = Inputs({"p95": _Capacity(0.1, 1.0)}, 0.0)          # nothing holds at any count
+    step, why, _ = GridPlanner()._safe_step(ctx, WorkloadConfig(8, 2.0, "cpu", None), 400.0,
+                                            inp)
+    assert step == cfg and "12 replica(s) of the current size" in why, why

@@ -47,6 +47,7 @@ from planner.domain.plan import Action, Plan, ReasonPart
 from planner.domain.state import WorkloadConfig
 from planner.models.forecast import Forecast, LoadForecast
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
+from planner.models.queue_estimate import QueueEstimate
 from planner.planners import canary, capacity, fallback, feedback, plan_details, safety
 from planner.planners.base import (
     Planner,
@@ -123,6 +124,9 @@ class Inputs:
     preds: dict[str, Predictor]
     alarm: float
     limits: ObservedLimits = field(default_factory=ObservedLimits)
+    estimate: QueueEstimate | None = None
+    """The explicit estimate (:mod:`planner.planners.fallback` sizes by it when no count of
+    a shape is predicted to meet the objectives)."""
 
 
 @dataclass(frozen=True)
@@ -597,7 +601,8 @@ class GridPlanner(Planner):
             return target, "", acts
         # The shape change waits: size replicas for the current pods.
         need = self._sized_current(ctx, rate, inp)
-        need = int(space_for(ctx).replicas[-1]) if need is None else need
+        if need is None:          # no count of it is predicted to: the explicit estimate's
+            need = fallback.explicit_sizing(ctx, inp.estimate, rate)[0].replicas
         if need < cur.replicas and capacity.starting(ctx.workload, cur):
             # The current shape's own rollout is under way: its old pods serve until the new
             # ones are ready, and a scale-in now would remove them (gen-2110: 19 -> 11 while
@@ -663,7 +668,7 @@ class GridPlanner(Planner):
         # Shapes a canary measured count as known, at their measured speed.
         preds = canary.with_speeds(preds, canary.measured_speeds(ctx, mem.explorer),
                                    _throughput_objectives(ctx))
-        return Inputs(preds, mem.alarm, mem.limits), violated, trial
+        return Inputs(preds, mem.alarm, mem.limits, mem.predictors.estimate), violated, trial
 
     def _propose_canary(self, ctx: PlanningContext, mem: Recall, tester: CanaryActuator,
                         space: SearchSpace, scored: Scored, supported: NDArray[np.bool_],
