@@ -92,8 +92,9 @@ class EffectModel:
                 per_pool[j, index[pool]] = 1.0
         X[:, BASE_COLUMNS:] = per_pool[rows]
         if gpu_mix is not None and None in at:
-            on_gpu = (batch.gpu >= 0.5) & batch.in_pool(None)
+            on_gpu = batch.gpu >= 0.5
             if on_gpu.any():
+                on_gpu &= rows == at.index(None)
                 X[on_gpu, BASE_COLUMNS:] = self._shares(gpu_mix)
         return X
 

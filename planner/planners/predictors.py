@@ -119,7 +119,8 @@ class PredictorSource:
             if (seen := observed_mix(ctx.workload, device)) is not None:
                 mem.mixes[device] = seen
         mix = expected_mix(ctx.workload, ctx.snapshot, "cpu", mem.mixes.get("cpu"))
-        gpu_mix = expected_mix(ctx.workload, ctx.snapshot, "gpu", mem.mixes.get("gpu"))
+        gpu_mix = (expected_mix(ctx.workload, ctx.snapshot, "gpu", mem.mixes.get("gpu"))
+                   if ctx.snapshot.facts.has_gpu else None)
         for o in ctx.intent.spec.objectives:
             spec = ctx.profiles[o.name].spec
             model, mem.loaded_at[o.name] = self.cache.get(ctx.intent.key, o.name, ctx.now,
