@@ -639,12 +639,12 @@ def test_the_grid_plans_within_the_shapes_the_safety_layer_has_not_vetoed() -> N
 
 
 def test_a_move_to_a_measured_device_keeps_the_old_pods_that_carry_the_load_where_it_can() -> None:
-    """gen-2110, traced: 50 two-core pods, the plan 2 GPU pods measured far faster. Held at
-    the GPU pods' work, the replica count fell (by the step limit) to 11 while the GPU pods
+    """gen-2110, traced: 27 two-core pods, the plan 2 GPU pods measured far faster. Held at
+    the GPU pods' work, the replica count fell (by the step limit) to 19 as the GPU pods
     started, and a rolling update keeps old pods only up to the replica count less the new
-    ones ready: 3 pods served, p95 0.5 s. Where the new place has room for as many of its
-    pods, the old pods that carry the load (28 at 70 %: 25 at the proportional target) are
-    held until the new ones are ready; where it has not (6 GPUs), the work is, as before."""
+    ones ready. Where the new place has room for as many of its pods, the old pods that carry
+    the load (28 at 70 %: 25 at the proportional target) are held until the new ones are
+    ready; where it has not (6 GPUs, the test above), the work is, as before."""
     from planner.planners.grid import GridPlanner, Inputs
 
     cfg = WorkloadConfig(28, 1.0, "cpu", "g")

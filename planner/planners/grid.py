@@ -186,10 +186,6 @@ def _old_pods_needed(ctx: PlanningContext, target: WorkloadConfig) -> int:
     return min(len(old), safety.proportional_of(sum(busy) * len(old) / len(busy)))
 
 
-def _pretty_shape(cfg: WorkloadConfig) -> str:
-    return f"{cfg.cpu:g} cpu {cfg.device}" + (f" in {cfg.pool}" if cfg.pool else "")
-
-
 def _throughput_objectives(ctx: PlanningContext) -> set[str]:
     return {o.name for o in ctx.intent.spec.objectives
             if ctx.profiles[o.name].spec.type is KPIType.THROUGHPUT}
@@ -564,8 +560,8 @@ class GridPlanner(Planner):
                     # But the rolling update keeps old pods only up to the replica count
                     # less the new pods ready, so until the new ones are ready the old
                     # pods that carry the load are held, where the new place has room for
-                    # that many of its pods (gen-2110: 50 two-core pods cut to 11 on the
-                    # way to 2 GPU pods, 3 ready, p95 0.5 s).
+                    # that many of its pods (gen-2110: 27 two-core pods cut to 19, by the
+                    # step limit, as the 2 GPU pods they were to become started).
                     hold = max(target.replicas, work)
                     old = _old_pods_needed(ctx, target)
                     if old > hold and capacity.schedulable_replicas(
@@ -594,7 +590,7 @@ class GridPlanner(Planner):
                 if need is not None:
                     step = cur.with_(replicas=need)
                     return step, (
-                        f"the move to {_pretty_shape(target)} waits: its first step "
+                        f"the move to {safety.shape_text(target)} waits: its first step "
                         f"({reached} of {target.replicas} pods, the admin's step limit) would "
                         f"not carry the load once the old pods leave; {need} replica(s) of the "
                         "current shape"), steps_towards(ctx, step)

@@ -218,7 +218,7 @@ def guard(ctx: PlanningContext, plan: Plan, memory: Memory,
     if obs.violated and any(p.kind in CLAIM_KINDS for p in parts):
         parts = [p for p in parts if p.kind not in CLAIM_KINDS]
         why.append(f"observed {', '.join(obs.violated)} violated although the models predict "
-                   f"{_shape(cur)} x {cur.replicas} meets every objective")
+                   f"{shape_text(cur)} x {cur.replicas} meets every objective")
     if not why and not fitted:
         return plan, watch.as_memory()
     if why:
@@ -269,7 +269,7 @@ def _shape_rules(ctx: PlanningContext, obs: Observation, watch: Watch,
     finish = _finish(ctx, obs, target) if stuck and not obs.violated else None
     if finish is not None:
         ready, holds = finish
-        why.append(f"rollout to {_shape(cur)} cannot progress ({obs.unscheduled} pod(s) "
+        why.append(f"rollout to {shape_text(cur)} cannot progress ({obs.unscheduled} pod(s) "
                    f"unscheduled, none starting, for {ctx.now - watch.since:.0f} s): "
                    f"finished at its {ready} ready pod(s), which hold {holds}; the old "
                    "and the waiting pods leave")
@@ -282,8 +282,8 @@ def _shape_rules(ctx: PlanningContext, obs: Observation, watch: Watch,
         on_cur = capacity.scheduled_running(ctx.workload, cur)
         on_back = capacity.scheduled_running(ctx.workload, back)
         keep_cur = on_cur >= on_back
-        why.append(f"{_shape(cur)} and {_shape(back)} were both rolled back as stuck: "
-                   f"{_shape(cur if keep_cur else back)} kept, at what the cluster can "
+        why.append(f"{shape_text(cur)} and {shape_text(back)} were both rolled back as stuck: "
+                   f"{shape_text(cur if keep_cur else back)} kept, at what the cluster can "
                    "schedule of it")
         if keep_cur:
             return (target if shape_of(target) == shape_of(cur)
@@ -292,11 +292,11 @@ def _shape_rules(ctx: PlanningContext, obs: Observation, watch: Watch,
     if back is not None:
         if stuck:
             watch.veto(cur, ctx.now + VETO_S)
-            why.append(f"rollout to {_shape(cur)} stuck ({obs.unscheduled} pod(s) unscheduled, "
+            why.append(f"rollout to {shape_text(cur)} stuck ({obs.unscheduled} pod(s) unscheduled, "
                        f"none starting, no progress for {ctx.now - watch.since:.0f} s): rolled "
-                       f"back to {_shape(back)}, not retried for {VETO_S / 60:.0f} min")
+                       f"back to {shape_text(back)}, not retried for {VETO_S / 60:.0f} min")
         else:
-            why.append(f"{_shape(cur)} was rolled back as stuck: back to {_shape(back)}")
+            why.append(f"{shape_text(cur)} was rolled back as stuck: back to {shape_text(back)}")
         reps = max(cur.replicas, obs.ready, 1)
         if speed is not None and speed > 0 and (back.device, back.pool) == (target.device,
                                                                             target.pool):
@@ -307,7 +307,7 @@ def _shape_rules(ctx: PlanningContext, obs: Observation, watch: Watch,
     if shape_of(target) == shape_of(cur):
         return target, why, ""
     if watch.vetoes(target):
-        why.append(f"{_shape(target)} was rolled back as stuck earlier: {_shape(cur)} kept")
+        why.append(f"{shape_text(target)} was rolled back as stuck earlier: {shape_text(cur)} kept")
         return _same_cores(cur, target), why, ""
     return target, why, ""
 
@@ -366,8 +366,8 @@ def _fit_rules(ctx: PlanningContext, obs: Observation, target: WorkloadConfig,
     if shape_of(target) != shape_of(cur) and not rolling_back:
         fits = capacity.schedulable_replicas(ctx.workload, ctx.snapshot, target)
         if target.replicas > fits:
-            why.append(f"{_shape(target)} x {target.replicas} does not fit the cluster (room "
-                       f"for {fits}): {_shape(cur)} kept")
+            why.append(f"{shape_text(target)} x {target.replicas} does not fit the cluster (room "
+                       f"for {fits}): {shape_text(cur)} kept")
             target = clip_target(ctx, _same_cores(cur, target))
     scheduled = capacity.scheduled_running(ctx.workload, target)
     cap = max(capacity.schedulable_replicas(ctx.workload, ctx.snapshot, target), scheduled,
@@ -375,7 +375,7 @@ def _fit_rules(ctx: PlanningContext, obs: Observation, target: WorkloadConfig,
     if target.replicas > cap:
         capped = clip_target(ctx, target.with_(replicas=cap))
         why.append(f"capped at {capped.replicas} replica(s): what the cluster can schedule of "
-                   f"{_shape(target)} after this cycle's higher-priority plans (asked "
+                   f"{shape_text(target)} after this cycle's higher-priority plans (asked "
                    f"{target.replicas})")
         target = capped
     return target, why
@@ -417,7 +417,7 @@ def _size_rules(ctx: PlanningContext, obs: Observation, target: WorkloadConfig,
         need = keep
     if obs.violated and target.replicas < need:
         why.append(f"{', '.join(obs.violated)} violated: no scale-in " + (
-            f"(at least {need} x {_shape(target)}: the work of the pods serving now, "
+            f"(at least {need} x {shape_text(target)}: the work of the pods serving now, "
             f"measured {speed:.3g}x as fast there)" if held is not None else
             f"(at least {keep} x {cur.cpu:g} cpu kept)"))
         # A smaller size that cannot hold those cores within the admin's bounds waits: the
@@ -448,7 +448,7 @@ def work_in(ctx: PlanningContext, target: WorkloadConfig, speed: float) -> int |
     return max(1, proportional_of(work)) if known and across else None
 
 
-def _shape(cfg: WorkloadConfig) -> str:
+def shape_text(cfg: WorkloadConfig) -> str:
     return f"{cfg.cpu:g} cpu {cfg.device}" + (f" in {cfg.pool}" if cfg.pool else "")
 
 
