@@ -289,3 +289,62 @@ def test_a_device_only_trial_can_reach_is_tried_while_the_objective_is_violated(
     assert not any("violated during the trial" in r for _, _, r in stopped), stopped
     assert devices[-1] == "gpu"
     assert all(met[-20:]), met                           # the last 5 minutes meet it
+
+
+def test_a_canary_proposal_predicts_only_the_counts_whose_price_can_pass_the_bar() -> None:
+    """The proposal scores every untried place over the replica axis at its optimistic speed;
+    a score is at least its cost term, so a count whose price alone reaches the bar (the best
+    known score less the exploration gain) cannot pass and is not predicted. The proposal is
+    the one that predicting every count gives (here: the GPU place, at the fewest pods)."""
+    from actuators import registry
+    from actuators.topology import observe_all
+    from planner.domain.admin import AdminConfig, ReplicaBounds
+    from planner.domain.intents import parse_intent, parse_profile
+    from planner.domain.state import ClusterSnapshot, NodeState
+    from planner.planners.base import PlanningContext
+    from planner.planners.search_space import prices
+
+    intent = parse_intent({"kind": "Intent", "metadata": {"name": "w", "namespace": "ns"},
+                           "spec": {"targetRef": {"name": "w"}, "objectives": [
+                               {"name": "p95", "value": 100, "measuredBy": "lat"}]}})
+    prof = parse_profile({"kind": "KPIProfile", "metadata": {"name": "lat", "namespace": "ns"},
+                          "spec": {"type": "latency"}})
+    cfg = WorkloadConfig(20, 1.0, "cpu", "a")
+    pods = tuple(PodState(f"p{i}", "a0", 1.0, "cpu", True, pool="a", cpu_utilization=0.5)
+                 for i in range(20))
+    wl = WorkloadState("ns", "w", cfg, pods, request_rate=600.0, cpu_utilization=0.5)
+    nodes = (NodeState("a0", "a", "eu", 64.0, 20.0, 0, 0, 0.04, 0.0),
+             NodeState("g0", "g", "eu", 32.0, 0.0, 8, 0, 0.04, 0.5))
+    admin = AdminConfig(actuators=("replicas", "device", "placement", "canary"),
+                        replicas=ReplicaBounds(min=1, max=200, max_step=50), cycleSeconds=15)
+    acts = registry.create(admin.actuators, admin)
+    snap = ClusterSnapshot(1000.0, nodes, {"ns/w": wl})
+    observe_all(acts.values(), snap)
+    ctx = PlanningContext(intent, {"p95": prof}, wl, snap, {"p95": 50.0}, admin, acts, None,
+                          1000.0)
+    tester = acts["canary"]
+    assert isinstance(tester, canary.CanaryActuator)
+    asked: list[int] = []
+
+    def score(batch: CandidateBatch, _preds: Any) -> tuple[Any, Any, Any]:
+        asked.append(len(batch))
+        cost = prices(snap, batch)
+        return (batch.replicas >= 2, np.ones(len(batch), dtype=bool), cost)
+
+    replicas = tuple(range(1, 201))
+    best = float(prices(snap, CandidateBatch.of([cfg]))[0])
+    actions, why = canary.propose(ctx, Explorer(), tester, [("gpu", "g"), ("cpu", "g")],
+                                  {("cpu", "a")}, replicas, {}, set(), score, best)
+    assert actions and 0 < asked[0] < 2 * len(replicas)   # not the whole axis of both places
+    # With the cost weight at 0 nothing can be pruned: every count is predicted, and the
+    # proposal is the same.
+    from dataclasses import replace
+
+    from planner.domain.admin import UtilityWeights
+    unweighted = replace(ctx, admin=admin.model_copy(update={"utility": UtilityWeights(
+        cost=0.0)}))
+    again, why_all = canary.propose(unweighted, Explorer(), tester, [("gpu", "g"), ("cpu", "g")],
+                                    {("cpu", "a")}, replicas, {}, set(), score, best)
+    assert asked[1] == 2 * len(replicas)
+    assert [a.params for a in again] == [a.params for a in actions]
+    assert [w.text for w in why_all] == [w.text for w in why]

@@ -491,13 +491,25 @@ def propose(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
                            np.repeat([1.0 if d == "gpu" else 0.0 for d, _ in order], len(reps)),
                            tuple(p for _, p in order for _ in reps))
     at_best: dict[Tried, Speed] = {pl: sp for pl, sp in optimistic.items()}
-    feasible, _, scores = score(batch, with_speeds(preds, at_best, throughput))
-    ok = feasible & (scores < best_score * (1.0 - EXPLORE_GAIN))
+    bar = best_score * (1.0 - EXPLORE_GAIN)
+    rows = np.arange(len(batch))
+    weight = ctx.admin.utility.cost
+    if math.isfinite(bar) and weight > 0:
+        # A score is at least the cost term (its other terms are not negative): a count whose
+        # price alone reaches the bar cannot pass it, and is not predicted (most of a long
+        # replica axis; predicting it was the slowest part of a plan on the GPU set).
+        rows = np.flatnonzero(weight * prices(ctx.snapshot, batch) < bar)
+    ok = np.zeros(0, dtype=bool)
+    if rows.size:
+        feasible, _, scores = score(batch.take(rows),
+                                    with_speeds(preds, at_best, throughput))
+        ok = feasible & (scores < bar)
     if not ok.any():
         for pl in fresh:                   # not worth it even at its best: not for a while
             explorer.mark_tried(key, (cfg.cpu, *pl), now)
         return [], []
-    i = int(np.flatnonzero(ok)[np.argmin(scores[ok])])
+    best = int(np.flatnonzero(ok)[np.argmin(scores[ok])])
+    i = int(rows[best])
     device, pool = order[i // len(reps)]
     shape = cfg.with_(replicas=min(canary_size(ctx), room[(device, pool)]), device=device,
                       pool=pool)
@@ -505,7 +517,7 @@ def propose(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
     at = (f"not observed yet; at {optimistic[(device, pool)].factor:.1f}x the current pods' "
           f"speed (price parity x{PRIOR_SPREAD:g})")
     if math.isfinite(best_score):
-        gain = 1.0 - float(scores[i]) / best_score
+        gain = 1.0 - float(scores[best]) / best_score
         why = f"{at} it would cost up to {gain:.0%} less than the best known configuration"
     else:
         why = (f"{at} it could meet the objectives no known configuration is predicted to "
