@@ -147,9 +147,9 @@ def test_expected_mix_follows_the_pods_or_the_capacity() -> None:
     from planner.domain.state import ClusterSnapshot
     snap = ClusterSnapshot(0.0, nodes, {})
     wl = WorkloadState("v", "a", WorkloadConfig(3, 2.0), pods)
-    assert expected_mix(wl, snap) == pytest.approx({"slow": 1 / 3, "fast": 2 / 3})
+    assert expected_mix(wl, snap, "cpu") == pytest.approx({"slow": 1 / 3, "fast": 2 / 3})
     pinned = WorkloadState("v", "a", WorkloadConfig(3, 2.0, pool="slow"), pods)
-    assert expected_mix(pinned, snap) == pytest.approx({"slow": 0.25, "fast": 0.75})
+    assert expected_mix(pinned, snap, "cpu") == pytest.approx({"slow": 0.25, "fast": 0.75})
 
 
 def test_the_expected_mix_is_per_device() -> None:
@@ -165,7 +165,6 @@ def test_the_expected_mix_is_per_device() -> None:
     on_gpu = WorkloadState("v", "a", WorkloadConfig(1, 1.0, "gpu"),
                            (PodState("g", "g1", 1.0, "gpu", True, pool="gpu"),))
     assert expected_mix(on_gpu, snap, "gpu") == {"gpu": 1.0}
-    assert expected_mix(on_gpu, snap) == {"gpu": 1.0}                 # every device, as before
     assert expected_mix(on_gpu, snap, "cpu") == pytest.approx(
         {"near": 16 / 64, "far": 16 / 64, "gpu": 32 / 64})
     assert expected_mix(on_gpu, snap, "cpu", {"near": 0.5, "far": 0.5}) == {"near": 0.5,
@@ -242,8 +241,10 @@ def test_the_batched_jacobian_fits_exactly_what_scipy_alone_fits(
 
 
 def _features_row_by_row(model: EffectModel, batch: CandidateBatch, rate: float,
-                         mix: dict[str, float] | None) -> np.ndarray:
-    """The model's columns as the code before the per-pool look-up computed them."""
+                         mix: dict[str, float] | None,
+                         gpu_mix: dict[str, float] | None = None) -> np.ndarray:
+    """The model's columns as the code before the per-pool look-up computed them (an
+    unpinned GPU row spread as ``gpu_mix`` says, when given)."""
     from planner.models.observations import UNKNOWN_CLASS, pool_code
 
     codes = np.array([pool_code(p, model.pools) for p in batch.pool], dtype=float)
@@ -252,16 +253,21 @@ def _features_row_by_row(model: EffectModel, batch: CandidateBatch, rate: float,
     if not model.classes:
         return base
     index = {c: i for i, c in enumerate(model.classes)}
-    unpinned = np.zeros(len(model.classes))
-    spread = dict(mix) if mix else {UNKNOWN_CLASS: 1.0}
-    if all(k in index for k, v in spread.items() if v > 0):
-        for k, v in spread.items():
-            if v > 0:
-                unpinned[index[k]] = v
+
+    def spread_of(m: dict[str, float] | None) -> np.ndarray:
+        out = np.zeros(len(model.classes))
+        spread = dict(m) if m else {UNKNOWN_CLASS: 1.0}
+        if all(k in index for k, v in spread.items() if v > 0):
+            for k, v in spread.items():
+                if v > 0:
+                    out[index[k]] = v
+        return out
+
     shares = np.zeros((len(batch), len(model.classes)))
     for i, pool in enumerate(batch.pool):
         if pool is None:
-            shares[i] = unpinned
+            shares[i] = spread_of(gpu_mix if gpu_mix is not None and batch.gpu[i] >= 0.5
+                                  else mix)
         elif pool in index:
             shares[i, index[pool]] = 1.0
     return np.column_stack([base, shares])
@@ -276,13 +282,17 @@ def _features_row_by_row(model: EffectModel, batch: CandidateBatch, rate: float,
        st.sampled_from(((), ("slow", "fast"), ("other",))),
        st.one_of(st.none(), st.dictionaries(st.sampled_from(("slow", "fast", "new", "unknown")),
                                             st.sampled_from((0.0, 0.25, 0.5, 1.0, -1.0)))),
-       st.one_of(st.floats(0.0, 1e4), st.sampled_from((1e6, np.inf))))
+       st.one_of(st.floats(0.0, 1e4), st.sampled_from((1e6, np.inf))),
+       st.one_of(st.none(), st.dictionaries(st.sampled_from(("slow", "fast", "gpu")),
+                                            st.sampled_from((0.0, 0.5, 1.0)))))
 def test_features_per_pool_equal_the_row_by_row_columns(
         rows: list[tuple[int, float, str, str | None]], classes: tuple[str, ...],
-        pools: tuple[str, ...], mix: dict[str, float] | None, rate: float) -> None:
+        pools: tuple[str, ...], mix: dict[str, float] | None, rate: float,
+        gpu_mix: dict[str, float] | None) -> None:
     model = EffectModel("v/a", "p95", KIND_LATENCY, None, pools, 1.0, False, {}, classes)
     batch = CandidateBatch.of([WorkloadConfig(*r) for r in rows])
-    got, want = model.features(batch, rate, mix), _features_row_by_row(model, batch, rate, mix)
+    got = model.features(batch, rate, mix, gpu_mix)
+    want = _features_row_by_row(model, batch, rate, mix, gpu_mix)
     assert got.dtype == want.dtype and got.shape == want.shape
     assert got.tobytes() == want.tobytes()
 
@@ -322,7 +332,7 @@ def test_the_expected_mix_from_pod_counts_equals_counting_each_pod(
         PodState(f"p{i}", "n0" if on else None, cpu, ready=ready, pool=pool)
         for i, (pool, ready, cpu, on) in enumerate(pods)))
     cluster = tuple(NodeState(f"n{i}", pool, "r", cap, 0.0) for i, (pool, cap) in enumerate(nodes))
-    got = expected_mix(workload, ClusterSnapshot(0.0, cluster, {}))
+    got = expected_mix(workload, ClusterSnapshot(0.0, cluster, {}), "cpu")
     want = _mix_pod_by_pod(workload, cluster)
     assert list(got.items()) == list(want.items())
 

@@ -9,30 +9,28 @@ from planner.domain.state import ClusterSnapshot, WorkloadState
 from planner.models.observations import UNKNOWN_CLASS
 
 
-def observed_mix(workload: WorkloadState, device: str | None = None) -> dict[str, float] | None:
-    """Share of the unpinned workload's ready pods (of ``device``'s, when given) per node
-    pool; ``None`` when it is pinned or none of those pods is ready."""
+def observed_mix(workload: WorkloadState, device: str) -> dict[str, float] | None:
+    """Share of the unpinned workload's ready pods of ``device`` per node pool; ``None`` when
+    it is pinned or none of those pods is ready."""
     if workload.config.pool is not None:
         return None
     # From the workload's pod groups (pools in the order their first ready pod comes): the
     # same shares as counting its ready pods one by one.
     counts: dict[str, float] = {}
     for (_, dev, pool, _, ready), n in workload.pod_counts.items():
-        if ready and (device is None or dev == device):
+        if ready and dev == device:
             key = pool or UNKNOWN_CLASS
             counts[key] = counts.get(key, 0.0) + float(n)
     total = sum(counts.values())
     return {k: v / total for k, v in counts.items()} if total > 0 else None
 
 
-def expected_mix(workload: WorkloadState, snapshot: ClusterSnapshot,
-                 device: str | None = None,
+def expected_mix(workload: WorkloadState, snapshot: ClusterSnapshot, device: str,
                  last_seen: Mapping[str, float] | None = None) -> dict[str, float]:
-    """Share of the pods per node pool for an unpinned configuration (of ``device``'s pods
-    when given).
+    """Share of ``device``'s pods per node pool for an unpinned configuration.
 
-    While the workload runs unpinned, its ready pods say where the scheduler puts them (scaling
-    keeps roughly that mix); with ``device``, only its ready pods of that device do: GPU pods
+    While the workload runs unpinned, its ready pods of that device say where the scheduler
+    puts them (scaling keeps roughly that mix); its pods of another device do not: GPU pods
     in a GPU pool say nothing of where CPU pods would go (a CPU fleet may spread over pools far
     from the clients). With none of them ready now, ``last_seen`` (the mix they last had,
     from the planner's memory) says it. Otherwise the pods would spread over the cluster: the

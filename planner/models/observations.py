@@ -83,7 +83,7 @@ def settled(events: Sequence[Mapping[str, Any]], settle_s: float = 60.0) -> list
         ready = res.get("ready_replicas")
         if ready is not None and ready != cfg.get("replicas"):
             continue
-        if groups is not None and not _pods_match(groups, cfg):
+        if groups is not None and sum(n for _, n in groups) != cfg.get("replicas"):
             continue
         if t - since < settle_s and not ev.get("characterization"):
             continue
@@ -110,11 +110,6 @@ def _pods_of(ready: list[tuple[Mapping[str, Any], int]], cfg: Mapping[str, Any])
         p.get("cpu") == cfg.get("cpu") and p.get("device", "cpu") == cfg.get("device", "cpu")
         and (want_pool is None or p.get("pool") in (None, want_pool))
         for p, _ in ready)
-
-
-def _pods_match(ready: list[tuple[Mapping[str, Any], int]], cfg: Mapping[str, Any]) -> bool:
-    """Every ready pod runs the configuration, and as many as it asks for."""
-    return sum(n for _, n in ready) == cfg.get("replicas") and _pods_of(ready, cfg)
 
 
 def node_mix(ev: Mapping[str, Any]) -> dict[str, float]:

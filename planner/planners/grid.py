@@ -521,9 +521,16 @@ class GridPlanner(Planner):
         to be replaced (a GPU pod may do the work of thirty, and the cluster may not have a
         GPU for each held replica): in one step, as
         :meth:`actuators.replicas.ReplicasActuator.finish_rollout` says. Before that, the
-        replicas held while pods are replaced are those that do the serving pods' work at
-        the measured speed (the safety layer's rule 2 across devices,
+        replicas held while pods are replaced are the old pods that carry the load where the
+        new place has room for that many, else those that do the serving pods' work at the
+        measured speed (the safety layer's rule 2 across devices,
         :func:`planner.planners.safety.work_in`), not one per serving pod.
+
+        A scale-out with a shape change waits while the step the replicas actuator can take
+        this cycle, in the new shape, is not predicted to hold the load (the old pods leave as
+        that many new ones are ready); while a shape change waits, the current shape is sized
+        by the models (the explicit estimate where no count is predicted to hold), and a
+        rollout of it under way is not scaled in.
         """
         cur = ctx.config
         scaler = scaler_of(ctx)
