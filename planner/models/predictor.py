@@ -90,11 +90,22 @@ class Predictor(ABC):
     promises that for a fixed CPU size, device and pool, from two replicas on, more replicas
     never predict a worse bound nor turn a supported candidate unsupported (one replica,
     without redundancy, may differ either way: an availability model tells it apart); the grid
-    planner searches a long replica axis in a window only when every predictor promises it.
+    planner searches a long replica axis in a window only where every predictor promises it
+    (:meth:`runs`: a wrapper may keep the promise for some rows only).
     """
 
     kind: str = "predictor"
     monotone: bool = True
+
+    def runs(self, batch: CandidateBatch, rate: float) -> NDArray[np.int64]:
+        """A label per row of ``batch`` at ``rate``: :attr:`monotone`'s promise holds within
+        every run of adjacent rows of one shape (CPU size, device, pool), at consecutive
+        replica counts, that carry the same label. This default: one label for every row when
+        :attr:`monotone`, else a label of its own per row (no promise anywhere); a wrapper
+        that replaces some rows' predictions by another source's (measured speeds) keeps the
+        promise within each source's rows."""
+        n = len(batch)
+        return np.zeros(n, dtype=np.int64) if self.monotone else np.arange(n, dtype=np.int64)
 
     @abstractmethod
     def predict(self, batch: CandidateBatch, rate: float) -> Prediction: ...

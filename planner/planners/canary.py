@@ -138,7 +138,8 @@ class MeasuredShapes(Predictor):
 
     Not :attr:`Predictor.monotone`: where ``inner`` starts to vouch for a shape (a load per core
     within its range), its prediction takes over from the reference's, which may be better at
-    fewer replicas."""
+    fewer replicas. Each source's rows (``inner``'s own, or one measured speed's) keep the
+    promise among themselves (:meth:`runs`)."""
 
     monotone = False
 
@@ -151,6 +152,23 @@ class MeasuredShapes(Predictor):
 
     def cpu_speedup(self, cpu: float, reference_cpu: float) -> float:
         return self.inner.cpu_speedup(cpu, reference_cpu)
+
+    def runs(self, batch: CandidateBatch, rate: float) -> NDArray[np.int64]:
+        """``inner``'s runs, cut where a row's source changes (``inner`` itself, or the
+        measured speed that remaps it: each is monotone in replicas where ``inner`` is). Around
+        a predictor that is not monotone everywhere, every remapped row is a run of its own."""
+        out = self.inner.runs(batch, rate)
+        supported = self.inner.supported(batch, rate)
+        source = np.zeros(len(batch), dtype=np.int64)
+        for k, (tried, speed) in enumerate(self.speeds, start=1):
+            if speed.factor > 0:
+                source[tried_mask(batch, tried) & ~supported] = k
+        remapped = source > 0
+        if not self.inner.monotone and remapped.any():
+            source[remapped] = len(self.speeds) + 1 + np.flatnonzero(remapped)
+        cut = np.ones(len(batch), dtype=bool)
+        cut[1:] = (out[1:] != out[:-1]) | (source[1:] != source[:-1])
+        return np.cumsum(cut, dtype=np.int64)
 
     def _own(self, tried: Tried, speed: Speed) -> float | None:
         """For a CPU size measured against another size, the factor on ``inner``'s own

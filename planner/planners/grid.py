@@ -143,6 +143,13 @@ class Scored:
     """Risk-free: every objective's bound within :data:`RISK_FREE` of its target (the score
     has no risk term)."""
 
+    def take(self, idx: NDArray[np.intp]) -> Scored:
+        """The rows ``idx``, in that order."""
+        return Scored(self.batch.take(idx), self.cost[idx], self.feasible[idx],
+                      self.supported[idx], self.excess[idx],
+                      {n: Prediction(p.mean[idx], p.bound[idx], p.supported[idx])
+                       for n, p in self.predictions.items()}, self.score[idx], self.calm[idx])
+
 
 def _met(pred: NDArray[np.float64], target: float, minimize: bool, slack: float) -> NDArray[
         np.bool_]:
@@ -189,6 +196,88 @@ def _old_pods_needed(ctx: PlanningContext, target: WorkloadConfig) -> int:
 def _throughput_objectives(ctx: PlanningContext) -> set[str]:
     return {o.name for o in ctx.intent.spec.objectives
             if ctx.profiles[o.name].spec.type is KPIType.THROUGHPUT}
+
+
+def _run_starts(space: SearchSpace, rate: float, inp: Inputs) -> NDArray[np.int64]:
+    """The first grid row of every run of ``space.grid()`` at ``rate``: a shape's replica
+    counts, apart from one replica (a regime of its own), cut wherever a predictor's
+    :meth:`Predictor.runs` label changes; within a run every predictor keeps its promise of
+    monotonicity."""
+    size, n_r = space.size, len(space.replicas)
+    cut = np.zeros(size, dtype=bool)
+    cut[::n_r] = True
+    if space.replicas[0] < 2 and n_r > 1:
+        cut[1::n_r] = True
+    if not all(p.monotone for p in inp.preds.values()):
+        grid = space.grid()
+        for p in inp.preds.values():
+            label = p.runs(grid, rate)
+            cut[1:] |= label[1:] != label[:-1]
+    return np.flatnonzero(cut)
+
+
+def _ranges(lo: NDArray[np.int64], hi: NDArray[np.int64]) -> NDArray[np.int64]:
+    """``lo[i]..hi[i]`` (inclusive) for every ``i``, concatenated."""
+    n = np.maximum(hi - lo + 1, 0)
+    offset = np.arange(int(n.sum()), dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
+    out: NDArray[np.int64] = np.repeat(lo, n) + offset
+    return out
+
+
+def _sample_runs(starts: NDArray[np.int64], ends: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Per run ``starts[i]..ends[i]`` of length ``L``: every ``isqrt(L)``-th row from its
+    first, and its last; sorted."""
+    length = ends - starts + 1
+    step = np.array([math.isqrt(int(n)) for n in length.tolist()], dtype=np.int64)
+    per = -(-length // step)
+    offset = np.arange(int(per.sum()), dtype=np.int64) - np.repeat(np.cumsum(per) - per, per)
+    out: NDArray[np.int64] = np.union1d(np.repeat(starts, per) + offset * np.repeat(step, per),
+                                        ends)
+    return out
+
+
+def _windows(starts: NDArray[np.int64], ends: NDArray[np.int64], sample: NDArray[np.int64],
+             judged: Scored, axis: NDArray[np.float64]
+             ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Per run with a sampled row predicted feasible, its window ``lo..hi`` of grid rows (see
+    :meth:`GridPlanner._windowed`). ``judged``: the ``sample`` rows (every run's first and
+    last among them) judged short of the caps that tighten with replicas.
+
+    From the row after the last sampled infeasible one before the first sampled feasible one,
+    to the first that is feasible and calm (else the run's end), and at least to the first
+    supported one; but not past the rows whose score cannot come below the best sampled
+    (feasible and, in a run supported at its end, supported) score: within a run a row's
+    risk is at least the run end's and its cost is its replicas times the shape's pod price,
+    so its score is at least the end's score times its replicas over the end's."""
+    idx = np.arange(len(sample))
+    group = np.searchsorted(sample, starts)      # each run's first sampled row
+    tail = np.searchsorted(sample, ends)         # and its last
+    none = len(sample)
+    feasible, calm, known = judged.feasible, judged.feasible & judged.calm, judged.supported
+
+    def first(mask: NDArray[np.bool_]) -> NDArray[np.int64]:
+        out: NDArray[np.int64] = np.minimum.reduceat(np.where(mask, idx, none), group)
+        return out
+
+    j_ok, j_calm, j_known = first(feasible), first(calm), first(known)
+    has = j_ok < none
+    last = none - 1
+    lo = np.where(j_ok > group, sample[np.clip(j_ok - 1, 0, last)] + 1, starts)
+    hi = np.where(j_calm < none, sample[np.minimum(j_calm, last)], ends)
+    # The bound: the best sampled score among the rows a plan compares within the run.
+    run_of = np.repeat(np.arange(len(starts)), np.diff(np.append(group, none)))
+    counted = feasible & (known | ~(feasible & known)[tail][run_of])
+    best = np.minimum.reduceat(np.where(counted, judged.score, np.inf), group)
+    end_reps, end_score = judged.batch.replicas[tail], judged.score[tail]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        limit = best * (1.0 + 1e-9) * end_reps / end_score
+    ok = np.isfinite(limit) & (end_score > 0)
+    # The last row of the run's shape whose replica count (``axis``) is within the limit.
+    shape_start = starts - starts % len(axis)
+    within = shape_start + np.searchsorted(axis, np.where(ok, limit, 0.0), side="right") - 1
+    hi = np.where(ok, np.minimum(hi, np.maximum(within, starts)), hi)
+    hi = np.where(j_known < none, np.maximum(hi, sample[np.minimum(j_known, last)]), hi)
+    return lo[has], hi[has]
 
 
 def _violated_any(ctx: PlanningContext) -> bool:
@@ -344,34 +433,36 @@ class GridPlanner(Planner):
         return final, f"{evaluated} of {space.size} points searched"
 
     def _windowed(self, ctx: PlanningContext, space: SearchSpace, rate: float,
-                  inp: Inputs) -> tuple[Scored, str]:
+                  inp: Inputs, starts: NDArray[np.int64] | None = None
+                  ) -> tuple[Scored, str]:
         """The candidates of ``space``'s grid that can matter to a plan, scored at ``rate``;
         for a grid with a long replica axis, in place of scoring every candidate.
 
-        Per shape (CPU size, device, pool), the window of replica counts from the fewest
-        predicted feasible (short of the GPU and budget caps) to the first that is also
-        risk-free (:attr:`Scored.calm`) and, when the shape is supported anywhere, supported;
-        plus a coarse sample (every ``isqrt(len(replicas))``-th count, the fewest and the most)
-        that located that window, and one replica (a regime of its own: no redundancy).
-        Nothing a plan reads from its search is lost: for a fixed shape, more replicas never
-        predict a worse bound nor lose support (the :class:`Predictor` contract) and always
-        cost more, so past the window a shape's feasible candidates are risk-free and score
-        their cost, above the window's last; the cheapest known candidate, the explorer's and
-        an unobserved shape's cheapest lie in their window, whether a shape is supported
-        anywhere shows at its most replicas and whether observed limits exclude any of its
-        candidates at its fewest. A candidate's prediction does not depend on the rows beside
-        it, so every row is the number the whole grid gives it (tested against it): two model
-        calls of a few dozen rows instead of one over every replica count."""
-        size, n_r = space.size, len(space.replicas)
-        shapes = size // n_r
-        head = 1 if space.replicas[0] < 2 else 0      # one replica: apart
-        at = np.asarray(sorted({*range(head), *range(head, n_r, max(1, math.isqrt(n_r - head))),
-                                n_r - 1}))
-        sample = (np.arange(shapes)[:, None] * n_r + at[None, :]).reshape(-1)
+        Per run (a shape's replica counts over which every predictor keeps its promise:
+        :func:`_run_starts`; one replica is a run of its own, a regime without redundancy),
+        the window of replica counts from the fewest predicted feasible (short of the GPU and
+        budget caps) to the first that is also risk-free (:attr:`Scored.calm`) and, when the
+        run is supported anywhere, supported; plus a coarse sample (every ``isqrt(length)``-th
+        count, the fewest and the most) that located that window. Nothing a plan reads from
+        its search is lost: within a run more replicas never predict a worse bound nor lose
+        support (the :class:`Predictor` contract) and always cost more, so past the window a
+        run's feasible candidates are risk-free and score their cost, above the window's last;
+        the cheapest known candidate, the explorer's and an unobserved shape's cheapest lie in
+        their run's window, whether a run is supported anywhere shows at its most replicas and
+        whether observed limits exclude any of its candidates at its fewest. A candidate's
+        prediction does not depend on the rows beside it, so every row is the number the
+        whole grid gives it (tested against it): two model calls of a few dozen rows instead
+        of one over every replica count. ``starts``: the runs' first grid rows (default
+        :func:`_run_starts`)."""
+        size = space.size
+        if starts is None:
+            starts = _run_starts(space, rate, inp)
+        ends = np.append(starts[1:], size) - 1
+        sample = _sample_runs(starts, ends)
         # With the current configuration's row: the plan scores it (:meth:`_current`).
-        cur = ctx.config
+        cur, n_r = ctx.config, len(space.replicas)
         cpu, gpu, pools = space.shapes
-        own = np.flatnonzero(feedback.shape_mask(CandidateBatch(np.zeros(shapes), cpu, gpu,
+        own = np.flatnonzero(feedback.shape_mask(CandidateBatch(np.zeros(len(cpu)), cpu, gpu,
                                                                 pools), feedback.shape_of(cur)))
         count = np.flatnonzero(np.asarray(space.replicas) == cur.replicas)
         picked = np.zeros(size, dtype=bool)      # sets of grid rows as masks: sorted, unique
@@ -381,22 +472,10 @@ class GridPlanner(Planner):
         sampled = space.rows(first)
         seen = self._predict(ctx, sampled, rate, inp)
         judged = self._judge(ctx, sampled, rate, seen, inp, monotone_only=True)
-        pos = np.searchsorted(first, sample).reshape(shapes, -1)[:, at >= head]
-        counts = at[at >= head]
-        window: list[NDArray[np.int64]] = [np.zeros(0, dtype=np.int64)]
-        for s, (ok, calm, known) in enumerate(zip(
-                judged.feasible[pos], (judged.feasible & judged.calm)[pos],
-                judged.supported[pos], strict=True)):
-            if not ok.any():
-                continue
-            j = int(np.argmax(ok))
-            lo = int(counts[j - 1]) + 1 if j > 0 else head
-            hi = int(counts[int(np.argmax(calm))]) if calm.any() else n_r - 1
-            if known.any():
-                hi = max(hi, int(counts[int(np.argmax(known))]))
-            window.append(np.arange(s * n_r + lo, s * n_r + hi + 1, dtype=np.int64))
+        lo, hi = _windows(starts, ends, sample, judged.take(np.searchsorted(first, sample)),
+                          np.asarray(space.replicas, dtype=float))
         picked[:] = False
-        picked[np.concatenate(window)] = True
+        picked[_ranges(lo, hi)] = True
         picked[first] = False
         extra = np.flatnonzero(picked)
         rows, predictions = first, seen
@@ -443,9 +522,10 @@ class GridPlanner(Planner):
         if size <= min(FULL_GRID_LIMIT, self.grid_limit):
             # A replica axis longer than a model call's rows costs more to predict whole
             # than in the window that can matter, where the predictors promise monotonicity.
-            if (len(space.replicas) > SPECULATIVE_ROWS
-                    and all(p.monotone for p in inp.preds.values())):
-                return self._windowed(ctx, space, rate, inp)
+            if len(space.replicas) > SPECULATIVE_ROWS:
+                starts = _run_starts(space, rate, inp)
+                if len(starts) < space.size:
+                    return self._windowed(ctx, space, rate, inp, starts)
             return self.score(ctx, space.grid(), rate, inp), f"grid of {space.size}"
         if size <= self.grid_limit:
             return self._grid(ctx, space, rate, inp)

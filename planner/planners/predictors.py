@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from knowledge.base import KnowledgeBase
 from planner.domain.intents import KPIType
@@ -67,6 +68,9 @@ class CurrentSizeOnly(Predictor):
         self.cpu = cpu
         self.kind = inner.kind
         self.monotone = inner.monotone
+
+    def runs(self, batch: CandidateBatch, rate: float) -> NDArray[np.int64]:
+        return self.inner.runs(batch, rate)
 
     def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
         p = self.inner.predict(batch, rate)
