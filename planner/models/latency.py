@@ -83,10 +83,13 @@ def _isclose(a: FloatArray, b: float) -> NDArray[np.bool_]:
     return close
 
 
-def _faster(terms: VectorTerms, speedup: float) -> VectorTerms:
+def _faster(terms: VectorTerms, speedup: float | FloatArray) -> VectorTerms:
     """``terms`` (:meth:`QueueingLatencyRegressor._vector_terms`) of pods ``speedup`` times as
-    fast: every vector's base service rate scaled."""
+    fast: every vector's base service rate scaled (by one factor, or by one per row: the base
+    rate becomes ``(m, n)``, each element the product the scalar path computes)."""
     speed, pull, mu0, alpha, gpu_factor, offset, base = terms
+    if isinstance(speedup, np.ndarray):
+        return speed, pull, mu0 * speedup[None, :], alpha, gpu_factor, offset, base
     return speed, pull, mu0 * float(speedup), alpha, gpu_factor, offset, base
 
 
@@ -512,7 +515,7 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         X = np.asarray(X, dtype=float)
         return self._supported(X, self._shares(X))
 
-    def predict_with_support(self, X: Any, speedup: float = 1.0
+    def predict_with_support(self, X: Any, speedup: float | FloatArray = 1.0
                              ) -> tuple[FloatArray, FloatArray, NDArray[np.bool_]]:
         """:meth:`predict_with_bound` and :meth:`supported` at once (the node-class shares
         of the rows worked out once).
@@ -520,11 +523,12 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         ``speedup``: predict for pods ``speedup`` times as fast as the rows say (every
         parameter vector's service rate scaled by it, as the model's own GPU and node-class
         factors scale it): how a place whose speed was measured, not learned, answers. Its
-        support is the rows' own."""
+        support is the rows' own. An array: one factor per row (the numbers each row gets
+        with its factor alone)."""
         X = np.asarray(X, dtype=float)
         shares = self._shares(X)
         thetas, terms = self._ensemble()
-        if speedup != 1.0:
+        if isinstance(speedup, np.ndarray) or speedup != 1.0:
             terms = _faster(terms, speedup)
         mean, bound = self._with_bound(self._forward_many(thetas, X, shares, terms))
         return mean, bound, self._supported(X, shares)

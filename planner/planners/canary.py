@@ -201,6 +201,13 @@ class MeasuredShapes(Predictor):
         return self._predict(batch, rate, factor)
 
     def _predict(self, batch: CandidateBatch, rate: float, factor: float) -> Prediction:
+        if factor == 1.0 and not self.throughput:
+            return self._in_one_call(batch, rate)
+        return self._by_place(batch, rate, factor)
+
+    def _by_place(self, batch: CandidateBatch, rate: float, factor: float) -> Prediction:
+        """``inner``'s prediction, then one call per measured place or shape for the rows it
+        remaps."""
         pr = (self.inner.predict(batch, rate) if factor == 1.0
               else self.inner.predict_faster(batch, rate, factor))
         parts = self._remapped(batch, pr.supported)
@@ -220,6 +227,49 @@ class MeasuredShapes(Predictor):
                 mean[rows], bound[rows] = p.mean, p.bound
                 ok[rows] = self.inner.supported(sub, rate / (f * factor))
         return Prediction(mean, bound, ok)
+
+    def _in_one_call(self, batch: CandidateBatch, rate: float) -> Prediction:
+        """A latency's :meth:`predict`: every row in one :meth:`Predictor.predict_faster_rows`
+        call of ``inner`` (the rows it vouches for as they are, at factor 1; each remapped row
+        at its reference shape and measured speed, or at its own size and the factor on
+        ``inner``'s own prediction), instead of one call per measured place. Each row's
+        numbers are those the place-by-place path gives it (a row's prediction depends on
+        that row alone; tested): where two measurements cover a row, the shape's, applied
+        last there, is the one it gets."""
+        n = len(batch)
+        supported = self.inner.supported(batch, rate)
+        source = np.full(n, -1, dtype=np.int64)
+        for k, (tried, speed) in enumerate(self.speeds):
+            if speed.factor > 0:
+                source[tried_mask(batch, tried) & ~supported] = k
+        if (source < 0).all():
+            return self.inner.predict(batch, rate)
+        cpu, gpu, pools = batch.cpu.copy(), batch.gpu.copy(), list(batch.pool)
+        factors = np.ones(n)
+        own_sized: list[tuple[NDArray[np.bool_], Speed]] = []
+        for k, (tried, speed) in enumerate(self.speeds):
+            rows = source == k
+            if not rows.any():
+                continue
+            own = self._own(tried, speed)
+            if own is not None:          # its own size, faster by the factor on the model's
+                factors[rows] = own
+                own_sized.append((rows, speed))
+                continue
+            device, pool = speed.reference    # the reference shape, at the measured speed
+            if speed.reference_cpu is not None:
+                cpu[rows] = speed.reference_cpu
+            gpu[rows] = 1.0 if device == "gpu" else 0.0
+            for i in np.flatnonzero(rows).tolist():
+                pools[i] = pool
+            factors[rows] = speed.factor
+        p = self.inner.predict_faster_rows(CandidateBatch(batch.replicas, cpu, gpu,
+                                                          tuple(pools)), rate, factors)
+        ok = p.supported.copy()
+        for rows, speed in own_sized:    # vouched for where the reference pods are
+            ok[rows] = self.inner.supported(_as_reference(batch, rows, speed),
+                                            rate / speed.factor)
+        return Prediction(p.mean, p.bound, ok)
 
     def predict_mean(self, batch: CandidateBatch, rate: float) -> FloatArray:
         """:meth:`predict`'s ``mean`` from ``inner``'s means alone (a learned model's

@@ -76,6 +76,10 @@ class CurrentSizeOnly(Predictor):
         p = self.inner.predict(batch, rate)
         return Prediction(p.mean, p.bound, p.supported & (batch.cpu == self.cpu))
 
+    def supported(self, batch: CandidateBatch, rate: float) -> NDArray[np.bool_]:
+        out: NDArray[np.bool_] = self.inner.supported(batch, rate) & (batch.cpu == self.cpu)
+        return out
+
 
 @dataclass
 class PredictorMemory:

@@ -1,0 +1,96 @@
+"""Measured speeds predicted in one model call (``MeasuredShapes._in_one_call``) give every
+row the numbers the place-by-place path gives it, bit for bit; and the learned latency model
+with one speed-up per row gives each row what that speed-up alone gives it."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner.models.effects import KIND_LATENCY, EffectModel, LearnedLatency
+from planner.models.latency import QueueingLatencyRegressor, _faster
+from planner.models.predictor import CandidateBatch, Prediction
+from planner.models.sojourn import sojourn_quantile
+from planner.planners import canary
+from tests.test_prediction_equivalence import fitted_models, same
+
+SIZES = (0.5, 1.0, 2.0)
+POOLS = (None, "fast", "slow")
+
+
+@functools.cache
+def _learned(two_sizes: bool) -> LearnedLatency:
+    """A learned p95 model of M/M/c pods seen on CPU pods (of 1 cpu, or of 1 and 2), with the
+    highest load per core it saw recorded."""
+    rng = np.random.default_rng(5)
+    n = 80
+    cpu = rng.choice([1.0, 2.0], n) if two_sizes else np.ones(n)
+    X = np.column_stack([rng.uniform(20, 300, n), rng.integers(4, 20, n), cpu, np.zeros(n),
+                         -np.ones(n)])
+    y = 5.0 + sojourn_quantile(0.95, X[:, 0] / X[:, 1], np.full(n, 50.0) * cpu**0.8,
+                               np.floor(cpu))
+    ok = np.isfinite(y)
+    est = QueueingLatencyRegressor(n_bootstrap=3).fit(X[ok], y[ok])
+    return LearnedLatency(EffectModel("ml/infer", "p95", KIND_LATENCY, est, (), 0.0, False,
+                                      {"load_per_core_max": {"cpu": 40.0, "gpu": 200.0}}))
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> tuple[canary.MeasuredShapes, CandidateBatch, float]:
+    inner = _learned(draw(st.booleans()))
+    places = [(d, p) for d in ("cpu", "gpu") for p in POOLS]
+    speeds: dict[canary.Tried, canary.Speed] = {}
+    for place in draw(st.lists(st.sampled_from(places), max_size=4, unique=True)):
+        ref_cpu = draw(st.none() | st.sampled_from(SIZES))
+        speeds[place] = canary.Speed(("cpu", None), draw(st.sampled_from([0.0, 0.4, 1.0, 3.0])),
+                                     ref_cpu)
+    for size in draw(st.lists(st.sampled_from(SIZES), max_size=2, unique=True)):
+        place = draw(st.sampled_from(places))
+        speeds[(size, *place)] = canary.Speed(place, draw(st.floats(0.2, 5.0)),
+                                              draw(st.sampled_from(SIZES)))
+    n = draw(st.integers(1, 40))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    batch = CandidateBatch(rng.integers(1, 60, n).astype(float), rng.choice(SIZES, n),
+                           (rng.random(n) < 0.4).astype(float),
+                           tuple(POOLS[i] for i in rng.integers(0, 3, n).tolist()))
+    return canary.MeasuredShapes(inner, speeds), batch, draw(st.floats(1.0, 3000.0))
+
+
+def _same(a: Prediction, b: Prediction) -> bool:
+    return (same(a.mean, b.mean) and same(a.bound, b.bound)
+            and np.array_equal(a.supported, b.supported))
+
+
+@settings(max_examples=200, deadline=None)
+@given(cases())
+def test_one_call_gives_every_row_what_the_place_by_place_path_gives(
+        case: tuple[canary.MeasuredShapes, CandidateBatch, float]) -> None:
+    """Places and CPU sizes measured (against the current pods, or against pods of another
+    size), overlapping, at speeds 0 (not used), below and above 1: the same means, bounds and
+    support, exactly."""
+    lat, batch, rate = case
+    with np.errstate(all="ignore"):
+        want = lat._by_place(batch, rate, 1.0)
+        got = lat.predict(batch, rate)
+    assert _same(got, want)
+
+
+@settings(max_examples=200, deadline=None)
+@given(fitted_models(), st.integers(0, 2**32 - 1))
+def test_a_speed_up_per_row_is_each_rows_own(case: Any, seed: int) -> None:
+    """The latency model's ensemble with a speed-up per row: each row's predictions are those
+    of an evaluation with its speed-up alone (1 included), exactly."""
+    est, X = case
+    factors = np.random.default_rng(seed).choice([1.0, 0.3, 2.5, 10.0], len(X))
+    thetas, terms = est._ensemble()
+    with np.errstate(all="ignore"):
+        got = est._forward_many(thetas, X, None, _faster(terms, factors))
+        for f in np.unique(factors).tolist():
+            rows = factors == f
+            alone = est._forward_many(thetas, X[rows], None,
+                                      terms if f == 1.0 else _faster(terms, f))
+            assert same(got[:, rows], alone)
