@@ -5,6 +5,7 @@ with one speed-up per row gives each row what that speed-up alone gives it."""
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 import numpy as np
@@ -46,8 +47,8 @@ def cases(draw: st.DrawFn) -> tuple[canary.MeasuredShapes, CandidateBatch, float
     speeds: dict[canary.Tried, canary.Speed] = {}
     for place in draw(st.lists(st.sampled_from(places), max_size=4, unique=True)):
         ref_cpu = draw(st.none() | st.sampled_from(SIZES))
-        speeds[place] = canary.Speed(("cpu", None), draw(st.sampled_from([0.0, 0.4, 1.0, 3.0])),
-                                     ref_cpu)
+        factor = draw(st.sampled_from([0.0, 0.4, 1.0, 3.0, math.nan]))
+        speeds[place] = canary.Speed(("cpu", None), factor, ref_cpu)
     for size in draw(st.lists(st.sampled_from(SIZES), max_size=2, unique=True)):
         place = draw(st.sampled_from(places))
         speeds[(size, *place)] = canary.Speed(place, draw(st.floats(0.2, 5.0)),
@@ -70,8 +71,8 @@ def _same(a: Prediction, b: Prediction) -> bool:
 def test_one_call_gives_every_row_what_the_place_by_place_path_gives(
         case: tuple[canary.MeasuredShapes, CandidateBatch, float]) -> None:
     """Places and CPU sizes measured (against the current pods, or against pods of another
-    size), overlapping, at speeds 0 (not used), below and above 1: the same means, bounds and
-    support, exactly."""
+    size), overlapping, at speeds 0 (not used), below and above 1 and NaN (used, as the
+    place-by-place path uses it): the same means, bounds and support, exactly."""
     lat, batch, rate = case
     with np.errstate(all="ignore"):
         want = lat._by_place(batch, rate, 1.0)

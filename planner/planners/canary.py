@@ -161,7 +161,7 @@ class MeasuredShapes(Predictor):
         supported = self.inner.supported(batch, rate)
         source = np.zeros(len(batch), dtype=np.int64)
         for k, (tried, speed) in enumerate(self.speeds, start=1):
-            if speed.factor > 0:
+            if not speed.factor <= 0:            # as _remapped does (NaN too)
                 source[tried_mask(batch, tried) & ~supported] = k
         remapped = source > 0
         if not self.inner.monotone and remapped.any():
@@ -240,7 +240,7 @@ class MeasuredShapes(Predictor):
         supported = self.inner.supported(batch, rate)
         source = np.full(n, -1, dtype=np.int64)
         for k, (tried, speed) in enumerate(self.speeds):
-            if speed.factor > 0:
+            if not speed.factor <= 0:            # as _remapped does (NaN too)
                 source[tried_mask(batch, tried) & ~supported] = k
         if (source < 0).all():
             return self.inner.predict(batch, rate)
