@@ -12,11 +12,15 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from planner.domain.state import WorkloadConfig
 from planner.models.effects import KIND_LATENCY, EffectModel, LearnedLatency
+from planner.models.explicit import ExplicitLatency
 from planner.models.latency import QueueingLatencyRegressor, _faster
-from planner.models.predictor import CandidateBatch, Prediction
+from planner.models.predictor import CandidateBatch, Prediction, Predictor
+from planner.models.queue_estimate import QueueEstimate
 from planner.models.sojourn import sojourn_quantile
-from planner.planners import canary
+from planner.planners import canary, feedback
+from planner.planners.predictors import CurrentSizeOnly
 from tests.test_prediction_equivalence import fitted_models, same
 
 SIZES = (0.5, 1.0, 2.0)
@@ -40,11 +44,24 @@ def _learned(two_sizes: bool) -> LearnedLatency:
                                       {"load_per_core_max": {"cpu": 40.0, "gpu": 200.0}}))
 
 
+def _explicit() -> Predictor:
+    """The explicit estimate as the planner wraps it before a model is learned (its
+    ``predict_faster_rows`` is the default's, one call per factor)."""
+    return CurrentSizeOnly(ExplicitLatency(QueueEstimate(50.0, 5.0), 0.95,
+                                           WorkloadConfig(4, 1.0)), 1.0)
+
+
 @st.composite
 def cases(draw: st.DrawFn) -> tuple[canary.MeasuredShapes, CandidateBatch, float]:
-    inner = _learned(draw(st.booleans()))
+    kind = draw(st.sampled_from(["learned", "learned2", "explicit", "nested"]))
+    inner: Predictor = (_explicit() if kind == "explicit"
+                        else _learned(kind == "learned2"))
+    if kind == "nested":       # measured speeds inside optimistic ones, as canary.propose has
+        inner = canary.MeasuredShapes(inner, {("gpu", None): canary.Speed(("cpu", None),
+                                                                          draw(st.floats(0.5,
+                                                                                         50.0)))})
     places = [(d, p) for d in ("cpu", "gpu") for p in POOLS]
-    speeds: dict[canary.Tried, canary.Speed] = {}
+    speeds: dict[feedback.Tried, canary.Speed] = {}
     for place in draw(st.lists(st.sampled_from(places), max_size=4, unique=True)):
         ref_cpu = draw(st.none() | st.sampled_from(SIZES))
         factor = draw(st.sampled_from([0.0, 0.4, 1.0, 3.0, math.nan]))
@@ -72,7 +89,9 @@ def test_one_call_gives_every_row_what_the_place_by_place_path_gives(
         case: tuple[canary.MeasuredShapes, CandidateBatch, float]) -> None:
     """Places and CPU sizes measured (against the current pods, or against pods of another
     size), overlapping, at speeds 0 (not used), below and above 1 and NaN (used, as the
-    place-by-place path uses it): the same means, bounds and support, exactly."""
+    place-by-place path uses it), around a learned latency model, the explicit estimate (the
+    default one-call path, a call per factor) or another wrapper of measured speeds: the same
+    means, bounds and support, exactly."""
     lat, batch, rate = case
     with np.errstate(all="ignore"):
         want = lat._by_place(batch, rate, 1.0)

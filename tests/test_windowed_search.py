@@ -15,8 +15,8 @@ from numpy.typing import NDArray
 from planner.domain.admin import CpuBounds, ReplicaBounds, UtilityWeights
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
 from planner.planners import feedback
-from planner.planners.canary import MeasuredShapes, Speed, Tried
-from planner.planners.feedback import EXPLORE_GAIN
+from planner.planners.canary import MeasuredShapes, Speed
+from planner.planners.feedback import EXPLORE_GAIN, Tried
 from planner.planners.grid import GridPlanner, Inputs, Scored
 from planner.planners.observed_limits import Limit, ObservedLimits
 from planner.planners.predictors import ComputedCost, CurrentSizeOnly

@@ -143,8 +143,9 @@ class Predictor(ABC):
         a model of the service rate (the learned latency model) answers in one call."""
         mean, bound = np.empty(len(batch)), np.empty(len(batch))
         ok = np.zeros(len(batch), dtype=bool)
-        for f in np.unique(factors).tolist():
-            rows = np.flatnonzero(factors == f)
+        values, group = np.unique(factors, return_inverse=True)   # NaN is one group
+        for k, f in enumerate(values.tolist()):
+            rows = np.flatnonzero(group.reshape(-1) == k)
             sub = batch.take(rows)
             p = self.predict(sub, rate) if f == 1.0 else self.predict_faster(sub, rate, f)
             mean[rows], bound[rows], ok[rows] = p.mean, p.bound, p.supported
