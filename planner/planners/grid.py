@@ -442,8 +442,10 @@ class GridPlanner(Planner):
         :func:`_run_starts`; one replica is a run of its own, a regime without redundancy),
         the window of replica counts from the fewest predicted feasible (short of the GPU and
         budget caps) to the first that is also risk-free (:attr:`Scored.calm`) and, when the
-        run is supported anywhere, supported; plus a coarse sample (every ``isqrt(length)``-th
-        count, the fewest and the most) that located that window. Nothing a plan reads from
+        run is supported anywhere, supported, or less far, to where no row's score can come
+        below the best sampled one (:func:`_windows`); plus a coarse sample (every
+        ``isqrt(length)``-th count, the fewest and the most) that located that window. Nothing
+        a plan reads from
         its search is lost: within a run more replicas never predict a worse bound nor lose
         support (the :class:`Predictor` contract) and always cost more, so past the window a
         run's feasible candidates are risk-free and score their cost, above the window's last;
