@@ -158,17 +158,24 @@ class MeasuredShapes(Predictor):
         measured speed that remaps it: each is monotone in replicas where ``inner`` is). Around
         a predictor that is not monotone everywhere, every remapped row is a run of its own."""
         out = self.inner.runs(batch, rate)
-        supported = self.inner.supported(batch, rate)
-        source = np.zeros(len(batch), dtype=np.int64)
-        for k, (tried, speed) in enumerate(self.speeds, start=1):
-            if not speed.factor <= 0:            # as _remapped does (NaN too)
-                source[tried_mask(batch, tried) & ~supported] = k
-        remapped = source > 0
+        source = self._sources(batch, self.inner.supported(batch, rate))
+        remapped = source >= 0
         if not self.inner.monotone and remapped.any():
-            source[remapped] = len(self.speeds) + 1 + np.flatnonzero(remapped)
+            source[remapped] = len(self.speeds) + np.flatnonzero(remapped)
         cut = np.ones(len(batch), dtype=bool)
         cut[1:] = (out[1:] != out[:-1]) | (source[1:] != source[:-1])
         return np.cumsum(cut, dtype=np.int64)
+
+    def _sources(self, batch: CandidateBatch, supported: NDArray[np.bool_]
+                 ) -> NDArray[np.int64]:
+        """Per row, the index in :attr:`speeds` of the measurement that predicts it (the last
+        that covers a row ``inner`` does not vouch for, as :meth:`_by_place` applies them;
+        speeds at most 0 are not used, NaN is), or -1: ``inner``'s own row."""
+        source = np.full(len(batch), -1, dtype=np.int64)
+        for k, (tried, speed) in enumerate(self.speeds):
+            if not speed.factor <= 0:
+                source[tried_mask(batch, tried) & ~supported] = k
+        return source
 
     def _own(self, tried: Tried, speed: Speed) -> float | None:
         """For a CPU size measured against another size, the factor on ``inner``'s own
@@ -237,11 +244,7 @@ class MeasuredShapes(Predictor):
         that row alone; tested): where two measurements cover a row, the shape's, applied
         last there, is the one it gets."""
         n = len(batch)
-        supported = self.inner.supported(batch, rate)
-        source = np.full(n, -1, dtype=np.int64)
-        for k, (tried, speed) in enumerate(self.speeds):
-            if not speed.factor <= 0:            # as _remapped does (NaN too)
-                source[tried_mask(batch, tried) & ~supported] = k
+        source = self._sources(batch, self.inner.supported(batch, rate))
         if (source < 0).all():
             return self.inner.predict(batch, rate)
         cpu, gpu, pools = batch.cpu.copy(), batch.gpu.copy(), list(batch.pool)
