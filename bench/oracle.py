@@ -442,11 +442,12 @@ def price_per_pod_hour(pools: Sequence[PoolSpec], shape: Shape) -> float:
                for p, f in _mix(pools, shape))
 
 
-def requirements(intent: Intent, profiles: Mapping[str, KPIProfile], failures: Failures
-                 ) -> tuple[Requirements, dict[str, str]]:
+def requirements(intent: Intent, profiles: Mapping[str, KPIProfile], failures: Failures,
+                 latency_margin: float = 0.0) -> tuple[Requirements, dict[str, str]]:
     """``intent``'s objectives as :class:`Requirements` on the simulator's KPI definitions
     (honouring each objective's tolerance as ``objective_met`` does), and the objectives the
-    oracle does not model, by name, with the reason."""
+    oracle does not model, by name, with the reason. ``latency_margin``: every latency
+    target that much tighter (a fraction), the room a planner without perfect knowledge keeps."""
     lat: list[tuple[float, float]] = []
     lows: dict[KPIType, float] = {}
     highs: dict[KPIType, float] = {}
@@ -455,7 +456,8 @@ def requirements(intent: Intent, profiles: Mapping[str, KPIProfile], failures: F
         prof = profiles[o.profile_key(intent.metadata.namespace)].spec
         kind, minimize = prof.type, prof.minimizes
         if kind is KPIType.LATENCY and minimize:
-            lat.append((o.value * (1 + o.tolerance), prof.latency_percentile / 100))
+            lat.append((o.value * (1 + o.tolerance) * (1.0 - latency_margin),
+                        prof.latency_percentile / 100))
         elif kind in (KPIType.THROUGHPUT, KPIType.AVAILABILITY) and not minimize:
             lows[kind] = max(lows.get(kind, 0.0), o.value * (1 - o.tolerance))
         elif kind in (KPIType.COST, KPIType.POWER) and minimize:
@@ -661,11 +663,13 @@ class _Tally:
     pools: set[str] = field(default_factory=set)
 
 
-def oracle(sc: Scenario, seed: int, search_limit: int = SEARCH_LIMIT) -> dict[str, Any]:
+def oracle(sc: Scenario, seed: int, search_limit: int = SEARCH_LIMIT,
+           latency_margin: float = 0.0) -> dict[str, Any]:
     """Per active intent: core-hours, GPU-hours and cost of the perfect-knowledge reference,
     the pools it used, the minutes where its objectives cannot be kept (alone, or beside
     higher-priority intents on a full cluster), the minutes where sharing the cluster changed
-    its choice, and what it does not cover (``uncovered`` objective names, ``notes`` why)."""
+    its choice, and what it does not cover (``uncovered`` objective names, ``notes`` why).
+    ``latency_margin``: plan every latency target that much tighter (:func:`requirements`)."""
     spec, admin = sc.spec, sc.spec.admin
     pools = spec.cluster.pools
     profiles = {p.key: p for p in sc.profiles}
@@ -682,7 +686,8 @@ def oracle(sc: Scenario, seed: int, search_limit: int = SEARCH_LIMIT) -> dict[st
     notes: list[dict[str, str]] = []
     shapes: list[list[Shape]] = []
     for intent, w in zip(intents, workloads, strict=True):
-        need, skipped = requirements(intent, profiles, Failures.of(w, spec.step_s))
+        need, skipped = requirements(intent, profiles, Failures.of(w, spec.step_s),
+                                     latency_margin)
         needs.append(need)
         notes.append(skipped)
         sizes = admin.cpu.sizes if "cpu" in admin.actuators else (w.cpu,)

@@ -388,3 +388,14 @@ def test_what_the_oracle_does_not_cover_is_named() -> None:
     res = oracle(sc, 1)["default/a"]
     assert res["uncovered"] == ["slow"] and "not modelled" in res["notes"]["slow"]
     assert res["infeasible_minutes"] == 0
+
+
+def test_a_latency_margin_makes_the_oracle_plan_below_the_target() -> None:
+    """gen-2131's p90 target sits close to the latency floor: held 10 % below it the oracle
+    needs more pods, and without a margin it plans what it did before the option existed."""
+    from bench import oracle_margin, slo
+
+    plain, tight = oracle_margin.costs("generated:2131", [0.0, 0.1])
+    assert plain == pytest.approx(sum(
+        v["cost"] for v in oracle(slo.load("generated:2131"), 1).values()))
+    assert tight > plain * 1.05
