@@ -663,13 +663,48 @@ class _Tally:
     pools: set[str] = field(default_factory=set)
 
 
-def oracle(sc: Scenario, seed: int, search_limit: int = SEARCH_LIMIT,
-           latency_margin: float = 0.0) -> dict[str, Any]:
-    """Per active intent: core-hours, GPU-hours and cost of the perfect-knowledge reference,
-    the pools it used, the minutes where its objectives cannot be kept (alone, or beside
-    higher-priority intents on a full cluster), the minutes where sharing the cluster changed
-    its choice, and what it does not cover (``uncovered`` objective names, ``notes`` why).
-    ``latency_margin``: plan every latency target that much tighter (:func:`requirements`)."""
+@dataclass
+class Setup:
+    """What the oracle searches for a scenario and seed: the active intents, their workloads,
+    requirements and shapes, the loads, and the cluster's room beside the workloads no
+    active intent drives (:func:`setup`)."""
+
+    intents: list[Intent]
+    workloads: list[WorkloadSpec]
+    needs: list[Requirements]
+    notes: list[dict[str, str]]
+    shapes: list[list[Shape]]
+    traces: list[Any]
+    prices: list[dict[Shape, float]]
+    packer: Packer
+    pools: Sequence[PoolSpec]
+    offsets: list[float]
+    weighted: bool
+    bounds: tuple[int, int]
+    minutes: int
+    hints: list[dict[Shape, int | None]] = field(default_factory=list)
+
+    def options(self, m: int) -> tuple[list[list[float]], list[list[Option]]]:
+        """Minute ``m``'s loads (per intent, at the simulator's steps) and per intent every
+        shape's fewest replicas that keep its objectives, as options, in search order."""
+        rates = [[tr.base_rate(m * 60 + x) for x in self.offsets] for tr in self.traces]
+        out: list[list[Option]] = []
+        for k, w in enumerate(self.workloads):
+            found = []
+            for order, shape in enumerate(self.shapes[k]):
+                r = fewest_replicas(w, self.pools, shape, rates[k], self.needs[k],
+                                    self.weighted, self.bounds, self.hints[k].get(shape))
+                self.hints[k][shape] = r
+                if r is not None:
+                    found.append(Option(shape, r, r * self.prices[k][shape], order,
+                                        _eligible(self.pools, shape)))
+            out.append(found)
+        return rates, out
+
+
+def setup(sc: Scenario, seed: int, latency_margin: float = 0.0) -> Setup:
+    """The oracle's view of ``sc`` (see :class:`Setup`); ``latency_margin`` as
+    :func:`requirements` takes it."""
     spec, admin = sc.spec, sc.spec.admin
     pools = spec.cluster.pools
     profiles = {p.key: p for p in sc.profiles}
@@ -679,8 +714,6 @@ def oracle(sc: Scenario, seed: int, search_limit: int = SEARCH_LIMIT,
     packer = Packer(pools, [(Shape(w.cpu, w.device, w.pool), w.replicas)
                             for w in spec.workloads if w.key not in driven])
     offsets = [k * spec.step_s for k in range(math.ceil(60.0 / spec.step_s - _EPS))]
-    weighted = "weights" in admin.actuators
-    bounds = (max(1, admin.replicas.min), admin.replicas.max)
     has_gpu = any(p.gpus for p in pools)
     needs: list[Requirements] = []
     notes: list[dict[str, str]] = []
@@ -697,24 +730,30 @@ def oracle(sc: Scenario, seed: int, search_limit: int = SEARCH_LIMIT,
             (None, *(admin.pools or [p.name for p in pools]))
             if "placement" in admin.actuators else (w.pool,))
         shapes.append([Shape(float(c), d, p) for c in sizes for d in devices for p in placements])
-    traces = [sc.trace_for(w, seed) for w in workloads]
-    prices = [{s: price_per_pod_hour(pools, s) for s in ss} for ss in shapes]
-    hints: list[dict[Shape, int | None]] = [{} for _ in intents]
+    return Setup(intents, workloads, needs, notes, shapes,
+                 [sc.trace_for(w, seed) for w in workloads],
+                 [{s: price_per_pod_hour(pools, s) for s in ss} for ss in shapes], packer,
+                 pools, offsets, "weights" in admin.actuators,
+                 (max(1, admin.replicas.min), admin.replicas.max), int(spec.duration // 60),
+                 [{} for _ in intents])
+
+
+def oracle(sc: Scenario, seed: int, search_limit: int = SEARCH_LIMIT,
+           latency_margin: float = 0.0) -> dict[str, Any]:
+    """Per active intent: core-hours, GPU-hours and cost of the perfect-knowledge reference,
+    the pools it used, the minutes where its objectives cannot be kept (alone, or beside
+    higher-priority intents on a full cluster), the minutes where sharing the cluster changed
+    its choice, and what it does not cover (``uncovered`` objective names, ``notes`` why).
+    ``latency_margin``: plan every latency target that much tighter (:func:`requirements`)."""
+    profiles = {p.key: p for p in sc.profiles}
+    at = setup(sc, seed, latency_margin)
+    intents, workloads, needs, notes = at.intents, at.workloads, at.needs, at.notes
+    pools, packer, weighted = at.pools, at.packer, at.weighted
     tallies = [_Tally() for _ in intents]
     priority = [i.spec.priority for i in intents]
-    for m in range(int(spec.duration // 60)):
-        rates = [[tr.base_rate(m * 60 + x) for x in offsets] for tr in traces]
-        options: list[list[Option]] = []
-        for k, w in enumerate(workloads):
-            found = []
-            for order, shape in enumerate(shapes[k]):
-                r = fewest_replicas(w, pools, shape, rates[k], needs[k], weighted, bounds,
-                                    hints[k].get(shape))
-                hints[k][shape] = r
-                if r is not None:
-                    found.append(Option(shape, r, r * prices[k][shape], order,
-                                        _eligible(pools, shape)))
-            options.append(_prune(found))
+    for m in range(at.minutes):
+        rates, found = at.options(m)
+        options = [_prune(f) for f in found]
         chosen, exact = joint(options, priority, packer, search_limit)
         for k, (opt, t) in enumerate(zip(chosen, tallies, strict=True)):
             if options[k] and opt is not options[k][0]:

@@ -399,3 +399,27 @@ def test_a_latency_margin_makes_the_oracle_plan_below_the_target() -> None:
     assert plain == pytest.approx(sum(
         v["cost"] for v in oracle(slo.load("generated:2131"), 1).values()))
     assert tight > plain * 1.05
+
+
+def test_the_switching_oracle_is_the_oracle_without_its_limits_and_keeps_them_with() -> None:
+    """``bench/oracle_switching.py``: with changes allowed every minute, at no cost and any
+    size, the cheapest shape sequence is the oracle's minute-by-minute choice (one intent: its
+    cost exactly). Held to a cooldown it changes shape at most once per cooldown and costs
+    more; with no room for a rolling step it never changes to more pods than it runs."""
+    from bench import oracle_switching, slo
+    from bench.oracle import oracle
+
+    sc = slo.load("generated:2793")          # bursts where the oracle switches to one GPU pod
+    plain = sum(float(v["cost"]) for v in oracle(sc, 1).values())
+    free = next(iter(oracle_switching.switching(sc, 1, cooldown_s=0.0, startup_s=0.0,
+                                                max_step=10_000).values()))
+    assert free["cost"] == pytest.approx(plain, rel=1e-9) and free["missed"] == 0
+    assert free["changes"] >= 6
+    held = next(iter(oracle_switching.switching(sc, 1, cooldown_s=1800.0, startup_s=60.0,
+                                                max_step=10_000).values()))
+    assert held["changes"] <= 120 // 30 + 1 and held["cost"] > free["cost"]
+    stuck = next(iter(oracle_switching.switching(sc, 1, cooldown_s=0.0, startup_s=0.0,
+                                                 max_step=0).values()))
+    # From 6 one-core pods, one GPU pod is fewer pods (reachable) but the way back to six or
+    # more CPU pods is not: the GPU would be kept through the calm, so CPU pods stay.
+    assert stuck["changes"] <= 1 and stuck["cost"] >= held["cost"] > free["cost"]
