@@ -25,8 +25,9 @@ what sharing allows). Like the oracle, minutes it cannot serve cost nothing.
     python bench/oracle_switching.py \\
         --scenarios $(python bench/gpu_scenarios.py --seeds 201..3000)
 
-One row per scenario: the oracle's cost, this reference's cost, its shape changes and the
-minutes its shape could not keep the objectives; and the totals.
+One row per scenario: the oracle's cost, this reference's cost, its shape changes, the
+minutes its shape could not keep the objectives and the minutes it ran GPU pods; and the
+totals.
 """
 
 from __future__ import annotations
@@ -45,17 +46,18 @@ from bench.oracle import Option, Shape, oracle, setup  # noqa: E402
 
 State = tuple[Shape, int]
 """(shape, minutes since its last change, capped at the cooldown's)."""
-Score = tuple[int, float, int]
-"""(minutes not kept, cost, shape changes): compared in that order."""
+Score = tuple[int, float, int, int]
+"""(minutes not kept, cost, shape changes, minutes on GPU pods): compared in that order."""
 
 
 def switching(sc: Any, seed: int, cooldown_s: float | None = None,
               startup_s: float | None = None, max_step: int | None = None
               ) -> dict[str, dict[str, Any]]:
-    """Per active intent of ``sc``: ``cost``, ``changes`` (shape changes) and ``missed``
-    (minutes its shape could not keep the objectives) of the cheapest shape sequence the
-    module describes. ``cooldown_s``, ``startup_s`` and ``max_step`` replace the scenario's
-    (the admin's cooldown and step limit, the workload's start-up)."""
+    """Per active intent of ``sc``: ``cost``, ``changes`` (shape changes), ``missed``
+    (minutes its shape could not keep the objectives) and ``gpu_minutes`` (minutes on GPU
+    pods) of the cheapest shape sequence the module describes. ``cooldown_s``, ``startup_s``
+    and ``max_step`` replace the scenario's (the admin's cooldown and step limit, the
+    workload's start-up)."""
     admin = sc.spec.admin
     at = setup(sc, seed)
     cooldown = admin.cpu.cooldown_s if cooldown_s is None else cooldown_s
@@ -66,13 +68,14 @@ def switching(sc: Any, seed: int, cooldown_s: float | None = None,
     for k, (intent, w) in enumerate(zip(at.intents, at.workloads, strict=True)):
         start = Shape(w.cpu, w.device, w.pool)
         overlap_h = (w.service.startup_s if startup_s is None else startup_s) / 3600.0
-        states: dict[State, Score] = {(start, hold): (0, 0.0, 0)}
+        states: dict[State, Score] = {(start, hold): (0, 0.0, 0, 0)}
         for minute in found:
             here: dict[Shape, Option] = {o.shape: o for o in minute[k]
                                          if at.packer.fits([o])}
             states = _step(states, here, hold, overlap_h, step)
         best = min(states.values())
-        out[intent.key] = {"cost": best[1], "changes": best[2], "missed": best[0]}
+        out[intent.key] = {"cost": best[1], "changes": best[2], "missed": best[0],
+                           "gpu_minutes": best[3]}
     return out
 
 
@@ -87,13 +90,14 @@ def _step(states: dict[State, Score], here: dict[Shape, Option], hold: int,
         if state not in new or score < new[state]:
             new[state] = score
 
-    for (shape, since), (missed, cost, changes) in states.items():
+    for (shape, since), (missed, cost, changes, gpu) in states.items():
         mine = here.get(shape)
         if mine is None:
-            relax((shape, min(since + 1, hold)), (missed + 1, cost, changes))
+            relax((shape, min(since + 1, hold)), (missed + 1, cost, changes, gpu))
         else:
             relax((shape, min(since + 1, hold)),
-                  (missed, cost + mine.cost_per_hour / 60.0, changes))
+                  (missed, cost + mine.cost_per_hour / 60.0, changes,
+                   gpu + (shape.device == "gpu")))
         if since < hold:
             continue
         for to, opt in here.items():
@@ -101,7 +105,8 @@ def _step(states: dict[State, Score], here: dict[Shape, Option], hold: int,
                 continue
             old = mine.cost_per_hour * overlap_h if mine is not None else 0.0
             relax((to, 1 if hold > 1 else hold),
-                  (missed, cost + opt.cost_per_hour / 60.0 + old, changes + 1))
+                  (missed, cost + opt.cost_per_hour / 60.0 + old, changes + 1,
+                   gpu + (to.device == "gpu")))
     return new
 
 
@@ -111,8 +116,9 @@ def main() -> None:
                     help="scenario files or generated:<seed> references")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
-    print(f"{'scenario':<24}{'oracle':>10}{'switching':>11}{'changes':>9}{'missed':>8}")
-    totals = [0.0, 0.0, 0, 0]
+    print(f"{'scenario':<24}{'oracle':>10}{'switching':>11}{'changes':>9}{'missed':>8}"
+          f"{'GPU min':>9}")
+    totals = [0.0, 0.0, 0, 0, 0]
     for ref in args.scenarios:
         sc = slo.load(ref)
         plain = sum(float(v["cost"]) for v in oracle(sc, args.seed).values())
@@ -120,11 +126,13 @@ def main() -> None:
         cost = sum(float(v["cost"]) for v in held)
         changes = sum(int(v["changes"]) for v in held)
         missed = sum(int(v["missed"]) for v in held)
-        for i, v in enumerate((plain, cost, changes, missed)):
+        gpu = sum(int(v["gpu_minutes"]) for v in held)
+        for i, v in enumerate((plain, cost, changes, missed, gpu)):
             totals[i] += v
-        print(f"{ref:<24}{plain:>10.3f}{cost:>11.3f}{changes:>9}{missed:>8}", flush=True)
+        print(f"{ref:<24}{plain:>10.3f}{cost:>11.3f}{changes:>9}{missed:>8}{gpu:>9}",
+              flush=True)
     print(f"{'total':<24}{totals[0]:>10.3f}{totals[1]:>11.3f}{int(totals[2]):>9}"
-          f"{int(totals[3]):>8}")
+          f"{int(totals[3]):>8}{int(totals[4]):>9}")
 
 
 if __name__ == "__main__":
