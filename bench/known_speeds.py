@@ -6,8 +6,14 @@ Every cycle, each (device, pool) the admin allows other than the one the workloa
 is given to the planner as if a canary had measured it beside the pods there: the simulator's
 true service-rate ratio to that place (the GPU speed-up, the pools' ``speed``; an unpinned
 place as the scheduler spreads pods, in proportion to the eligible pools' cores). So no canary
-is needed and none is run; what the models learned about places is overridden by the truth.
-Network latency per pool is not part of a speed, as it is not for a measured canary.
+is needed and none is run. As for a measured canary, the models keep answering for the places
+they already vouch for; the others are predicted as the start place at their speed
+(:class:`planner.planners.canary.MeasuredShapes`), and a move to any of them counts as a move
+to a measured place (:func:`planner.planners.canary.measured_move`: the hand-over holds the
+work at the measured speed). The speed a plan carries for its target (``Plan.target_speed``,
+which the safety layer reads as relative to the pods serving now) is the target's speed over
+the current place's. Network latency per pool is not part of a speed, as it is not for a
+measured canary.
 
     python bench/known_speeds.py --workers 2 \\
         --scenarios $(python bench/gpu_scenarios.py --seeds 201..3000)
@@ -29,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench import slo  # noqa: E402
 from bench.oracle import Shape, _mix  # noqa: E402
+from planner.domain.state import WorkloadConfig  # noqa: E402
 from planner.planners import canary  # noqa: E402
 from planner.planners.base import PlanningContext  # noqa: E402
 from planner.planners.feedback import Explorer, Tried  # noqa: E402
@@ -76,10 +83,25 @@ def known_speeds(ctx: PlanningContext, explorer: Explorer) -> dict[Tried, canary
     return out
 
 
+def known_speed_of(ctx: PlanningContext, explorer: Explorer, target: WorkloadConfig
+                   ) -> float | None:
+    """Stands in for :func:`planner.planners.canary.speed_of`: ``target``'s true speed over
+    the current place's (``None`` for the current place itself)."""
+    sc = _SCENARIO["scenario"]
+    cfg = ctx.config
+    if (target.device, target.pool) == (cfg.device, cfg.pool):
+        return None
+    here = true_speed(sc, ctx.workload.key, target.cpu, cfg.device, cfg.pool)
+    there = true_speed(sc, ctx.workload.key, target.cpu, target.device, target.pool)
+    return there / here if here and there else None
+
+
 def run(ref: str, seed: int) -> dict[str, Any]:
-    """``grid`` on ``ref`` with :func:`known_speeds`, and the oracle's cost."""
+    """``grid`` on ``ref`` with :func:`known_speeds` and :func:`known_speed_of`, and the
+    oracle's cost."""
     _SCENARIO["scenario"] = slo.load(ref)
     canary.measured_speeds = known_speeds
+    canary.speed_of = known_speed_of
     out = slo.run_one(ref, "grid", seed, 0, None)
     out["oracle_cost"] = slo.oracle_totals(ref, seed)["cost"]
     return out

@@ -661,6 +661,9 @@ class _Tally:
     heuristic: int = 0
     risk: float = 0.0
     pools: set[str] = field(default_factory=set)
+    shape_changes: int = 0
+    device_changes: int = 0
+    last: Shape | None = None
 
 
 @dataclass
@@ -686,7 +689,9 @@ class Setup:
 
     def options(self, m: int) -> tuple[list[list[float]], list[list[Option]]]:
         """Minute ``m``'s loads (per intent, at the simulator's steps) and per intent every
-        shape's fewest replicas that keep its objectives, as options, in search order."""
+        shape's fewest replicas that keep its objectives, as options, in search order. Called
+        minute after minute: each minute's search starts from the last one's counts
+        (``hints``)."""
         rates = [[tr.base_rate(m * 60 + x) for x in self.offsets] for tr in self.traces]
         out: list[list[Option]] = []
         for k, w in enumerate(self.workloads):
@@ -741,9 +746,11 @@ def setup(sc: Scenario, seed: int, latency_margin: float = 0.0) -> Setup:
 def oracle(sc: Scenario, seed: int, search_limit: int = SEARCH_LIMIT,
            latency_margin: float = 0.0) -> dict[str, Any]:
     """Per active intent: core-hours, GPU-hours and cost of the perfect-knowledge reference,
-    the pools it used, the minutes where its objectives cannot be kept (alone, or beside
-    higher-priority intents on a full cluster), the minutes where sharing the cluster changed
-    its choice, and what it does not cover (``uncovered`` objective names, ``notes`` why).
+    how often its choice changed shape (CPU size, device or pool) and device from one minute
+    to the next (each a restart of every pod for a planner), the pools it used, the minutes
+    where its objectives cannot be kept (alone, or beside higher-priority intents on a full
+    cluster), the minutes where sharing the cluster changed its choice, and what it does not
+    cover (``uncovered`` objective names, ``notes`` why).
     ``latency_margin``: plan every latency target that much tighter (:func:`requirements`)."""
     profiles = {p.key: p for p in sc.profiles}
     at = setup(sc, seed, latency_margin)
@@ -763,6 +770,10 @@ def oracle(sc: Scenario, seed: int, search_limit: int = SEARCH_LIMIT,
             if opt is None:
                 t.infeasible += 1
                 continue
+            if t.last is not None and opt.shape != t.last:
+                t.shape_changes += 1
+                t.device_changes += opt.shape.device != t.last.device
+            t.last = opt.shape
             t.core_hours += opt.cores / 60.0
             t.gpu_hours += opt.gpus / 60.0
             t.cost += opt.cost_per_hour / 60.0
@@ -789,6 +800,7 @@ def oracle(sc: Scenario, seed: int, search_limit: int = SEARCH_LIMIT,
             "core_hours": t.core_hours, "gpu_hours": t.gpu_hours, "cost": t.cost,
             "infeasible_minutes": t.infeasible, "contended_minutes": t.contended,
             "heuristic_minutes": t.heuristic, "pools_used": sorted(t.pools),
+            "shape_changes": t.shape_changes, "device_changes": t.device_changes,
             "availability_risk_minutes": t.risk,
             "uncovered": sorted(why), "notes": why,
         }

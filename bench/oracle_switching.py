@@ -1,33 +1,38 @@
-"""The perfect-knowledge oracle held to what changing a workload's shape takes.
+"""A model of the perfect-knowledge oracle held to what changing a workload's shape takes.
 
 The oracle (``bench/oracle.py``) picks the cheapest configuration every minute on its own: it
 may run GPU pods one minute, CPU pods the next and GPU pods again, at no cost. A planner
-changes CPU size, device or node pool through a rolling update that restarts every pod, at
-most once per the admin's cooldown (``admin.cpu.cooldownSeconds``; the CPU, device and
-placement actuators share it), and it keeps the old pods while the new ones start. So this
-reference chooses, by dynamic programming over the minutes, the sequence of shapes of least
-cost that
+changes CPU size, device or node pool through a rolling update that restarts every pod, keeps
+the old pods while the new ones start, and waits ``admin.cpu.cooldownSeconds`` before the same
+actuator changes again. This model chooses, by dynamic programming over the minutes, the
+sequence of shapes of least cost that
 
-- changes shape at most once per cooldown (the first change free, as for a planner starting);
-- pays, for each change, the old pods for the new ones' start-up
-  (``service.startup_s``) beside the new ones;
+- changes shape at most once per cooldown (the first change free, as for a planner starting).
+  Stricter than a planner, whose CPU, device and placement actuators each keep their own
+  clock (a device change, then a CPU size a minute later); and a minute granularity: the
+  cooldown rounded up to whole minutes;
+- pays, for each change, the old pods for the new ones' start-up (``service.startup_s``)
+  beside the new ones;
 - changes shape only where the rolling update's first step carries the load: under round-robin
   dispatch the old pods leave as the new ones are ready, so a change from ``a`` pods to more
-  than ``a + maxStep`` pods of another shape is not taken (the default planner's rule too);
+  than ``a + maxStep`` pods of another shape is not taken (the default planner's rule too).
+  Looser than a planner where the old shape keeps no objective that minute: then the change
+  is free of this rule and of the old pods' cost;
 - within a shape, runs each minute's fewest replicas that keep every objective, as the oracle
   does (replica changes are instant and free here, as there);
 
 with the fewest minutes where its shape cannot keep the objectives first, then the least cost.
 Per intent on its own beside the workloads no intent drives (the joint packing of several
 intents is not modelled: on scenarios with several active intents it can be cheaper than
-what sharing allows). Like the oracle, minutes it cannot serve cost nothing.
+what sharing allows). Like the oracle, minutes it cannot serve cost nothing. Without the three
+limits (cooldown 0, start-up 0, an unbounded step) it is the oracle's choice minute by minute.
 
     python bench/oracle_switching.py \\
         --scenarios $(python bench/gpu_scenarios.py --seeds 201..3000)
 
-One row per scenario: the oracle's cost, this reference's cost, its shape changes, the
-minutes its shape could not keep the objectives and the minutes it ran GPU pods; and the
-totals.
+One row per scenario: the oracle's cost and shape changes, this model's cost, shape changes,
+minutes its shape could not keep the objectives and minutes on GPU pods, and its cost with
+CPU pods only (what GPUs save it); and the totals.
 """
 
 from __future__ import annotations
@@ -51,13 +56,14 @@ Score = tuple[int, float, int, int]
 
 
 def switching(sc: Any, seed: int, cooldown_s: float | None = None,
-              startup_s: float | None = None, max_step: int | None = None
-              ) -> dict[str, dict[str, Any]]:
-    """Per active intent of ``sc``: ``cost``, ``changes`` (shape changes), ``missed``
-    (minutes its shape could not keep the objectives) and ``gpu_minutes`` (minutes on GPU
-    pods) of the cheapest shape sequence the module describes. ``cooldown_s``, ``startup_s``
-    and ``max_step`` replace the scenario's (the admin's cooldown and step limit, the
-    workload's start-up)."""
+              startup_s: float | None = None, max_step: int | None = None,
+              devices: tuple[str, ...] | None = None) -> dict[str, dict[str, Any]]:
+    """Per active intent of ``sc``: ``cost``, ``changes`` (shape changes), ``change_minutes``
+    (the minutes they are made in), ``missed`` (minutes its shape could not keep the
+    objectives) and ``gpu_minutes`` (minutes on GPU pods) of the cheapest shape sequence the
+    module describes. ``cooldown_s``, ``startup_s`` and ``max_step`` replace the scenario's
+    (the admin's cooldown and step limit, the workload's start-up); ``devices``: only shapes
+    on these devices (the start shape kept whatever its device)."""
     admin = sc.spec.admin
     at = setup(sc, seed)
     cooldown = admin.cpu.cooldown_s if cooldown_s is None else cooldown_s
@@ -69,35 +75,58 @@ def switching(sc: Any, seed: int, cooldown_s: float | None = None,
         start = Shape(w.cpu, w.device, w.pool)
         overlap_h = (w.service.startup_s if startup_s is None else startup_s) / 3600.0
         states: dict[State, Score] = {(start, hold): (0, 0.0, 0, 0)}
+        parents: list[dict[State, State]] = []
         for minute in found:
-            here: dict[Shape, Option] = {o.shape: o for o in minute[k]
-                                         if at.packer.fits([o])}
-            states = _step(states, here, hold, overlap_h, step)
-        best = min(states.values())
-        out[intent.key] = {"cost": best[1], "changes": best[2], "missed": best[0],
-                           "gpu_minutes": best[3]}
+            here: dict[Shape, Option] = {
+                o.shape: o for o in minute[k] if at.packer.fits([o]) and (
+                    devices is None or o.shape.device in devices or o.shape == start)}
+            states, parent = _step(states, here, hold, overlap_h, step)
+            parents.append(parent)
+        end = min(states, key=lambda s: states[s])
+        best = states[end]
+        path = _path(end, parents)
+        out[intent.key] = {
+            "cost": best[1], "changes": best[2], "missed": best[0], "gpu_minutes": best[3],
+            "change_minutes": [m for m, shape in enumerate(path)
+                               if shape != (path[m - 1] if m else start)]}
     return out
 
 
+def _path(end: State, parents: list[dict[State, State]]) -> list[Shape]:
+    """The shape of each minute on the way to ``end`` (``parents``: per minute, each state's
+    predecessor)."""
+    shapes: list[Shape] = []
+    state = end
+    for parent in reversed(parents):
+        shapes.append(state[0])
+        state = parent[state]
+    shapes.reverse()
+    return shapes
+
+
 def _step(states: dict[State, Score], here: dict[Shape, Option], hold: int,
-          overlap_h: float, max_step: int) -> dict[State, Score]:
+          overlap_h: float, max_step: int) -> tuple[dict[State, Score], dict[State, State]]:
     """One minute: every state either keeps its shape (at this minute's fewest replicas, or a
     minute not kept where its shape keeps nothing) or, past the cooldown, changes to a shape
-    this minute's options hold whose first rolling step carries the load."""
+    this minute's options hold whose first rolling step carries the load. The best score of
+    each state after the minute, and the state it came from."""
     new: dict[State, Score] = {}
+    parent: dict[State, State] = {}
 
-    def relax(state: State, score: Score) -> None:
+    def relax(state: State, score: Score, came_from: State) -> None:
         if state not in new or score < new[state]:
             new[state] = score
+            parent[state] = came_from
 
     for (shape, since), (missed, cost, changes, gpu) in states.items():
+        was = (shape, since)
         mine = here.get(shape)
         if mine is None:
-            relax((shape, min(since + 1, hold)), (missed + 1, cost, changes, gpu))
+            relax((shape, min(since + 1, hold)), (missed + 1, cost, changes, gpu), was)
         else:
             relax((shape, min(since + 1, hold)),
                   (missed, cost + mine.cost_per_hour / 60.0, changes,
-                   gpu + (shape.device == "gpu")))
+                   gpu + (shape.device == "gpu")), was)
         if since < hold:
             continue
         for to, opt in here.items():
@@ -106,8 +135,8 @@ def _step(states: dict[State, Score], here: dict[Shape, Option], hold: int,
             old = mine.cost_per_hour * overlap_h if mine is not None else 0.0
             relax((to, 1 if hold > 1 else hold),
                   (missed, cost + opt.cost_per_hour / 60.0 + old, changes + 1,
-                   gpu + (to.device == "gpu")))
-    return new
+                   gpu + (to.device == "gpu")), was)
+    return new, parent
 
 
 def main() -> None:
@@ -116,23 +145,27 @@ def main() -> None:
                     help="scenario files or generated:<seed> references")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
-    print(f"{'scenario':<24}{'oracle':>10}{'switching':>11}{'changes':>9}{'missed':>8}"
-          f"{'GPU min':>9}")
-    totals = [0.0, 0.0, 0, 0, 0]
+    print(f"{'scenario':<24}{'oracle':>9}{'changes':>8}{'switching':>10}{'changes':>8}"
+          f"{'missed':>7}{'GPU min':>8}{'CPU only':>9}")
+    totals = [0.0, 0, 0.0, 0, 0, 0, 0.0]
     for ref in args.scenarios:
         sc = slo.load(ref)
-        plain = sum(float(v["cost"]) for v in oracle(sc, args.seed).values())
+        free = oracle(sc, args.seed).values()
         held = switching(sc, args.seed).values()
-        cost = sum(float(v["cost"]) for v in held)
-        changes = sum(int(v["changes"]) for v in held)
-        missed = sum(int(v["missed"]) for v in held)
-        gpu = sum(int(v["gpu_minutes"]) for v in held)
-        for i, v in enumerate((plain, cost, changes, missed, gpu)):
-            totals[i] += v
-        print(f"{ref:<24}{plain:>10.3f}{cost:>11.3f}{changes:>9}{missed:>8}{gpu:>9}",
-              flush=True)
-    print(f"{'total':<24}{totals[0]:>10.3f}{totals[1]:>11.3f}{int(totals[2]):>9}"
-          f"{int(totals[3]):>8}{int(totals[4]):>9}")
+        cpu = switching(sc, args.seed, devices=("cpu",)).values()
+        row = (sum(float(v["cost"]) for v in free), sum(int(v["shape_changes"]) for v in free),
+               sum(float(v["cost"]) for v in held), sum(int(v["changes"]) for v in held),
+               sum(int(v["missed"]) for v in held), sum(int(v["gpu_minutes"]) for v in held),
+               sum(float(v["cost"]) for v in cpu))
+        totals = [t + v for t, v in zip(totals, row, strict=True)]
+        print(_row(ref, row), flush=True)
+    print(_row("total", tuple(totals)))
+
+
+def _row(name: str, row: tuple[float, ...]) -> str:
+    free, free_changes, cost, changes, missed, gpu, cpu = row
+    return (f"{name:<24}{free:>9.3f}{int(free_changes):>8}{cost:>10.3f}{int(changes):>8}"
+            f"{int(missed):>7}{int(gpu):>8}{cpu:>9.3f}")
 
 
 if __name__ == "__main__":

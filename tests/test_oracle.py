@@ -404,22 +404,56 @@ def test_a_latency_margin_makes_the_oracle_plan_below_the_target() -> None:
 def test_the_switching_oracle_is_the_oracle_without_its_limits_and_keeps_them_with() -> None:
     """``bench/oracle_switching.py``: with changes allowed every minute, at no cost and any
     size, the cheapest shape sequence is the oracle's minute-by-minute choice (one intent: its
-    cost exactly). Held to a cooldown it changes shape at most once per cooldown and costs
-    more; with no room for a rolling step it never changes to more pods than it runs."""
+    cost and its shape changes exactly). Held to a cooldown, its changes are at least a
+    cooldown apart and it costs more; with no room for a rolling step it never grows into
+    another shape."""
+    from itertools import pairwise
+
     from bench import oracle_switching, slo
     from bench.oracle import oracle
 
     sc = slo.load("generated:2793")          # bursts where the oracle switches to one GPU pod
-    plain = sum(float(v["cost"]) for v in oracle(sc, 1).values())
+    plain = next(iter(oracle(sc, 1).values()))
     free = next(iter(oracle_switching.switching(sc, 1, cooldown_s=0.0, startup_s=0.0,
                                                 max_step=10_000).values()))
-    assert free["cost"] == pytest.approx(plain, rel=1e-9) and free["missed"] == 0
-    assert free["changes"] >= 6
-    held = next(iter(oracle_switching.switching(sc, 1, cooldown_s=1800.0, startup_s=60.0,
+    assert free["cost"] == pytest.approx(plain["cost"], rel=1e-9) and free["missed"] == 0
+    assert free["changes"] == plain["shape_changes"] >= 6
+    minutes = free["change_minutes"]
+    assert min(b - a for a, b in pairwise(minutes)) == 1
+    held = next(iter(oracle_switching.switching(sc, 1, cooldown_s=600.0, startup_s=60.0,
                                                 max_step=10_000).values()))
-    assert held["changes"] <= 120 // 30 + 1 and held["cost"] > free["cost"]
+    minutes = held["change_minutes"]
+    gaps = [b - a for a, b in pairwise(minutes)]
+    assert held["changes"] >= 2 and min(gaps) >= 10, held
+    assert held["cost"] > free["cost"]
     stuck = next(iter(oracle_switching.switching(sc, 1, cooldown_s=0.0, startup_s=0.0,
                                                  max_step=0).values()))
     # From 6 one-core pods, one GPU pod is fewer pods (reachable) but the way back to six or
     # more CPU pods is not: the GPU would be kept through the calm, so CPU pods stay.
-    assert stuck["changes"] <= 1 and stuck["cost"] >= held["cost"] > free["cost"]
+    assert stuck["changes"] <= 1 and stuck["cost"] > free["cost"]
+    cpu_only = next(iter(oracle_switching.switching(sc, 1, devices=("cpu",)).values()))
+    assert cpu_only["gpu_minutes"] == 0 and cpu_only["cost"] > free["cost"]
+
+
+def test_a_switching_step_pays_the_old_pods_ranks_kept_minutes_first_and_keeps_the_step() -> None:
+    """One minute of the dynamic program on hand-made options: a change pays the old pods
+    through the new ones' start-up; a state whose shape keeps nothing that minute counts a
+    missed minute, which no saving outweighs; a change to more pods than a step adds is not
+    taken; within the cooldown no change at all."""
+    from bench.oracle import Option, Shape
+    from bench.oracle_switching import _step
+
+    a, b, c = Shape(1.0, "cpu", None), Shape(1.0, "gpu", None), Shape(2.0, "cpu", None)
+    here = {a: Option(a, 10, 0.6, 0, ("p",)), b: Option(b, 1, 0.3, 1, ("g",)),
+            c: Option(c, 30, 1.2, 2, ("p",))}
+    new, parent = _step({(a, 5): (0, 0.0, 0, 0)}, here, hold=5, overlap_h=0.5, max_step=5)
+    assert new[(a, 5)] == (0, pytest.approx(0.6 / 60), 0, 0)
+    assert new[(b, 1)] == (0, pytest.approx(0.3 / 60 + 0.6 * 0.5), 1, 1)   # old pods paid
+    assert (c, 1) not in new                       # 30 pods from 10: more than a step of 5
+    assert parent[(b, 1)] == (a, 5)
+    waiting, _ = _step({(a, 3): (0, 0.0, 0, 0)}, here, hold=5, overlap_h=0.5, max_step=50)
+    assert set(waiting) == {(a, 4)}                 # within the cooldown: no change
+    gone = {b: here[b]}                             # the current shape keeps nothing now
+    new, _ = _step({(a, 5): (0, 0.0, 0, 0)}, gone, hold=5, overlap_h=0.5, max_step=5)
+    assert new[(a, 5)][0] == 1 and new[(b, 1)][0] == 0
+    assert min(new.values()) == new[(b, 1)]         # a kept minute beats any cost
