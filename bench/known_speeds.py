@@ -18,8 +18,8 @@ measured canary.
     python bench/known_speeds.py --workers 2 \\
         --scenarios $(python bench/gpu_scenarios.py --seeds 201..3000)
 
-One row per scenario (violation-minutes and cost beside the oracle's cost, seed 1 of the
-trace) and the totals.
+One row per scenario (violation-minutes, cost and actions beside the oracle's cost, seed 1 of
+the trace) and the totals.
 """
 
 from __future__ import annotations
@@ -116,14 +116,17 @@ def main() -> None:
     args = ap.parse_args()
     with ProcessPoolExecutor(args.workers) as pool:
         rows = list(pool.map(run, args.scenarios, [args.seed] * len(args.scenarios)))
-    print(f"{'scenario':<24}{'violation-min':>14}{'cost':>10}{'oracle':>10}{'ratio':>8}")
+    print(f"{'scenario':<24}{'violation-min':>14}{'cost':>10}{'actions':>9}{'oracle':>10}"
+          f"{'ratio':>8}")
     for ref, r in zip(args.scenarios, rows, strict=True):
-        print(f"{ref:<24}{r['violation_minutes']:>14}{r['cost']:>10.3f}{r['oracle_cost']:>10.3f}"
-              f"{r['cost'] / r['oracle_cost']:>8.2f}")
+        print(f"{ref:<24}{r['violation_minutes']:>14}{r['cost']:>10.3f}{r['actions']:>9}"
+              f"{r['oracle_cost']:>10.3f}{r['cost'] / r['oracle_cost']:>8.2f}")
     viol = sum(r["violation_minutes"] for r in rows)
     cost = sum(r["cost"] for r in rows)
+    actions = sum(r["actions"] for r in rows)
     ref_cost = sum(r["oracle_cost"] for r in rows)
-    print(f"{'total':<24}{viol:>14}{cost:>10.3f}{ref_cost:>10.3f}{cost / ref_cost:>8.2f}")
+    print(f"{'total':<24}{viol:>14}{cost:>10.3f}{actions:>9}{ref_cost:>10.3f}"
+          f"{cost / ref_cost:>8.2f}")
 
 
 if __name__ == "__main__":
