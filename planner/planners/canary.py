@@ -186,13 +186,16 @@ class MeasuredShapes(Predictor):
 
     def _remapped(self, batch: CandidateBatch, supported: NDArray[np.bool_]
                   ) -> list[tuple[NDArray[np.bool_], CandidateBatch, float, float | None]]:
+        """Per measurement that predicts some rows (:meth:`_sources`): those rows, the same
+        rows at its reference shape, its factor and, for a CPU size, the factor on ``inner``'s
+        own prediction."""
+        source = self._sources(batch, supported)
         out = []
-        for tried, speed in self.speeds:
-            rows = tried_mask(batch, tried) & ~supported
-            if not rows.any() or speed.factor <= 0:
-                continue
-            out.append((rows, _as_reference(batch, rows, speed), speed.factor,
-                        self._own(tried, speed)))
+        for k, (tried, speed) in enumerate(self.speeds):
+            rows = source == k
+            if rows.any():
+                out.append((rows, _as_reference(batch, rows, speed), speed.factor,
+                            self._own(tried, speed)))
         return out
 
     def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
@@ -243,35 +246,25 @@ class MeasuredShapes(Predictor):
         numbers are those the place-by-place path gives it (a row's prediction depends on
         that row alone; tested): where two measurements cover a row, the shape's, applied
         last there, is the one it gets."""
-        n = len(batch)
-        source = self._sources(batch, self.inner.supported(batch, rate))
-        if (source < 0).all():
+        parts = self._remapped(batch, self.inner.supported(batch, rate))
+        if not parts:
             return self.inner.predict(batch, rate)
         cpu, gpu, pools = batch.cpu.copy(), batch.gpu.copy(), list(batch.pool)
-        factors = np.ones(n)
-        own_sized: list[tuple[NDArray[np.bool_], Speed]] = []
-        for k, (tried, speed) in enumerate(self.speeds):
-            rows = source == k
-            if not rows.any():
-                continue
-            own = self._own(tried, speed)
+        factors = np.ones(len(batch))
+        for rows, ref, f, own in parts:
             if own is not None:          # its own size, faster by the factor on the model's
                 factors[rows] = own
-                own_sized.append((rows, speed))
                 continue
-            device, pool = speed.reference    # the reference shape, at the measured speed
-            if speed.reference_cpu is not None:
-                cpu[rows] = speed.reference_cpu
-            gpu[rows] = 1.0 if device == "gpu" else 0.0
-            for i in np.flatnonzero(rows).tolist():
+            cpu[rows], gpu[rows] = ref.cpu, ref.gpu    # the reference shape, at its speed
+            for i, pool in zip(np.flatnonzero(rows).tolist(), ref.pool, strict=True):
                 pools[i] = pool
-            factors[rows] = speed.factor
+            factors[rows] = f
         p = self.inner.predict_faster_rows(CandidateBatch(batch.replicas, cpu, gpu,
                                                           tuple(pools)), rate, factors)
         ok = p.supported.copy()
-        for rows, speed in own_sized:    # vouched for where the reference pods are
-            ok[rows] = self.inner.supported(_as_reference(batch, rows, speed),
-                                            rate / speed.factor)
+        for rows, ref, f, own in parts:
+            if own is not None:          # vouched for where the reference pods are
+                ok[rows] = self.inner.supported(ref, rate / f)
         return Prediction(p.mean, p.bound, ok)
 
     def predict_mean(self, batch: CandidateBatch, rate: float) -> FloatArray:
