@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench import slo  # noqa: E402
-from bench.oracle import Option, Shape, oracle, setup  # noqa: E402
+from bench.oracle import Option, Setup, Shape, oracle, setup  # noqa: E402
 
 State = tuple[Shape, int]
 """(shape, minutes since its last change, capped at the cooldown's)."""
@@ -55,21 +55,33 @@ Score = tuple[int, float, int, int]
 """(minutes not kept, cost, shape changes, minutes on GPU pods): compared in that order."""
 
 
+Minutes = list[list[list[Option]]]
+"""Per minute, per active intent, every shape's option (:meth:`bench.oracle.Setup.options`)."""
+
+
+def prepare(sc: Any, seed: int) -> tuple[Setup, Minutes]:
+    """The oracle's view of ``sc`` and every minute's options: what :func:`switching` searches
+    (computed once for several searches)."""
+    at = setup(sc, seed)
+    return at, [at.options(m)[1] for m in range(at.minutes)]
+
+
 def switching(sc: Any, seed: int, cooldown_s: float | None = None,
               startup_s: float | None = None, max_step: int | None = None,
-              devices: tuple[str, ...] | None = None) -> dict[str, dict[str, Any]]:
+              devices: tuple[str, ...] | None = None,
+              prepared: tuple[Setup, Minutes] | None = None) -> dict[str, dict[str, Any]]:
     """Per active intent of ``sc``: ``cost``, ``changes`` (shape changes), ``change_minutes``
     (the minutes they are made in), ``missed`` (minutes its shape could not keep the
     objectives) and ``gpu_minutes`` (minutes on GPU pods) of the cheapest shape sequence the
     module describes. ``cooldown_s``, ``startup_s`` and ``max_step`` replace the scenario's
     (the admin's cooldown and step limit, the workload's start-up); ``devices``: only shapes
-    on these devices (the start shape kept whatever its device)."""
+    on these devices (the start shape kept whatever its device); ``prepared``: what
+    :func:`prepare` returns for ``sc`` and ``seed``, when already at hand."""
     admin = sc.spec.admin
-    at = setup(sc, seed)
+    at, found = prepare(sc, seed) if prepared is None else prepared
     cooldown = admin.cpu.cooldown_s if cooldown_s is None else cooldown_s
     step = admin.replicas.max_step if max_step is None else max_step
     hold = max(1, math.ceil(cooldown / 60.0))
-    found = [at.options(m)[1] for m in range(at.minutes)]
     out: dict[str, dict[str, Any]] = {}
     for k, (intent, w) in enumerate(zip(at.intents, at.workloads, strict=True)):
         start = Shape(w.cpu, w.device, w.pool)
@@ -151,8 +163,9 @@ def main() -> None:
     for ref in args.scenarios:
         sc = slo.load(ref)
         free = oracle(sc, args.seed).values()
-        held = switching(sc, args.seed).values()
-        cpu = switching(sc, args.seed, devices=("cpu",)).values()
+        prepared = prepare(sc, args.seed)
+        held = switching(sc, args.seed, prepared=prepared).values()
+        cpu = switching(sc, args.seed, devices=("cpu",), prepared=prepared).values()
         row = (sum(float(v["cost"]) for v in free), sum(int(v["shape_changes"]) for v in free),
                sum(float(v["cost"]) for v in held), sum(int(v["changes"]) for v in held),
                sum(int(v["missed"]) for v in held), sum(int(v["gpu_minutes"]) for v in held),
