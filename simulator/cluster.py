@@ -13,6 +13,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import NDArray
 
 from planner.domain.errors import PermanentError
 from planner.domain.intents import Intent, KPIProfile, KPIType
@@ -58,9 +59,9 @@ class SimPod:
     down_until: float = -math.inf
     restarts: int = 0
     utilization: float = 0.0
-    utilization_samples: deque[tuple[float, float, float, float]] = field(default_factory=deque)
-    """(time, dt, utilisation, requests/s) of the steps the pod served while ready (metrics
-    window)."""
+    serial: int = 0
+    """The pod's number in its workload (unique there; the metrics of :class:`ServedStep`
+    name pods by it)."""
 
     def ready(self, t: float) -> bool:
         return self.node is not None and t >= self.ready_at and t >= self.down_until
@@ -89,6 +90,18 @@ class StepRecord:
     """Cores of the scheduled pods per node pool (pools with none left out)."""
 
 
+@dataclass(frozen=True, slots=True)
+class ServedStep:
+    """One step a workload's ready pods served (the metrics window): per pod, by
+    :attr:`SimPod.serial`, its CPU utilisation and the requests per second it served."""
+
+    time: float
+    dt: float
+    serials: NDArray[np.int64]
+    utilization: NDArray[np.float64]
+    served: NDArray[np.float64]
+
+
 @dataclass
 class SimWorkload:
     spec: WorkloadSpec
@@ -100,6 +113,8 @@ class SimWorkload:
     canary_pods: list[SimPod] = field(default_factory=list)
     weights: dict[str, int] = field(default_factory=dict)
     history: deque[StepRecord] = field(default_factory=deque)
+    served: deque[ServedStep] = field(default_factory=deque)
+    """The steps of the metrics window, oldest first."""
     next_pod: int = 0
 
     @property
@@ -160,7 +175,7 @@ class SimulatedCluster(ClusterBackend, KPISource):
                  cfg: WorkloadConfig | None = None) -> SimPod:
         cfg = w.config if cfg is None else cfg
         name = f"{w.spec.name}-{'canary-' if cfg is w.canary else ''}{w.next_pod}"
-        pod = SimPod(name, cfg.cpu, cfg.device, cfg.pool, self.time)
+        pod = SimPod(name, cfg.cpu, cfg.device, cfg.pool, self.time, serial=w.next_pod)
         w.next_pod += 1
         self._schedule(pod, w.spec, immediate=started)
         return pod
@@ -252,15 +267,17 @@ class SimulatedCluster(ClusterBackend, KPISource):
         out = queueing.step_outcome(lam, shares, mu, base, svc.timeout_ms, failed, servers)
         metrics_start = t - self.metrics_window_s
         served = out.served_per_pod if out.served_per_pod is not None else np.zeros(len(ready))
-        for pod, u, r in zip(ready, out.utilization, served, strict=True):
-            pod.utilization = float(u)
-            pod.utilization_samples.append((t, dt, float(u), float(r)))
-        serving = {id(p) for p in ready}       # (a list's `in` compared every pod's fields)
         for pod in (*w.pods, *w.canary_pods):
-            if id(pod) not in serving:
-                pod.utilization = 0.0
-            while pod.utilization_samples and pod.utilization_samples[0][0] < metrics_start:
-                pod.utilization_samples.popleft()
+            pod.utilization = 0.0
+        for pod, u in zip(ready, out.utilization.tolist(), strict=True):
+            pod.utilization = u
+        if ready:
+            w.served.append(ServedStep(
+                t, dt, np.fromiter((p.serial for p in ready), np.int64, len(ready)),
+                np.asarray(out.utilization, dtype=np.float64),
+                np.asarray(served, dtype=np.float64)))
+        while w.served and w.served[0].time < metrics_start:
+            w.served.popleft()
         # One pass over the scheduled pods, each total added in pod order from 0 (as ``sum``
         # adds): cores, GPUs, cost per hour, and cores per node pool.
         cores, gpus, cost = 0.0, 0, 0.0
@@ -294,37 +311,57 @@ class SimulatedCluster(ClusterBackend, KPISource):
             recs = self.window(key, self.metrics_window_s)
             rate = _mean([r.offered for r in recs])
             util = _mean([r.mean_utilization for r in recs if r.mean_utilization is not None])
-            pods = tuple(self._pod_state(p, t) for p in w.pods)
+            states = self._pod_states(w, t)
+            pods = tuple(states[:len(w.pods)])
             canary = None if w.canary is None else CanaryState(
-                w.canary, tuple(self._pod_state(p, t) for p in w.canary_pods))
+                w.canary, tuple(states[len(w.pods):]))
             workloads[key] = WorkloadState(w.spec.namespace, w.spec.name, w.config, pods,
                                            request_rate=rate, cpu_utilization=util,
                                            canary=canary)
         return ClusterSnapshot(t, nodes, workloads)
 
-    def _pod_state(self, p: SimPod, t: float) -> PodState:
-        util, rate = self._pod_metrics(p, t)
-        return PodState(p.name, p.node.name if p.node else None, p.cpu, p.device, p.ready(t),
-                        p.restarts, p.created_at, util, p.node.pool.name if p.node else None,
-                        rate)
+    def _pod_states(self, w: SimWorkload, t: float) -> list[PodState]:
+        """The workload's pods, then its canary's, as observed at ``t``."""
+        pods = (*w.pods, *w.canary_pods)
+        util, rate, seen = self._pod_metrics(w, pods, t)
+        out = []
+        for p, u, r, s in zip(pods, util, rate, seen, strict=True):
+            node = p.node
+            ready = p.ready(t)
+            cpu_util, req_rate = (u, r) if ready and s else (
+                (p.utilization if ready else 0.0), None)
+            out.append(PodState(p.name, node.name if node else None, p.cpu, p.device, ready,
+                                p.restarts, p.created_at, cpu_util,
+                                node.pool.name if node else None, req_rate))
+        return out
 
-    def _pod_metrics(self, pod: SimPod, t: float) -> tuple[float, float | None]:
-        """CPU utilisation and requests per second over the metrics window (as metrics-server
-        and per-pod request metrics report them): time-weighted means over the steps the pod
-        served while ready; 0 (and no rate) when not ready."""
-        if not pod.ready(t):
-            return 0.0, None
-        # One pass, each sum added left to right from 0 (as ``sum`` adds): the same numbers.
-        start = t - self.metrics_window_s
-        span = busy = served = 0.0
-        for at, dt, u, r in pod.utilization_samples:
-            if at >= start:
-                span += dt
-                busy += dt * u
-                served += dt * r
-        if span <= 0:
-            return pod.utilization, None
-        return busy / span, served / span
+    def _pod_metrics(self, w: SimWorkload, pods: tuple[SimPod, ...], t: float
+                     ) -> tuple[list[float], list[float], list[bool]]:
+        """Per pod, CPU utilisation and requests per second over the metrics window (as
+        metrics-server and per-pod request metrics report them): time-weighted means over the
+        steps the pod served while ready, and whether it served any. Each pod's sums are added
+        step by step from 0, oldest first, as a per-pod loop adds them."""
+        n = len(pods)
+        span = np.zeros(n)
+        busy = np.zeros(n)
+        served = np.zeros(n)
+        if n and w.served:
+            start = t - self.metrics_window_s
+            serials = np.fromiter((p.serial for p in pods), np.int64, n)
+            order = np.argsort(serials, kind="stable")
+            ranked = serials[order]
+            for step in w.served:
+                if step.time < start:
+                    continue
+                at = np.minimum(np.searchsorted(ranked, step.serials), n - 1)
+                hit = ranked[at] == step.serials
+                idx = order[at[hit]]
+                span[idx] += step.dt
+                busy[idx] += step.dt * step.utilization[hit]
+                served[idx] += step.dt * step.served[hit]
+        seen = span > 0
+        safe = np.where(seen, span, 1.0)
+        return (busy / safe).tolist(), (served / safe).tolist(), seen.tolist()
 
     def _workload(self, key: str) -> SimWorkload:
         try:
