@@ -175,3 +175,72 @@ def test_core_hours_are_accounted_per_node_pool() -> None:
     assert sum(tally.pool_core_hours.values()) == pytest.approx(tally.core_hours)
     assert tally.as_dict()["pool_core_hours"] == {
         p: round(h, 3) for p, h in sorted(tally.pool_core_hours.items())}
+
+
+def test_observed_pod_metrics_are_each_pods_window_means(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """A pod's CPU utilisation and request rate in ``observe()`` are the time-weighted means
+    over the steps it served within the metrics window, added step by step as a per-pod loop
+    adds them (checked exactly against such a loop over what each step's queueing solve
+    returned, by pod name), through scale-outs, a resize, restarts, a canary and steps of
+    uneven length; a ready pod that served no step of the window reports no rate, a pod not
+    ready 0 and no rate."""
+    import simulator.cluster as cluster
+    from simulator import queueing
+
+    doc = small_scenario()
+    doc["workloads"][0]["service"]["failure_rate_per_hour"] = 60.0
+    sim = SimulatedCluster(parse_scenario(doc, "t", ROOT / "examples/scenarios"),
+                           start_time=0.0)
+    steps: list[tuple[float, float, list[str], list[float], list[float]]] = []
+    names: list[str] = []
+    real_shares, real_outcome = cluster.dispatch_shares, queueing.step_outcome
+
+    def shares(ready: list[str], weights: dict[str, int]) -> Any:
+        names[:] = ready
+        return real_shares(ready, weights)
+
+    def outcome(*args: Any) -> Any:
+        out = real_outcome(*args)
+        served = (out.served_per_pod if out.served_per_pod is not None
+                  else [0.0] * len(names))
+        steps.append((sim.time, dt, list(names), [float(u) for u in out.utilization],
+                      [float(r) for r in served]))
+        return out
+
+    monkeypatch.setattr(cluster, "dispatch_shares", shares)
+    monkeypatch.setattr(queueing, "step_outcome", outcome)
+    checked = not_ready = canaries = 0
+    for i in range(90):
+        dt = (5.0, 3.0, 7.0)[i % 3]
+        if i == 10:
+            sim.scale("shop/checkout", 9)
+        if i == 30:
+            sim.resize("shop/checkout", 2.0)
+        if i == 45:
+            sim.set_canary("shop/checkout", sim.workloads["shop/checkout"].config.with_(
+                replicas=2, cpu=1.0))
+        if i == 60:     # pods numbered after the canary's: serving order is not pod order
+            sim.scale("shop/checkout", 11)
+        sim.step(dt)
+        t = sim.time
+        start = t - sim.metrics_window_s
+        seen = sim.observe().workloads["shop/checkout"]
+        for pod in seen.pods + (seen.canary.pods if seen.canary is not None else ()):
+            span = busy = rate = 0.0
+            for at, step_dt, who, util, served in steps:
+                if at >= start and pod.name in who:
+                    k = who.index(pod.name)
+                    span += step_dt
+                    busy += step_dt * util[k]
+                    rate += step_dt * served[k]
+            if not pod.ready:
+                assert (pod.cpu_utilization, pod.request_rate) == (0.0, None)
+                not_ready += 1
+            elif span > 0:
+                assert (pod.cpu_utilization, pod.request_rate) == (busy / span, rate / span)
+                checked += 1
+                canaries += "canary" in pod.name
+            else:
+                assert pod.request_rate is None
+    assert checked > 300 and not_ready > 5 and canaries > 20
