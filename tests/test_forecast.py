@@ -154,6 +154,35 @@ def test_startup_is_learned_from_pod_readiness() -> None:
     assert fc.startup_s(KEY) == pytest.approx(52.5)
 
 
+def test_the_pods_seen_survive_a_restart_in_either_written_form() -> None:
+    """The pod names looked at are written down as one string (a name per line) and read
+    back from it, or from the list earlier versions wrote: a pod seen before the restart is
+    not judged again on its first sight after it (a restart would otherwise teach the
+    start-up time from a pod whose start was not watched)."""
+    fc = LoadForecast(default_startup_s=30.0)
+    fc.observe_pods(KEY, 1000.0, [PodState(f"web-{i}", "n0", 1.0, ready=False,
+                                           started_at=990.0) for i in range(3)])
+    written = fc.remember(KEY)
+    assert written["startup"]["seen"] == "web-0\nweb-1\nweb-2"
+    earlier = {**written, "startup": {**written["startup"], "pending": {},
+                                      "seen": ["web-0", "web-1", "web-2"]}}
+    empty = {**written, "startup": {**written["startup"], "pending": {}, "seen": ""}}
+    learned = []
+    for memory in (earlier, {**written, "startup": {**written["startup"], "pending": {}}},
+                   empty):
+        back = LoadForecast(default_startup_s=30.0)
+        back.recall(KEY, memory)
+        # web-1 is ready now; had it been unknown it would be awaited from its next
+        # not-ready sight and teach a start-up time
+        back.observe_pods(KEY, 1015.0, [PodState("web-1", "n0", 1.0, ready=False,
+                                                 started_at=990.0)])
+        back.observe_pods(KEY, 1030.0, [PodState("web-1", "n0", 1.0, ready=True,
+                                                 started_at=990.0)])
+        learned.append(back.startup_s(KEY))
+    assert learned[0] == learned[1] == 30.0
+    assert learned[2] == pytest.approx(32.5)      # not seen before: judged on first sight
+
+
 def _observed(planner: Remembering, rates: list[float]) -> None:
     """Give the planner the forecast memory a controller would have produced."""
     fc = LoadForecast()

@@ -115,6 +115,15 @@ class _Startup:
     samples: deque[float] = field(default_factory=deque)
 
 
+def _names(seen: Any) -> list[str]:
+    """Pod names as :meth:`LoadForecast.remember` writes them down: one string, a name per
+    line (Kubernetes object names hold no line break; one string instead of hundreds keeps
+    the memory written every cycle cheap), or a list (memory written before)."""
+    if isinstance(seen, str):
+        return seen.split("\n") if seen else []
+    return [str(n) for n in seen]
+
+
 class LoadForecast:
     """Per-intent load history and its projection over the pods' start-up (see module doc)."""
 
@@ -241,7 +250,7 @@ class LoadForecast:
             "points": [[t, r] for t, r in self._points.get(key, ())],
             "startup": None if st is None else {
                 "pending": {n: [c, w] for n, (c, w) in st.pending.items()},
-                "seen": list(st.seen), "samples": list(st.samples)},
+                "seen": "\n".join(st.seen), "samples": list(st.samples)},
         }
 
     def recall(self, key: str, memory: Mapping[str, Any]) -> None:
@@ -254,7 +263,7 @@ class LoadForecast:
         if st is not None:
             self._startup[key] = _Startup(
                 {str(n): (float(c), float(w)) for n, (c, w) in dict(st["pending"]).items()},
-                dict.fromkeys(map(str, st["seen"])),
+                dict.fromkeys(_names(st["seen"])),
                 deque(float(x) for x in st["samples"]))
 
     def __len__(self) -> int:
