@@ -251,17 +251,20 @@ pod_st = st.tuples(st.sampled_from((None, "n0", "n1")), st.sampled_from((0.5, 1.
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(pod_st, max_size=12), shape_st)
+@given(st.lists(pod_st, max_size=12), shape_st,
+       st.lists(st.sampled_from([30.0, 100.0, 120.0]), min_size=12, max_size=12),
+       st.sampled_from([100.0, 190.0, 210.0, 220.0]))
 def test_pod_counts_answer_what_a_scan_of_the_pods_would(
         spec: list[tuple[str | None, float, str, str | None, bool]],
-        ask: tuple[int, float, str, str | None]) -> None:
+        ask: tuple[int, float, str, str | None], starts: list[float], now: float) -> None:
     """The workload's pods counted once by group give what each scan of its pods gave: the
     scheduled pods of a shape (ready or all), ready, scheduled and pending pods, pods to add,
-    a rollout in progress."""
+    a rollout in progress, the pods serving as configured and settled."""
     from planner.planners import feedback
 
-    pods = tuple(PodState(f"p{i}", node, cpu, device, ready, pool=pool)
-                 for i, (node, cpu, device, pool, ready) in enumerate(spec))
+    pods = tuple(PodState(f"p{i}", node, cpu, device, ready, started_at=start, pool=pool)
+                 for i, ((node, cpu, device, pool, ready), start)
+                 in enumerate(zip(spec, starts, strict=False)))
     cfg = WorkloadConfig(ask[0], ask[1], ask[2], ask[3])
     workload = WorkloadState("ns", "w", cfg.with_(replicas=len(pods)), pods)
     mine = [p for p in pods if p.node is not None and capacity.runs(p, cfg)]
@@ -277,7 +280,7 @@ def test_pod_counts_answer_what_a_scan_of_the_pods_would(
                           "spec": {"type": "latency"}})
     admin = AdminConfig(actuators=("replicas",))
     ctx = PlanningContext(intent, {"p95": prof}, workload, snap, {"p95": 50.0}, admin,
-                          registry.create(admin.actuators, admin), None, 0.0)
+                          registry.create(admin.actuators, admin), None, now)
     obs = safety.observe(ctx)
     assert (obs.ready, obs.scheduled, obs.unscheduled) == (
         sum(p.ready for p in pods), sum(p.node is not None for p in pods),
@@ -287,3 +290,7 @@ def test_pod_counts_answer_what_a_scan_of_the_pods_would(
                 for p in pods)
     assert feedback.rollout_in_progress(ctx) == (bool(pods) and (
         stale or sum(1 for p in pods if p.ready) < len(pods)))  # replicas: len(pods)
+    assert feedback.serving_as_configured(ctx) == (
+        not feedback.rollout_in_progress(ctx) and all(p.ready for p in pods))
+    assert feedback.steady(ctx) == all(capacity.runs(p, cfg) and now - p.started_at >= 90.0
+                                       for p in pods if p.ready)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -104,16 +105,31 @@ class WorkloadState:
     def ready_replicas(self) -> int:
         return sum(n for (_, _, _, _, ready), n in self.pod_counts.items() if ready)
 
-    @cached_property
+    @property
     def pod_counts(self) -> dict[PodGroup, int]:
         """The pods counted by :data:`PodGroup` (CPU size, device, pool, scheduled, ready),
         computed on first use and kept: the planner and the safety layer ask several
         questions of one intent's pods in a cycle, and a few groups answer them all."""
+        return self._census[0]
+
+    @property
+    def newest_ready_start(self) -> float:
+        """The latest ``started_at`` of a ready pod (``-inf``: none is ready); kept as
+        :attr:`pod_counts` is."""
+        return self._census[1]
+
+    @cached_property
+    def _census(self) -> tuple[dict[PodGroup, int], float]:
+        """One pass over the pods for :attr:`pod_counts` and :attr:`newest_ready_start`."""
         counts: dict[PodGroup, int] = {}
+        newest = -math.inf
         for p in self.pods:
-            key = (p.cpu, p.device, p.pool, p.node is not None, bool(p.ready))
+            ready = bool(p.ready)
+            key = (p.cpu, p.device, p.pool, p.node is not None, ready)
             counts[key] = counts.get(key, 0) + 1
-        return counts
+            if ready and p.started_at > newest:
+                newest = p.started_at
+        return counts, newest
 
 
 @dataclass(frozen=True)

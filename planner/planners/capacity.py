@@ -32,10 +32,11 @@ def eligible(node: NodeState, cfg: WorkloadConfig) -> bool:
 
 def runs(pod: PodState, cfg: WorkloadConfig) -> bool:
     """Whether ``pod`` runs ``cfg``'s shape (CPU size, device, and its pool when pinned)."""
-    return _is_shape(pod.cpu, pod.device, pod.pool, cfg)
+    return runs_shape(pod.cpu, pod.device, pod.pool, cfg)
 
 
-def _is_shape(cpu: float, device: str, pool: str | None, cfg: WorkloadConfig) -> bool:
+def runs_shape(cpu: float, device: str, pool: str | None, cfg: WorkloadConfig) -> bool:
+    """Whether pods of CPU size ``cpu`` and ``device`` in ``pool`` run ``cfg``'s shape."""
     return cpu == cfg.cpu and device == cfg.device and (cfg.pool is None or pool == cfg.pool)
 
 
@@ -104,7 +105,7 @@ def scheduled_running(workload: WorkloadState, cfg: WorkloadConfig, ready: bool 
     those ready), counted from its pod groups (:attr:`WorkloadState.pod_counts`), not pod by
     pod."""
     return sum(n for (cpu, device, pool, on_node, is_ready), n in workload.pod_counts.items()
-               if on_node and (is_ready or not ready) and _is_shape(cpu, device, pool, cfg))
+               if on_node and (is_ready or not ready) and runs_shape(cpu, device, pool, cfg))
 
 
 def starting(workload: WorkloadState, cfg: WorkloadConfig) -> bool:

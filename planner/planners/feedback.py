@@ -107,7 +107,7 @@ def serving_as_configured(ctx: PlanningContext) -> bool:
     behaviour (with a settle time or a window, as the reader needs)."""
     pods = ctx.workload.pods
     return (not rollout_in_progress(ctx) and len(pods) == ctx.config.replicas
-            and all(p.ready for p in pods))
+            and ctx.workload.ready_replicas == len(pods))
 
 
 def steady(ctx: PlanningContext) -> bool:
@@ -116,8 +116,13 @@ def steady(ctx: PlanningContext) -> bool:
     describe these pods. (A pod that became ready within the window served part of it and
     drags the mean utilisation down; a pod of the shape being replaced is another pod.)
     Pods not ready serve nothing and do not count."""
-    return all(capacity.runs(p, ctx.config) and ctx.now - p.started_at >= SETTLED_S
-               for p in ctx.workload.pods if p.ready)
+    cfg, workload = ctx.config, ctx.workload
+    # Per ready group of pods alike, then the newest ready pod's age (``now - started`` falls
+    # as ``started`` grows, so the newest is the one to check): what a loop over the ready
+    # pods finds.
+    return (all(capacity.runs_shape(cpu, device, pool, cfg)
+                for cpu, device, pool, _, ready in workload.pod_counts if ready)
+            and ctx.now - workload.newest_ready_start >= SETTLED_S)
 
 
 @dataclass
