@@ -3,6 +3,8 @@ pods are reserved, so a lower-priority intent planned after it sees only what is
 
 from __future__ import annotations
 
+import math
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -262,7 +264,8 @@ def test_pod_counts_answer_what_a_scan_of_the_pods_would(
     a rollout in progress, the pods serving as configured and settled."""
     from planner.planners import feedback
 
-    pods = tuple(PodState(f"p{i}", node, cpu, device, ready, started_at=start, pool=pool)
+    pods = tuple(PodState(f"p{i}", node, cpu, device, ready, restarts=i % 3,
+                          started_at=start, pool=pool)
                  for i, ((node, cpu, device, pool, ready), start)
                  in enumerate(zip(spec, starts, strict=False)))
     cfg = WorkloadConfig(ask[0], ask[1], ask[2], ask[3])
@@ -272,6 +275,10 @@ def test_pod_counts_answer_what_a_scan_of_the_pods_would(
     assert capacity.scheduled_running(workload, cfg, ready=True) == sum(p.ready for p in mine)
     assert capacity._added(workload, cfg) == max(0, cfg.replicas - len(mine))
     assert workload.ready_replicas == sum(1 for p in pods if p.ready)
+    assert workload.restarts == sum(p.restarts for p in pods)
+    assert workload.newest_start == max((p.started_at for p in pods), default=-math.inf)
+    assert workload.newest_ready_start == max((p.started_at for p in pods if p.ready),
+                                              default=-math.inf)
     snap = ClusterSnapshot(0.0, (), {workload.key: workload})
     intent = parse_intent({"kind": "Intent", "metadata": {"name": "w", "namespace": "ns"},
                            "spec": {"targetRef": {"name": "w"}, "objectives": [

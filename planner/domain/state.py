@@ -84,6 +84,17 @@ ready."""
 
 
 @dataclass(frozen=True)
+class PodCensus:
+    """A workload's pods summed up in one pass (:attr:`WorkloadState.pod_counts` and the
+    properties beside it)."""
+
+    counts: dict[PodGroup, int]
+    newest_ready_start: float
+    newest_start: float
+    restarts: int
+
+
+@dataclass(frozen=True)
 class WorkloadState:
     namespace: str
     name: str
@@ -110,26 +121,42 @@ class WorkloadState:
         """The pods counted by :data:`PodGroup` (CPU size, device, pool, scheduled, ready),
         computed on first use and kept: the planner and the safety layer ask several
         questions of one intent's pods in a cycle, and a few groups answer them all."""
-        return self._census[0]
+        return self._census.counts
 
     @property
     def newest_ready_start(self) -> float:
         """The latest ``started_at`` of a ready pod (``-inf``: none is ready); kept as
         :attr:`pod_counts` is."""
-        return self._census[1]
+        return self._census.newest_ready_start
+
+    @property
+    def newest_start(self) -> float:
+        """The latest ``started_at`` of any pod (``-inf``: no pod); kept as :attr:`pod_counts`
+        is."""
+        return self._census.newest_start
+
+    @property
+    def restarts(self) -> int:
+        """The pods' restarts, summed; kept as :attr:`pod_counts` is."""
+        return self._census.restarts
 
     @cached_property
-    def _census(self) -> tuple[dict[PodGroup, int], float]:
-        """One pass over the pods for :attr:`pod_counts` and :attr:`newest_ready_start`."""
+    def _census(self) -> PodCensus:
+        """One pass over the pods for what the planners ask of them all."""
         counts: dict[PodGroup, int] = {}
-        newest = -math.inf
+        newest_ready = newest = -math.inf
+        restarts = 0
         for p in self.pods:
             ready = bool(p.ready)
             key = (p.cpu, p.device, p.pool, p.node is not None, ready)
             counts[key] = counts.get(key, 0) + 1
-            if ready and p.started_at > newest:
-                newest = p.started_at
-        return counts, newest
+            start = p.started_at
+            if start > newest:
+                newest = start
+            if ready and start > newest_ready:
+                newest_ready = start
+            restarts += p.restarts
+        return PodCensus(counts, newest_ready, newest, restarts)
 
 
 @dataclass(frozen=True)

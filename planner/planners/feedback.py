@@ -324,8 +324,8 @@ def load_correction(ctx: PlanningContext, preds: dict[str, Predictor],
     a settled configuration (all pods ready for ``SETTLED_S``) the model claims to know."""
     factors: dict[str, float] = {}
     rate = max(ctx.workload.request_rate or 0.0, observed_rate or 0.0)
-    if not serving_as_configured(ctx) or any(ctx.now - p.started_at < SETTLED_S
-                                             for p in ctx.workload.pods):
+    # (``now - started`` falls as ``started`` grows: the newest pod is the one to check)
+    if not serving_as_configured(ctx) or ctx.now - ctx.workload.newest_start < SETTLED_S:
         return factors
     batch = CandidateBatch.of([ctx.config])
     for o in ctx.intent.spec.objectives:

@@ -117,7 +117,7 @@ class ObservedLimits:
                 low_rate: float | None) -> None:
         """Judge this cycle's KPIs against the configuration in place; ``peak_rate`` and
         ``low_rate`` are the highest and lowest request rates over the KPI window."""
-        cfg, now, pods = ctx.config, ctx.now, ctx.workload.pods
+        cfg, now = ctx.config, ctx.now
         if self.seen_at is not None and now < self.seen_at:      # a restarted clock
             self.limits, self.held, self.config, self.pending = {}, {}, None, None
         gap = self.seen_at is not None and now - self.seen_at > 2 * ctx.admin.cycle_s
@@ -127,7 +127,7 @@ class ObservedLimits:
         if self.pending is not None and not gap:
             self._record(self.pending, peak_rate)
         self.pending = None
-        restarts = sum(p.restarts for p in pods)
+        restarts = ctx.workload.restarts
         if (gap or cfg.replicas <= 0 or not feedback.serving_as_configured(ctx)
                 or ctx.workload.canary is not None):
             # Not the configuration's own behaviour: judged again from its next steady cycle.
@@ -141,7 +141,7 @@ class ObservedLimits:
         elif restarts > self.restarts:
             self.since, self.by_scale_in = now, False
         self.restarts = restarts
-        steady = max(self.since, max(p.started_at for p in pods))
+        steady = max(self.since, ctx.workload.newest_start)
         whole_window = now - steady >= feedback.KPI_WINDOW_S
         verdicts = _latency_verdicts(ctx)
         shape = feedback.shape_of(cfg)
