@@ -82,3 +82,20 @@ def test_learned_model_quantile_matches_simulator_truth() -> None:
         truth = queueing.quantile(single_pod(lam, mu, c=c), q)
         ours = sojourn_quantile(q, np.array([lam]), np.array([mu]), np.array([float(c)]))[0]
         assert truth is not None and ours == pytest.approx(truth, rel=1e-6)
+
+
+@given(st.lists(st.tuples(st.floats(0.01, 10.0), st.sampled_from([0.0, 0.01, 0.5, 3.0, math.inf]),
+                          st.sampled_from([0.0, 2.0, 40.0, math.inf])), min_size=1, max_size=6),
+       st.sampled_from([0.0, 1.0, 2.0, 39.0, 40.0, 1e6]))
+def test_survival_is_the_share_of_finite_tails(parts: list[tuple[float, float, float]],
+                                                t: float) -> None:
+    """The mixture's survival at ``t`` weighs each component's tail, a tail that is not a
+    number (an infinite rate at its own offset) counting as 0: bit for bit what it was
+    when every tail went through ``nan_to_num``."""
+    w, rate, offset = (np.array(x, dtype=float) for x in zip(*parts, strict=True))
+    c = queueing.Components(w, offset, rate)
+    with np.errstate(invalid="ignore", over="ignore"):
+        tail = np.where(t < offset, 1.0, np.exp(-rate * (t - offset)))
+    expected = float((w * np.nan_to_num(tail, nan=0.0)).sum() / w.sum())
+    got = queueing.survival(t, c)
+    assert got == expected

@@ -123,10 +123,12 @@ def node_pools(hosting: Sequence[NodeState]) -> dict[str, list[Any]]:
     and allocation (summed)."""
     out: dict[str, dict[str, Any]] = {}
     for n in hosting:
-        pool = out.setdefault(n.pool or "", {"pool": n.pool or "", "region": n.region,
-                                             "nodes": 0, "cpu_capacity": 0.0,
-                                             "cpu_allocated": 0.0, "gpus": 0,
-                                             "gpus_allocated": 0})
+        name = n.pool or ""
+        pool = out.get(name)
+        if pool is None:        # (a row built per pool, not per node and thrown away)
+            pool = out[name] = {"pool": name, "region": n.region, "nodes": 0,
+                                "cpu_capacity": 0.0, "cpu_allocated": 0.0, "gpus": 0,
+                                "gpus_allocated": 0}
         pool["nodes"] += 1
         pool["cpu_capacity"] += n.cpu_capacity
         pool["cpu_allocated"] += n.cpu_allocated
