@@ -72,9 +72,12 @@ an M/M/1 pod's p95 is 3 ms + 75 ms), so the planner settles near ``--pods`` repl
 60 ms the objective needed about 350 pods per workload.)"""
 
 
-def scenario(intents: int, nodes: int, pods: int, shadow: bool = False) -> dict[str, Any]:
+def scenario(intents: int, nodes: int, pods: int, shadow: bool = False,
+             max_replicas: int | None = None) -> dict[str, Any]:
     """The bench's scenario; ``shadow``: every intent in shadow mode (``active: false``: planned
-    and recorded, never acted on), so the cluster keeps its pods."""
+    and recorded, never acted on), so the cluster keeps its pods; ``max_replicas``: the
+    admin's replica maximum (default twice the pods, at least 10)."""
+    top = min(max(2 * pods, 10), 10_000) if max_replicas is None else max_replicas
     per_pool = max(1, nodes // POOLS)
     manifests: list[dict[str, Any]] = [
         {"apiVersion": "intent-planner.io/v1alpha1", "kind": "KPIProfile",
@@ -95,7 +98,7 @@ def scenario(intents: int, nodes: int, pods: int, shadow: bool = False) -> dict[
                        "service": {"rate_per_core": 100, "base_latency_ms": 3},
                        "trace": {"kind": "constant", "rate": 60.0 * pods, "noise": 0.15}}
                       for i in range(intents)],
-        "admin": {"replicas": {"min": 1, "max": min(max(2 * pods, 10), 10_000), "maxStep": 100},
+        "admin": {"replicas": {"min": 1, "max": top, "maxStep": 100},
                   "cycleSeconds": 15},
         "manifests": manifests,
     }
@@ -229,12 +232,13 @@ def copy_models(run: ScenarioRun) -> tuple[list[str], list[str]]:
 
 def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int,
             progress: int = 0, keep_heap: bool = True, models: str = "learn",
-            shadow: bool = False) -> dict[str, Any]:
+            shadow: bool = False, max_replicas: int | None = None) -> dict[str, Any]:
     """One size (see the module docstring); every ``progress`` measured cycles (0: never) a
     line on stderr with that cycle's CPU and the RSS. ``models="copy"``: :func:`copy_models`
     after the warm-up."""
     t0 = time.perf_counter()
-    run = ScenarioRun(parse_scenario(scenario(intents, nodes, pods, shadow), "scale"), "grid", 1,
+    run = ScenarioRun(parse_scenario(scenario(intents, nodes, pods, shadow, max_replicas),
+                                     "scale"), "grid", 1,
                       keep_heap=keep_heap)
     built = time.perf_counter() - t0
     ctl = run.controller
@@ -297,6 +301,7 @@ def measure(intents: int, nodes: int, pods: int, warm_min: float, cycles: int,
         "simulator_s": _pct(sim_cpu, 0.5), "modelled": modelled,
         "gc_s": collector.seconds / cycles, "gc_collections": collector.collections / cycles,
         "keep_heap": keep_heap, "shadow": shadow,
+        "max_replicas": run.scenario.spec.admin.replicas.max,
         "event_bytes": sum(sizes) / max(1, len(sizes)),
         "event_bytes_max": max(sizes, default=0),
         "pod_details": len(detailed),
@@ -338,13 +343,16 @@ def main() -> None:
                     help="every intent in shadow mode (active: false): planned, recorded and "
                          "reported, never acted on, so the pods stay as they are (the "
                          "controller's own growth over the cycles, apart from the cluster's)")
+    ap.add_argument("--max-replicas", type=int, default=None, metavar="N",
+                    help="the admin's replica maximum (default: twice the pods per workload): "
+                         "the length of the planner's replica axis apart from the pods")
     args = ap.parse_args()
     rows = []
     for size in args.sizes.split(","):
         intents, nodes, pods = (int(x) for x in size.split("x"))
         row = measure(intents, nodes, pods, args.warm, args.cycles, args.progress,
                       keep_heap=args.heap == "keeper", models=args.models,
-                      shadow=args.shadow)
+                      shadow=args.shadow, max_replicas=args.max_replicas)
         rows.append(row)
         if not args.json:
             ph = "  ".join(f"{k} {v:.3f}" for k, v in row["phases_s"].items())
