@@ -138,10 +138,17 @@ def survival(t: float, c: Components) -> float:
     if w.size == 0:
         return 0.0
     with np.errstate(invalid="ignore", over="ignore"):
-        tail = np.where(t < c.offset_ms, 1.0, np.exp(-c.rate_per_ms * (t - c.offset_ms)))
+        return _survival(t, w, c.offset_ms, c.rate_per_ms, w.sum())
+
+
+def _survival(t: float, w: FloatArray, offset: FloatArray, rate: FloatArray,
+              total: float) -> float:
+    """:func:`survival` of the mixture of weights ``w`` (summing to ``total``), in the
+    caller's numpy error state (a tail past an infinite rate is not a number: counted 0)."""
+    tail = np.where(t < offset, 1.0, np.exp(-rate * (t - offset)))
     if not np.isfinite(tail).all():     # (nan_to_num costs more than the check)
         tail = np.nan_to_num(tail, nan=0.0)
-    return float((w * tail).sum() / w.sum())
+    return float((w * tail).sum() / total)
 
 
 def quantile(c: Components, q: float, iterations: int = 60) -> float | None:
@@ -149,17 +156,21 @@ def quantile(c: Components, q: float, iterations: int = 60) -> float | None:
     if c.weight.size == 0 or c.total <= 0:
         return None
     p = 1.0 - q
-    finite = np.isfinite(c.rate_per_ms) & (c.rate_per_ms > 0)
-    hi_parts = np.where(finite, c.offset_ms + np.log(1.0 / p) / np.where(finite, c.rate_per_ms,
-                                                                         1.0), c.offset_ms)
+    w, offset, rate = c.weight, c.offset_ms, c.rate_per_ms
+    finite = np.isfinite(rate) & (rate > 0)
+    hi_parts = np.where(finite, offset + np.log(1.0 / p) / np.where(finite, rate, 1.0), offset)
     lo, hi = 0.0, float(hi_parts.max()) + 1e-9
-    while survival(hi, c) > p and hi < 1e12:
-        # Sums of exponentials (waiting + service) have heavier tails than either part.
-        hi *= 2.0
-    for _ in range(iterations):
-        mid = 0.5 * (lo + hi)
-        if survival(mid, c) > p:
-            lo = mid
-        else:
-            hi = mid
+    # One error state and one weight sum for the whole bisection (the same numbers as
+    # :func:`survival` gives at each point).
+    with np.errstate(invalid="ignore", over="ignore"):
+        total = w.sum()
+        while _survival(hi, w, offset, rate, total) > p and hi < 1e12:
+            # Sums of exponentials (waiting + service) have heavier tails than either part.
+            hi *= 2.0
+        for _ in range(iterations):
+            mid = 0.5 * (lo + hi)
+            if _survival(mid, w, offset, rate, total) > p:
+                lo = mid
+            else:
+                hi = mid
     return hi
