@@ -29,7 +29,6 @@ def test_the_joined_solve_gives_each_row_its_own_value() -> None:
     assert out["calls"] == 4 and out["rows"] == 13
     assert out["classes"] == {2: 3, 3: 1} and out["solves_joined"] == 2
     assert out["bit_identical"] is True
-    assert out["call_by_call_s"] >= 0 and out["joined_s"] >= 0
 
 
 def test_a_solve_whose_rows_depend_on_each_other_is_caught(monkeypatch: pytest.MonkeyPatch
