@@ -383,6 +383,15 @@ class GridPlanner(Planner):
         of each combination is its fewest feasible replicas. A vectorised binary search over
         replicas, all combinations at once, finds them in ``log2(len(replicas))`` steps.
 
+        More replicas never lose support either (the :class:`Predictor` contract: a model
+        vouches for loads per pod up to a margin beyond what it saw). Where a combination's
+        fewest feasible count is not supported but its most replicas are, a second search
+        finds its fewest feasible and supported count, and both are returned: the plan's
+        cheapest known candidate is then the whole grid's (a shape a canary measured faster
+        is moved to at the fewest pods its model vouches for, not left out because the
+        very fewest would load each pod beyond what was seen), and the shape counts as
+        observed, as in the whole grid.
+
         A model call on a few rows costs its per-call work, not its rows, so each call
         evaluates the points of the next few steps of every unfinished combination (both
         ways each step may go, up to :data:`SPECULATIVE_ROWS` rows) and the steps are then
@@ -392,44 +401,64 @@ class GridPlanner(Planner):
         reps = np.asarray(space.replicas, dtype=float)
         n = len(pools)
 
-        def feasible_at(points: list[tuple[int, int]]) -> dict[tuple[int, int], bool]:
-            """Feasibility (monotone constraints) of (combination, replica index) points."""
+        def at(points: list[tuple[int, int]], known: bool) -> dict[tuple[int, int], bool]:
+            """Feasibility (monotone constraints) of (combination, replica index) points;
+            ``known``: and support."""
             ci = np.array([c for c, _ in points], dtype=np.int64)
             ri = np.array([r for _, r in points], dtype=np.int64)
             s = self.score(ctx, CandidateBatch(reps[ri], cpu[ci], gpu[ci],
                                                tuple(pools[c] for c in ci.tolist())),
                            rate, inp, monotone_only=True)
-            return dict(zip(points, s.feasible.tolist(), strict=True))
+            ok = s.feasible & s.supported if known else s.feasible
+            return dict(zip(points, ok.tolist(), strict=True))
 
-        lo = np.zeros(n, dtype=np.int64)
-        hi = np.full(n, len(reps) - 1, dtype=np.int64)
-        top = self.score(ctx, CandidateBatch(reps[hi], cpu, gpu, pools), rate, inp,
-                         monotone_only=True)
+        def fewest(lo: NDArray[np.int64], hi: NDArray[np.int64], possible: NDArray[np.bool_],
+                   known: bool) -> tuple[NDArray[np.int64], int]:
+            """Per ``possible`` combination, the lowest replica index in ``[lo, hi]`` where
+            :func:`at` holds (it holds at ``hi``), and the points stepped through."""
+            evaluated = 0
+            while np.any((lo < hi) & possible):
+                active = np.flatnonzero((lo < hi) & possible).tolist()
+                depth = max(1, int(math.log2(SPECULATIVE_ROWS / len(active) + 1)))
+                points: list[tuple[int, int]] = []
+                frontier = [(c, int(lo[c]), int(hi[c])) for c in active]
+                for _ in range(depth):
+                    points.extend((c, (a + b) // 2) for c, a, b in frontier)
+                    frontier = [half for c, a, b in frontier
+                                for half in ((c, a, (a + b) // 2), (c, (a + b) // 2 + 1, b))
+                                if half[1] < half[2]]
+                holds = at(points, known)
+                for _ in range(depth):
+                    if not np.any((lo < hi) & possible):
+                        break
+                    mid = (lo + hi) // 2
+                    # A finished combination's point is its upper end, where ``at`` holds.
+                    ok = np.array([lo[c] >= hi[c] or not possible[c] or holds[(c, int(mid[c]))]
+                                   for c in range(n)], dtype=bool)
+                    evaluated += n
+                    hi = np.where(possible & ok, mid, hi)
+                    lo = np.where(possible & ~ok, mid + 1, lo)
+            return lo, evaluated
+
+        last = len(reps) - 1
+        top = self.score(ctx, CandidateBatch(reps[np.full(n, last)], cpu, gpu, pools), rate,
+                         inp, monotone_only=True)
         possible = top.feasible
-        evaluated = n
-        while np.any((lo < hi) & possible):
-            active = np.flatnonzero((lo < hi) & possible).tolist()
-            depth = max(1, int(math.log2(SPECULATIVE_ROWS / len(active) + 1)))
-            points: list[tuple[int, int]] = []
-            frontier = [(c, int(lo[c]), int(hi[c])) for c in active]
-            for _ in range(depth):
-                points.extend((c, (a + b) // 2) for c, a, b in frontier)
-                frontier = [half for c, a, b in frontier
-                            for half in ((c, a, (a + b) // 2), (c, (a + b) // 2 + 1, b))
-                            if half[1] < half[2]]
-            known = feasible_at(points)
-            for _ in range(depth):
-                if not np.any((lo < hi) & possible):
-                    break
-                mid = (lo + hi) // 2
-                # A finished combination's point is its (feasible) upper end.
-                ok = np.array([lo[c] >= hi[c] or not possible[c] or known[(c, int(mid[c]))]
-                               for c in range(n)], dtype=bool)
-                evaluated += n
-                hi = np.where(possible & ok, mid, hi)
-                lo = np.where(possible & ~ok, mid + 1, lo)
-        final_idx = np.where(possible, lo, len(reps) - 1)
+        lo, steps = fewest(np.zeros(n, dtype=np.int64), np.full(n, last, dtype=np.int64),
+                           possible, known=False)
+        evaluated = n + steps
+        final_idx = np.where(possible, lo, last)
         final = self.score(ctx, CandidateBatch(reps[final_idx], cpu, gpu, pools), rate, inp)
+        short = possible & top.supported & ~final.supported & (final_idx < last)
+        if short.any():
+            known_lo, steps = fewest(np.where(short, final_idx + 1, last),
+                                     np.full(n, last, dtype=np.int64), short, known=True)
+            evaluated += steps
+            combos = np.concatenate([np.arange(n), np.flatnonzero(short)])
+            idx = np.concatenate([final_idx, known_lo[short]])
+            final = self.score(ctx, CandidateBatch(reps[idx], cpu[combos], gpu[combos],
+                                                   tuple(pools[c] for c in combos.tolist())),
+                               rate, inp)
         return final, f"{evaluated} of {space.size} points searched"
 
     def _windowed(self, ctx: PlanningContext, space: SearchSpace, rate: float,
