@@ -10,9 +10,9 @@ unpinned), replicas. Each configuration is scored with the simulator's ground tr
 
 - *latency*: per-pod M/M/c queues at the pool's speed and network latency, the device's speed-up,
   the load balancer's split (by capacity when the ``weights`` actuator runs, else round robin),
-  unpinned pods spread over the eligible pools in proportion to their CPU (the simulator's
-  scheduler fills the emptiest node first), and the exact percentile of the mixture, at the
-  minute's peak;
+  unpinned pods placed as the simulator's scheduler places them (the emptiest node first, on
+  an otherwise empty cluster: :func:`_placed`), and the exact percentile of the mixture, at
+  the minute's peak;
 - *throughput* (maximised): the simulator measures the served rate, so the minute's mean served
   rate (capped by saturation, less the expected failure losses) must reach the target; a minute
   whose offered load is below the target cannot hold for any configuration;
@@ -38,7 +38,8 @@ assignment that still fits) and the minutes of those left out count as infeasibl
 ``search_limit`` combinations the search falls back to a greedy by priority (each intent takes
 its cheapest candidate that fits beside those already placed): a feasible assignment whose cost
 is an upper bound; such minutes are counted in ``heuristic_minutes``. Unpinned pods may use any
-eligible node in this test, while their latency is scored with the proportional spread.
+eligible node in this test, while their latency and price are scored with the placement on an
+empty cluster.
 
 Minutes where an intent cannot be served count no cost (and take no capacity) and are reported
 as ``infeasible_minutes``.
@@ -58,6 +59,7 @@ a minute, except at the steps of a flash sale).
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 from collections import Counter
@@ -85,13 +87,54 @@ class Shape:
     pool: str | None
 
 
-def _mix(pools: Sequence[PoolSpec], shape: Shape) -> list[tuple[PoolSpec, float]]:
+def _mix(pools: Sequence[PoolSpec], shape: Shape, replicas: int | None = None
+         ) -> list[tuple[PoolSpec, float]]:
+    """The eligible pools of ``shape`` with the share of its pods in each: of ``replicas`` pods
+    as the simulator's scheduler places them (:func:`_placed`); without ``replicas``, in
+    proportion to the pools' CPU (where a full cluster's pods end up)."""
     eligible = [p for p in pools if (shape.pool is None or p.name == shape.pool)
                 and (shape.device != "gpu" or p.gpus > 0)]
-    # The scheduler puts each pod on the node with the most free CPU: pods spread in
-    # proportion to the pools' CPU.
     cores = sum(p.nodes * p.cpu for p in eligible)
-    return [(p, p.nodes * p.cpu / cores) for p in eligible] if cores else []
+    if not cores:
+        return []
+    if replicas is None or replicas < 1:
+        return [(p, p.nodes * p.cpu / cores) for p in eligible]
+    counts = _placed(tuple((p.nodes, p.cpu, p.gpus) for p in eligible), shape.cpu,
+                     shape.device == "gpu", int(replicas))
+    placed = sum(counts)
+    if placed <= 0:
+        return [(p, p.nodes * p.cpu / cores) for p in eligible]
+    return [(p, n / placed) for p, n in zip(eligible, counts, strict=True)]
+
+
+@functools.lru_cache(maxsize=65_536)
+def _placed(pools: tuple[tuple[int, float, int], ...], cpu: float, gpu: bool,
+            replicas: int) -> tuple[int, ...]:
+    """Pods per pool (``(nodes, cores, GPUs)`` each, in node order) when ``replicas`` pods of
+    ``cpu`` cores (and a GPU each if ``gpu``) are placed one by one on an otherwise empty
+    cluster by the simulator's rule (:mod:`simulator.scheduling`): the node with the most
+    free CPU that has room, the first in node order among equals. Nodes of different sizes
+    fill unevenly: the biggest take pods until they are no emptier than the rest, so a few
+    pods on a cluster of 64-core and 32-core nodes all land on the 64-core ones, not in
+    proportion to the pools' CPU. Pods with no room are left out."""
+    heap: list[tuple[float, int, int, int]] = []      # (-free CPU, node order, pool, GPUs free)
+    order = 0
+    for k, (nodes, cores, gpus) in enumerate(pools):
+        for _ in range(nodes):
+            if not gpu or gpus > 0:
+                heap.append((-cores, order, k, gpus))
+            order += 1
+    heapq.heapify(heap)
+    counts = [0] * len(pools)
+    for _ in range(replicas):
+        if not heap or -heap[0][0] < cpu - _EPS:
+            break
+        free, at, k, gpus = heapq.heappop(heap)
+        counts[k] += 1
+        left = gpus - 1 if gpu else gpus
+        if not gpu or left > 0:
+            heapq.heappush(heap, (free + cpu, at, k, left))
+    return tuple(counts)
 
 
 def _max_replicas(pools: Sequence[PoolSpec], shape: Shape) -> int:
@@ -110,7 +153,7 @@ def _terms(w: WorkloadSpec, pools: Sequence[PoolSpec], shape: Shape, replicas: i
     ``shape`` at ``rate`` (:func:`simulator.queueing.pod_components`); ``None`` when no pool
     is eligible or a pod saturates."""
     svc = w.service
-    mix = _mix(pools, shape)
+    mix = _mix(pools, shape, replicas)
     if not mix or replicas < 1:
         return None
     c = max(1, int(shape.cpu))
@@ -119,6 +162,8 @@ def _terms(w: WorkloadSpec, pools: Sequence[PoolSpec], shape: Shape, replicas: i
     pull = [(p.speed * mu0 if weighted else 1.0) * f for p, f in mix]
     terms: list[tuple[float, float, float]] = []
     for (p, f), share in zip(mix, pull, strict=True):
+        if f <= 0:                                    # no pod there
+            continue
         served = rate * share / sum(pull)
         lam = served / (replicas * f)                 # per pod of this pool
         mu = mu0 * p.speed
@@ -260,8 +305,8 @@ class Option:
 
 
 def _pods(pools: Sequence[PoolSpec], shape: Shape, replicas: float) -> list[tuple[PoolSpec, float]]:
-    """Expected pods per eligible pool (the proportional spread of :func:`_mix`)."""
-    return [(p, replicas * f) for p, f in _mix(pools, shape)]
+    """Pods per eligible pool (placed as :func:`_mix` says)."""
+    return [(p, replicas * f) for p, f in _mix(pools, shape, round(replicas))]
 
 
 def _mu0(w: WorkloadSpec, shape: Shape) -> float:
@@ -426,7 +471,7 @@ def fewest_replicas(w: WorkloadSpec, pools: Sequence[PoolSpec], shape: Shape,
     if r is None:
         return None
     if need.max_cost_per_hour is not None and \
-            r * price_per_pod_hour(pools, shape) > need.max_cost_per_hour * (1 + _EPS):
+            r * price_per_pod_hour(pools, shape, r) > need.max_cost_per_hour * (1 + _EPS):
         return None
     gpus = 1 if shape.device == "gpu" else 0
     if need.max_watts is not None and \
@@ -435,11 +480,13 @@ def fewest_replicas(w: WorkloadSpec, pools: Sequence[PoolSpec], shape: Shape,
     return r
 
 
-def price_per_pod_hour(pools: Sequence[PoolSpec], shape: Shape) -> float:
-    """Expected price of one pod of ``shape`` (unpinned: averaged over where pods land)."""
+def price_per_pod_hour(pools: Sequence[PoolSpec], shape: Shape,
+                       replicas: int | None = None) -> float:
+    """Price of one pod of ``shape``, averaged over where ``replicas`` of them land
+    (:func:`_mix`; unpinned pods in pools of several prices)."""
     gpus = 1 if shape.device == "gpu" else 0
     return sum(f * (shape.cpu * p.cost_per_core_hour + gpus * p.cost_per_gpu_hour)
-               for p, f in _mix(pools, shape))
+               for p, f in _mix(pools, shape, replicas))
 
 
 def requirements(intent: Intent, profiles: Mapping[str, KPIProfile], failures: Failures,
@@ -678,7 +725,6 @@ class Setup:
     notes: list[dict[str, str]]
     shapes: list[list[Shape]]
     traces: list[Any]
-    prices: list[dict[Shape, float]]
     packer: Packer
     pools: Sequence[PoolSpec]
     offsets: list[float]
@@ -701,7 +747,8 @@ class Setup:
                                     self.weighted, self.bounds, self.hints[k].get(shape))
                 self.hints[k][shape] = r
                 if r is not None:
-                    found.append(Option(shape, r, r * self.prices[k][shape], order,
+                    found.append(Option(shape, r, r * price_per_pod_hour(self.pools, shape, r),
+                                        order,
                                         _eligible(self.pools, shape)))
             out.append(found)
         return rates, out
@@ -737,7 +784,7 @@ def setup(sc: Scenario, seed: int, latency_margin: float = 0.0) -> Setup:
         shapes.append([Shape(float(c), d, p) for c in sizes for d in devices for p in placements])
     return Setup(intents, workloads, needs, notes, shapes,
                  [sc.trace_for(w, seed) for w in workloads],
-                 [{s: price_per_pod_hour(pools, s) for s in ss} for ss in shapes], packer,
+                 packer,
                  pools, offsets, "weights" in admin.actuators,
                  (max(1, admin.replicas.min), admin.replicas.max), int(spec.duration // 60),
                  [{} for _ in intents])

@@ -6,12 +6,15 @@ from __future__ import annotations
 import itertools
 import random
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import yaml
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -457,3 +460,38 @@ def test_a_switching_step_pays_the_old_pods_ranks_kept_minutes_first_and_keeps_t
     new, _ = _step({(a, 5): (0, 0.0, 0, 0)}, gone, hold=5, overlap_h=0.5, max_step=5)
     assert new[(a, 5)][0] == 1 and new[(b, 1)][0] == 0
     assert min(new.values()) == new[(b, 1)]         # a kept minute beats any cost
+
+
+# ---------------------------------------------------------------- where unpinned pods land
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 3), st.sampled_from([4, 8, 16, 32, 64]),
+                          st.sampled_from([0, 2])), min_size=1, max_size=4),
+       st.sampled_from([1.0, 2.0, 4.0]), st.booleans(), st.integers(1, 40))
+def test_unpinned_pods_land_where_the_simulators_scheduler_puts_them(
+        pools: list[tuple[int, int, int]], cpu: float, gpu: bool, replicas: int) -> None:
+    """The oracle scores an unpinned workload's pods where the simulator's scheduler puts
+    them (the emptiest node first): on nodes of several sizes the biggest take the first pods,
+    which a spread in proportion to the pools' CPU gets wrong (e.g. a few pods on a cluster of
+    one 64-core and six 32-core nodes)."""
+    from bench.oracle import _mix
+
+    assume(any(g > 0 for _, _, g in pools) or not gpu)
+    doc: dict[str, Any] = yaml.safe_load((ROOT / "examples/scenarios/diurnal-shop.yaml")
+                                         .read_text())
+    doc["cluster"]["pools"] = [{"name": f"p{k}", "nodes": n, "cpu": c, "gpus": g,
+                                "speed": 1.0 + k / 4}
+                               for k, (n, c, g) in enumerate(pools)]
+    w = doc["workloads"][0]
+    w.update(replicas=replicas, cpu=cpu, device="gpu" if gpu else "cpu")
+    w.pop("pool", None)
+    sc = parse_scenario(doc, "t", ROOT / "examples/scenarios")
+    sim = SimulatedCluster(sc, start_time=0.0)
+    sim.step(5)
+    snap = sim.observe()
+    pool_of = {n.name: n.pool for n in snap.nodes}
+    placed = Counter(pool_of[p.node] for p in snap.workloads[w["namespace"] + "/" + w["name"]].pods
+                     if p.node is not None)
+    mix = _mix(sc.spec.cluster.pools, Shape(cpu, "gpu" if gpu else "cpu", None), replicas)
+    total = sum(placed.values())
+    assert {p.name: round(f * total) for p, f in mix if round(f * total)} == dict(placed)
