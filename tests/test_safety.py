@@ -615,6 +615,38 @@ def test_a_move_to_slower_pods_waits_until_one_step_carries_the_load(max_step: i
         assert any(a.actuator == "device" for a in actions)
 
 
+@pytest.mark.parametrize("gpu_price", [1.1, 0.4])
+def test_a_waiting_move_takes_a_known_shape_one_step_reaches_whole(gpu_price: float) -> None:
+    """gen-2110, traced: one GPU pod, the cheapest known configuration 15 one-core CPU pods;
+    the step limit's first step (9 pods) would not carry the load, so the move waited and the
+    GPU pod stayed. A known shape that one step reaches whole (there 8 two-core pods) and that
+    costs less than staying is moved to instead; where staying is cheaper, the move waits.
+    Here: one GPU pod at 800 req/s, the step limit 3 (a first step of 4 pods), 34 one-core
+    pods or 4 four-core pods needed (hold 20 ms at 200 req/s a pod: 10 + 300/40 ms)."""
+    from planner.planners.grid import GridPlanner, Inputs
+
+    cfg = WorkloadConfig(1, 1.0, "gpu", "g")
+    pods = (PodState("gpu-0", "g0", 1.0, "gpu", True, pool="g", cpu_utilization=0.2),)
+    wl = WorkloadState("ns", "w", cfg, pods, request_rate=800.0, cpu_utilization=0.2)
+    nodes = tuple(NodeState(f"g{i}", "g", "eu", 32.0, 1.0 if i == 0 else 0.0, 4,
+                            1 if i == 0 else 0, 0.03, gpu_price) for i in range(2))
+    ctx = _context(wl, nodes, ("replicas", "cpu", "device"), 20.0, max_step=3)
+    inp = Inputs({"p95": _Capacity(60.0, 60.0)}, 0.0)
+    grid = GridPlanner()
+    target, whole = WorkloadConfig(34, 1.0, "cpu", "g"), WorkloadConfig(4, 4.0, "cpu", "g")
+    scored = grid.score(ctx, CandidateBatch.of([target, whole, WorkloadConfig(3, 4.0, "cpu",
+                                                                              "g")]),
+                        800.0, inp)
+    assert scored.feasible.tolist() == [True, True, False]
+    step, why, actions = grid._safe_step(ctx, target, 800.0, inp, None, scored)
+    if gpu_price > 1.0:          # staying: 1.13/h; four 4-core pods: 0.48/h
+        assert step == whole and "which one step reaches whole" in why, why
+        assert {a.actuator for a in actions} >= {"device", "cpu"}
+    else:                        # staying: 0.43/h, cheaper than four 4-core pods
+        assert step.device == "gpu" and "waits: its first step (4 of 34 pods" in why, why
+        assert "instead" not in why and not any(a.actuator == "device" for a in actions)
+
+
 def test_the_grid_plans_within_the_shapes_the_safety_layer_has_not_vetoed() -> None:
     """gen-2620, traced: 1-core pods in pool ``g`` were rolled back as stuck; the grid kept
     choosing them (88 pods) and the layer replaced each choice by the current shape at no

@@ -617,7 +617,7 @@ class GridPlanner(Planner):
 
     # ---------------------------------------------------------------- transitions
     def _safe_step(self, ctx: PlanningContext, target: WorkloadConfig, rate: float,
-                   inp: Inputs, covered: float | None = None
+                   inp: Inputs, covered: float | None = None, scored: Scored | None = None
                    ) -> tuple[WorkloadConfig, str, list[Action]]:
         """This cycle's step towards ``target`` without an unsafe intermediate state.
 
@@ -641,7 +641,9 @@ class GridPlanner(Planner):
         this cycle, in the new shape, is not predicted to hold the load (the old pods leave as
         that many new ones are ready); while a shape change waits, the current shape is sized
         by the models (the explicit estimate where no count is predicted to hold), and a
-        rollout of it under way is not scaled in.
+        rollout of it under way is not scaled in. Where such a move waits, another shape among
+        ``scored``'s known candidates that the same step reaches whole, and that costs less
+        than the current shape sized, is moved to instead (:meth:`_reached_whole`).
         """
         cur = ctx.config
         scaler = scaler_of(ctx)
@@ -707,11 +709,22 @@ class GridPlanner(Planner):
                 need = self._sized_current(ctx, rate, inp)
                 if need is not None:
                     step = cur.with_(replicas=need)
-                    return step, (
-                        f"the move to {safety.shape_text(target)} waits: its first step "
-                        f"({reached} of {target.replicas} pods, the admin's step limit) would "
-                        f"not carry the load once the old pods leave; {need} replica(s) of the "
-                        "current shape"), steps_towards(ctx, step)
+                    why = (f"the move to {safety.shape_text(target)} waits: its first step "
+                           f"({reached} of {target.replicas} pods, the admin's step limit) "
+                           "would not carry the load once the old pods leave")
+                    other = (self._reached_whole(ctx, scored, reached, step)
+                             if scored is not None else None)
+                    if other is not None:
+                        # Another known shape that one step reaches whole and that costs
+                        # less than staying: a way out of an expensive shape (two GPU pods
+                        # kept for an hour because thirty CPU pods take four steps).
+                        o_step, _, o_acts = self._safe_step(ctx, other, rate, inp)
+                        if o_step == other:
+                            return o_step, (f"{why}; {safety.shape_text(other)} x "
+                                            f"{other.replicas} instead, which one step "
+                                            "reaches whole"), o_acts
+                    return step, f"{why}; {need} replica(s) of the current shape", \
+                        steps_towards(ctx, step)
             return target, "", acts
         # The shape change waits: size replicas for the current pods.
         need = self._sized_current(ctx, rate, inp)
@@ -727,6 +740,21 @@ class GridPlanner(Planner):
         step = cur.with_(replicas=need)
         return step, (f"until the resize to {target.cpu:g} cpu can start, {need} replica(s) of "
                       "the current size"), steps_towards(ctx, step)
+
+    def _reached_whole(self, ctx: PlanningContext, scored: Scored, reach: int,
+                       stay: WorkloadConfig) -> WorkloadConfig | None:
+        """The cheapest of ``scored``'s known feasible candidates of another shape with at
+        most ``reach`` replicas (a rolling update's first step brings them all) that costs
+        less than ``stay`` (the current shape sized) by more than :data:`HYSTERESIS`;
+        ``None`` when there is none."""
+        cur = ctx.config
+        here = feedback.shape_mask(scored.batch, feedback.shape_of(cur))
+        ok = scored.feasible & scored.supported & ~here & (scored.batch.replicas <= reach)
+        if not ok.any():
+            return None
+        i = int(np.flatnonzero(ok)[np.argmin(scored.cost[ok])])
+        limit = float(prices(ctx.snapshot, CandidateBatch.of([stay]))[0]) * (1 - HYSTERESIS)
+        return scored.batch.config(i) if float(scored.cost[i]) < limit else None
 
     def _sized_current(self, ctx: PlanningContext, rate: float, inp: Inputs) -> int | None:
         """The fewest replicas of the current shape predicted to meet every objective at
@@ -938,7 +966,7 @@ class GridPlanner(Planner):
         target = clip_target(ctx, best)
         covered = (canary.speed_of(ctx, mem.explorer, target) if tester is not None
                    and canary.measured_move(ctx, mem.explorer, target) else None)
-        _, transition, actions = self._safe_step(ctx, target, rate, inp, covered)
+        _, transition, actions = self._safe_step(ctx, target, rate, inp, covered, scored)
         if tester is not None and not trying:
             trying, verdict = canary.after_verdict(ctx, mem.explorer, tester, target)
             trying_why.extend(verdict)
