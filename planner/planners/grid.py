@@ -454,11 +454,17 @@ class GridPlanner(Planner):
             known_lo, steps = fewest(np.where(short, final_idx + 1, last),
                                      np.full(n, last, dtype=np.int64), short, known=True)
             evaluated += steps
-            combos = np.concatenate([np.arange(n), np.flatnonzero(short)])
-            idx = np.concatenate([final_idx, known_lo[short]])
-            final = self.score(ctx, CandidateBatch(reps[idx], cpu[combos], gpu[combos],
-                                                   tuple(pools[c] for c in combos.tolist())),
-                               rate, inp)
+            extra = np.flatnonzero(short)
+            combos = np.concatenate([np.arange(n), extra])
+            both = CandidateBatch(reps[np.concatenate([final_idx, known_lo[extra]])],
+                                  cpu[combos], gpu[combos],
+                                  tuple(pools[c] for c in combos.tolist()))
+            # Only the new rows are predicted (a row's prediction is its own).
+            _, predictions = _merged(np.arange(n), final.predictions,
+                                     n + np.arange(extra.size),
+                                     self._predict(ctx, both.take(n + np.arange(extra.size)),
+                                                   rate, inp))
+            final = self._judge(ctx, both, rate, predictions, inp)
         return final, f"{evaluated} of {space.size} points searched"
 
     def _windowed(self, ctx: PlanningContext, space: SearchSpace, rate: float,
