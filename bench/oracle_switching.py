@@ -72,7 +72,8 @@ def switching(sc: Any, seed: int, cooldown_s: float | None = None,
               prepared: tuple[Setup, Minutes] | None = None) -> dict[str, dict[str, Any]]:
     """Per active intent of ``sc``: ``cost``, ``changes`` (shape changes), ``change_minutes``
     (the minutes they are made in), ``missed`` (minutes its shape could not keep the
-    objectives) and ``gpu_minutes`` (minutes on GPU pods) of the cheapest shape sequence the
+    objectives), ``gpu_minutes`` (minutes on GPU pods) and ``path`` (the shape of every
+    minute) of the cheapest shape sequence the
     module describes. ``cooldown_s``, ``startup_s`` and ``max_step`` replace the scenario's
     (the admin's cooldown and step limit, the workload's start-up); ``devices``: only shapes
     on these devices (the start shape kept whatever its device); ``prepared``: what
@@ -99,6 +100,7 @@ def switching(sc: Any, seed: int, cooldown_s: float | None = None,
         path = _path(end, parents)
         out[intent.key] = {
             "cost": best[1], "changes": best[2], "missed": best[0], "gpu_minutes": best[3],
+            "path": path,
             "change_minutes": [m for m, shape in enumerate(path)
                                if shape != (path[m - 1] if m else start)]}
     return out

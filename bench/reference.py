@@ -16,22 +16,48 @@ violation-minutes are the floor a planner can be held to: ``bench/slo.py`` print
 where a planner violates more than 20 % of the objective-minutes beyond it.
 
 :func:`run_reference` registers it as the planner ``reference`` for the run (``bench/slo.py``
-calls it per scenario and seed); the scenario and seed come as its options. It only scales
-replicas: where a shape change would help, the reference's violation-minutes are an upper
-bound on the floor.
+calls it per scenario and seed); the scenario and seed come as its options. By default it
+only scales replicas: where a shape change would help, the reference's violation-minutes are
+an upper bound on the floor. With ``shapes`` it also changes shape (CPU size, device, node
+pool) along the sequence :func:`bench.oracle_switching.switching` finds with the whole trace
+known (the cheapest that changes at most once per cooldown, pays the old pods through the new
+ones' start-up, and only where the rolling update's first step carries the load), each change
+started a start-up and a cycle before its minute; the actuators then carry it out as they
+would a planner's, rolling update included. Its cost is what perfect knowledge reaches held to
+the limits a planner has, shape changes included: the bar ``docs/benchmarks.md`` section 46
+proposes for the GPU scenarios.
+
+    python bench/reference.py --shapes --against GRID.json \\
+        --scenarios $(python bench/gpu_scenarios.py --seeds 201..3000)
+
+prints, per scenario, the reference's violation-minutes and cost (with ``--against``, a
+``bench/slo.py --json`` output, grid's beside them) and the totals.
 """
 
 from __future__ import annotations
 
+import argparse
 import math
+import sys
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
-from bench.oracle import Failures, Shape, fewest_replicas, requirements
-from planner.domain.plan import Plan
-from planner.planners.base import Planner, PlannerOptions, PlanningContext, steps_towards
-from planner.planners.registry import REGISTRY, register_planner
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.oracle import Failures, Shape, fewest_replicas, requirements  # noqa: E402
+from planner.domain.plan import Plan  # noqa: E402
+from planner.planners.base import (  # noqa: E402
+    Planner,
+    PlannerOptions,
+    PlanningContext,
+    steps_towards,
+)
+from planner.planners.registry import REGISTRY, register_planner  # noqa: E402
 
 START = 1_767_225_600.0
 """The simulated clock's start (``ScenarioRun``'s default; ``bench/slo.py`` uses the same)."""
@@ -42,16 +68,19 @@ class ReferenceOptions(PlannerOptions):
     scenario: str
     """A scenario reference as ``bench/slo.py`` takes it: a YAML path or ``generated:<seed>``."""
     seed: int
+    shapes: bool = False
+    """Change shape along the switching model's cheapest sequence too (see the module)."""
 
 
 class ReferencePlanner(Planner):
-    """Perfect foresight over start-up plus a cycle; replicas only; see the module."""
+    """Perfect foresight over start-up plus a cycle; replicas, and with ``shapes`` the
+    switching model's shapes; see the module."""
 
     name = NAME
     baseline = True      # the safety layer leaves it as it is: it knows the future load
     options = ReferenceOptions
 
-    def __init__(self, scenario: Any, seed: int) -> None:
+    def __init__(self, scenario: Any, seed: int, shapes: bool = False) -> None:
         spec = scenario.spec
         self.pools = spec.cluster.pools
         self.step_s = spec.step_s
@@ -62,13 +91,18 @@ class ReferencePlanner(Planner):
                                           Failures.of(self.workloads[i.workload_key],
                                                       spec.step_s))[0]
                       for i in scenario.intents if i.workload_key in self.workloads}
+        self.paths: dict[str, list[Shape]] = {}
+        if shapes:
+            from bench.oracle_switching import switching
+
+            self.paths = {k: v["path"] for k, v in switching(scenario, seed).items()}
 
     @classmethod
     def from_options(cls, options: PlannerOptions) -> Planner:
         from bench.slo import load
 
         assert isinstance(options, ReferenceOptions)
-        return cls(load(options.scenario), options.seed)
+        return cls(load(options.scenario), options.seed, options.shapes)
 
     def plan(self, ctx: PlanningContext) -> Plan:
         key = ctx.workload.key
@@ -81,13 +115,23 @@ class ReferencePlanner(Planner):
         rates = [self.traces[key].rate(start + k * self.step_s)
                  for k in range(math.ceil(ahead / self.step_s) + 1)]
         bounds = (max(1, ctx.admin.replicas.min), ctx.admin.replicas.max)
-        fewest = fewest_replicas(w, self.pools, Shape(cfg.cpu, cfg.device, cfg.pool), rates,
-                                 need, "weights" in ctx.admin.actuators, bounds)
-        target = cfg.with_(replicas=bounds[1] if fewest is None else fewest)
+        shape = self._shape(ctx.intent.key, cfg, start + ahead)
+        fewest = fewest_replicas(w, self.pools, shape, rates, need,
+                                 "weights" in ctx.admin.actuators, bounds)
+        target = cfg.with_(replicas=bounds[1] if fewest is None else fewest, cpu=shape.cpu,
+                           device=shape.device, pool=shape.pool)
         return Plan(ctx.intent.key, self.name, cfg, target,
                     tuple(steps_towards(ctx, target)),
-                    reason=f"{target.replicas} replica(s) meet every objective over the next "
-                           f"{ahead:.0f} s (peak {max(rates):.0f} req/s, known ahead)")
+                    reason=f"{target.replicas} replica(s) of {shape} meet every objective over "
+                           f"the next {ahead:.0f} s (peak {max(rates):.0f} req/s, known ahead)")
+
+    def _shape(self, intent: str, cfg: Any, at_s: float) -> Shape:
+        """The shape to run: the current one, or with ``shapes`` the switching model's shape
+        of the minute ``at_s`` seconds into the trace (when the pods started now are ready)."""
+        path = self.paths.get(intent)
+        if not path:
+            return Shape(cfg.cpu, cfg.device, cfg.pool)
+        return path[min(len(path) - 1, max(0, int(at_s // 60.0)))]
 
 
 @contextmanager
@@ -101,9 +145,11 @@ def registered() -> Iterator[None]:
         REGISTRY.unregister(NAME)
 
 
-def run_reference(ref: str, seed: int, duration: float | None = None) -> dict[str, Any]:
+def run_reference(ref: str, seed: int, duration: float | None = None,
+                  shapes: bool = False) -> dict[str, Any]:
     """Violation-minutes, objective-minutes, core-hours and cost of the reference on scenario
-    ``ref`` (the active intents, as ``bench/slo.py`` counts a planner's)."""
+    ``ref`` (the active intents, as ``bench/slo.py`` counts a planner's); ``shapes``: the
+    reference that changes shape too (see the module)."""
     from bench.slo import load
     from knowledge.connect import open_knowledge_base
     from simulator.runner import ScenarioRun
@@ -113,7 +159,7 @@ def run_reference(ref: str, seed: int, duration: float | None = None) -> dict[st
     admin = sc.spec.admin.model_copy(update={
         "planner": NAME, "planners_by_namespace": {},
         "planner_options": {**sc.spec.admin.planner_options,
-                            NAME: {"scenario": ref, "seed": seed}}})
+                            NAME: {"scenario": ref, "seed": seed, "shapes": shapes}}})
     sc = Scenario(sc.spec.model_copy(update={"admin": admin}), sc.intents, sc.profiles,
                   sc.base_dir)
     with registered():
@@ -125,4 +171,94 @@ def run_reference(ref: str, seed: int, duration: float | None = None) -> dict[st
             "violation_minutes": sum(v["violation_minutes"] for v in intents),
             "minutes": sum(o["minutes"] for v in intents for o in v["objectives"].values()),
             "core_hours": sum(v["core_hours"] for v in intents),
-            "cost": sum(v["cost"] for v in intents)}
+            "cost": sum(v["cost"] for v in intents),
+            "gpu_hours": sum(v.get("gpu_hours", 0.0) for v in intents)}
+
+
+def _run(job: tuple[str, int, bool]) -> dict[str, Any]:
+    # Through the package, not ``__main__``: the planner registered must be the one
+    # ``bench.reference`` defines (the script's own copy of the class is another class).
+    from bench import reference
+
+    ref, seed, shapes = job
+    return reference.run_reference(ref, seed, shapes=shapes)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--scenarios", nargs="+", required=True,
+                    help="scenario files or generated:<seed> references")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1])
+    ap.add_argument("--shapes", action="store_true",
+                    help="change shape along the switching model's sequence (see the module)")
+    ap.add_argument("--against", nargs="*", default=[],
+                    help="bench/slo.py --json outputs: their planner's runs beside")
+    ap.add_argument("--planner", default="grid", help="the planner of --against to compare")
+    ap.add_argument("--workers", type=int, default=1)
+    args = ap.parse_args()
+    theirs: dict[tuple[str, int], dict[str, Any]] = {}
+    for path in args.against:
+        import json
+
+        theirs.update({(r["scenario"], r["seed"]): r
+                       for r in json.loads(Path(path).read_text())["runs"]
+                       if r["planner"] == args.planner})
+    jobs = [(ref, seed, args.shapes) for seed in args.seeds for ref in args.scenarios]
+    with ProcessPoolExecutor(max(1, args.workers)) as pool:
+        rows = list(pool.map(_run, jobs))
+    print(f"{'scenario':<16}{'seed':>5}{'ref viol':>9}{'ref cost':>10}{'ref GPU-h':>10}"
+          f"{'viol':>7}{'cost':>9}{'GPU-h':>7}{'x ref':>7}   ({args.planner} beside)")
+    total = Tally()
+    held = Tally()
+    gpu_ref = gpu_both = gpu_only_theirs = 0
+    for r in rows:
+        other = theirs.get((r["scenario"], r["seed"]))
+        total.add(r, other)
+        if other is not None and r["violation_minutes"] <= other["violation_minutes"]:
+            held.add(r, other)
+        mine_gpu, their_gpu = r["gpu_hours"] > 0, bool(other and other["gpu_hours"] > 0)
+        gpu_ref += mine_gpu
+        gpu_both += mine_gpu and their_gpu
+        gpu_only_theirs += their_gpu and not mine_gpu
+        print(f"{r['scenario']:<16}{r['seed']:>5}" + Tally.of(r, other).columns(), flush=True)
+    print(f"{'total':<21}" + total.columns())
+    if theirs:
+        print(f"{f'where ref viol <= ({held.runs})':<21}" + held.columns())
+        print(f"GPUs: the reference used them in {gpu_ref} of {len(rows)} runs; "
+              f"{args.planner} in {gpu_both} of those, and in {gpu_only_theirs} others")
+
+
+class Tally:
+    """Summed reference and compared-planner figures over runs."""
+
+    def __init__(self) -> None:
+        self.runs = 0
+        self.ref = [0.0, 0.0, 0.0]
+        self.other: list[float] | None = None
+
+    @classmethod
+    def of(cls, r: dict[str, Any], other: dict[str, Any] | None) -> Tally:
+        t = cls()
+        t.add(r, other)
+        return t
+
+    def add(self, r: dict[str, Any], other: dict[str, Any] | None) -> None:
+        self.runs += 1
+        self.ref = [a + b for a, b in zip(self.ref, (r["violation_minutes"], r["cost"],
+                                                     r["gpu_hours"]), strict=True)]
+        if other is not None:
+            self.other = [a + b for a, b in zip(self.other or [0.0, 0.0, 0.0],
+                                                (other["violation_minutes"], other["cost"],
+                                                 other["gpu_hours"]), strict=True)]
+
+    def columns(self) -> str:
+        rv, rc, rg = self.ref
+        out = f"{int(rv):>9}{rc:>10.3f}{rg:>10.3f}"
+        if self.other is not None:
+            ov, oc, og = self.other
+            out += f"{int(ov):>7}{oc:>9.3f}{og:>7.2f}{oc / max(rc, 1e-9):>7.3f}"
+        return out
+
+
+if __name__ == "__main__":
+    main()

@@ -105,3 +105,53 @@ def test_the_reference_sizes_for_the_load_it_will_see_when_its_pods_are_ready() 
     short = run_reference(ref, 1, duration=300)
     assert short["minutes"] == 5 * len(intent.spec.objectives)
     assert 0 <= short["violation_minutes"] <= short["minutes"]
+
+
+def test_the_reference_with_shapes_follows_the_switching_models_shapes_a_start_up_early() -> None:
+    """With ``shapes``, on gen-2793 (bursts where a limit-held switching model runs one GPU pod
+    from minute 11), over its first 20 minutes: every target is the switching model's shape of
+    the minute its new pods would be ready (start-up plus a cycle after the plan), sized as
+    the oracle sizes that shape for the load known ahead; the workload runs on GPU pods
+    before minute 20; and a run counts GPU-hours where the replicas-only reference has none."""
+    import math
+
+    from bench.oracle_switching import switching
+    from planner.domain.plan import Plan
+    from planner.planners.base import PlanningContext
+    from simulator.runner import ScenarioRun
+
+    ref = "generated:2793"
+    sc = load(ref)
+    path = next(iter(switching(sc, 1).values()))["path"]
+    assert any(s.device == "gpu" for s in path[:15])
+    seen: list[tuple[float, Plan]] = []
+
+    class Recording(ReferencePlanner):
+        def plan(self, ctx: PlanningContext) -> Plan:
+            plan = super().plan(ctx)
+            seen.append((ctx.now, plan))
+            return plan
+
+    run = ScenarioRun(sc, "hpa", 1, start_time=START)
+    run.controller._planners["hpa"] = Recording(sc, 1, shapes=True)
+    while run.elapsed < 1200:
+        run.advance()
+    intent = next(i for i in sc.intents if i.spec.active)
+    w = next(x for x in sc.spec.workloads if x.key == intent.workload_key)
+    need = requirements(intent, {p.key: p for p in sc.profiles},
+                        Failures.of(w, sc.spec.step_s))[0]
+    admin, trace = sc.spec.admin, sc.trace_for(w, 1)
+    ahead = w.service.startup_s + admin.cycle_s
+    for now, plan in seen:
+        shape = path[min(len(path) - 1, int((now - START + ahead) // 60))]
+        rates = [trace.rate(now - START + k * sc.spec.step_s)
+                 for k in range(math.ceil(ahead / sc.spec.step_s) + 1)]
+        fewest = fewest_replicas(w, sc.spec.cluster.pools, shape, rates, need,
+                                 "weights" in admin.actuators,
+                                 (max(1, admin.replicas.min), admin.replicas.max))
+        t = plan.target
+        assert Shape(t.cpu, t.device, t.pool) == shape
+        assert t.replicas == (fewest or admin.replicas.max)
+    assert any(p.current.device == "gpu" for _, p in seen)
+    assert run_reference(ref, 1, duration=1200, shapes=True)["gpu_hours"] > 0
+    assert run_reference(ref, 1, duration=1200)["gpu_hours"] == 0
