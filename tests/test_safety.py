@@ -674,9 +674,10 @@ def test_a_move_to_a_measured_device_keeps_the_old_pods_that_carry_the_load_wher
     """gen-2110, traced: 27 two-core pods, the plan 2 GPU pods measured far faster. Held at
     the GPU pods' work, the replica count fell (by the step limit) to 19 as the GPU pods
     started, and a rolling update keeps old pods only up to the replica count less the new
-    ones ready. Where the new place has room for as many of its pods, the old pods that carry
-    the load (28 at 70 %: 25 at the proportional target) are held until the new ones are
-    ready; where it has not (6 GPUs, the test above), the work is, as before."""
+    ones ready. Where the new place has room for as many of its pods, every old pod that
+    serves (28, not the 25 that carry their load at the proportional rule's 80 %: a latency
+    percentile is not held at 80 % busy) is held until the new ones are ready; where it has
+    not (6 GPUs, the test above), the work is, as before."""
     from planner.planners.grid import GridPlanner, Inputs
 
     cfg = WorkloadConfig(28, 1.0, "cpu", "g")
@@ -689,7 +690,7 @@ def test_a_move_to_a_measured_device_keeps_the_old_pods_that_carry_the_load_wher
     observe_all(ctx.actuators.values(), ctx.snapshot)
     target = WorkloadConfig(2, 1.0, "gpu", "g")
     step, why, actions = GridPlanner()._safe_step(ctx, target, 800.0, Inputs({}, 0.0), 40.0)
-    assert step == target.with_(replicas=25) and "old pods that carry the load" in why, why
+    assert step == target.with_(replicas=28) and "old pods that serve" in why, why
     assert any(a.actuator == "device" for a in actions), [a.reason for a in actions]
 
 
