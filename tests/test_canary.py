@@ -6,6 +6,7 @@ and the default planner tries a GPU that is cheaper and moves there, but not one
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -198,13 +199,16 @@ def test_the_explorer_remembers_canaries_and_measured_speeds() -> None:
 
 
 # ---------------------------------------------------------------------- the planner
-def _run(speedup: float, gpu_price: float, minutes: int = 26,
+def _run(speedup: float, gpu_price: float, minutes: int = 26, fraction: float | None = None,
          **cluster: int) -> dict[str, Any]:
     """Per cycle of grid on the scenario: the device, the planned cost per hour and whether
-    an objective was observed violated; the canaries started (their reasons and pod counts)
-    and stopped, and the speeds their verdicts measured."""
-    run = ScenarioRun(parse_scenario(gpu_trial(speedup, gpu_price, minutes, step_s=15,
-                                               **cluster), "gpu-trial"), "grid", 1)
+    an objective was observed violated; the canaries started (their reasons, pod counts and
+    the workload's replicas beside them) and stopped, and the speeds their verdicts
+    measured. ``fraction``: the admin's ``canary.fraction``, when not the default."""
+    doc = gpu_trial(speedup, gpu_price, minutes, step_s=15, **cluster)
+    if fraction is not None:
+        doc["admin"]["canary"] = {"fraction": fraction}
+    run = ScenarioRun(parse_scenario(doc, "gpu-trial"), "grid", 1)
     out: dict[str, Any] = {"started": [], "stopped": [], "devices": [], "cost": [],
                            "violated": [], "judged": [], "canary_pods": []}
     while run.elapsed < minutes * 60:
@@ -219,7 +223,8 @@ def _run(speedup: float, gpu_price: float, minutes: int = 26,
                     out["started" if a.params["canary"] else "stopped"].append(a.reason)
                     if a.params["canary"]:
                         c = a.params["canary"]
-                        out["canary_pods"].append((c["device"], c["replicas"]))
+                        out["canary_pods"].append((c["device"], c["replicas"],
+                                                   o.plan.current.replicas))
                     out.setdefault("first_canary", len(out["devices"]) - 1)
             out["judged"].extend(float(m) for p in o.plan.reason_parts
                                  if (m := _speed(p.text)) is not None)
@@ -249,6 +254,20 @@ def test_the_planner_tries_a_cheaper_gpu_through_a_canary_and_moves_there() -> N
     assert not any(out["violated"][moved:]), "an objective was violated after the move"
 
 
+def test_a_canary_of_dearer_pods_costs_at_most_the_fraction_of_the_workloads_cost() -> None:
+    # A GPU pod costs 0.34/h, a CPU pod 0.04/h: a tenth of 24 CPU pods' cost (0.096/h) buys
+    # less than one GPU pod, so the GPU canary is one pod where a tenth of the replicas would
+    # be three. Its speed is judged per pod all the same, and the workload moves.
+    out = _run(30.0, 0.3)
+    gpu = [(n, beside) for device, n, beside in out["canary_pods"] if device == "gpu"]
+    assert gpu, out["canary_pods"]
+    for pods, beside in gpu:
+        assert math.ceil(0.1 * beside) >= 2 and pods == max(
+            1, math.ceil(0.1 * beside * 0.04 / 0.34 - 1e-9)), (pods, beside)
+    assert out["judged"] and all(v == pytest.approx(30.0, rel=0.05) for v in out["judged"])
+    assert out["devices"][-1] == "gpu"
+
+
 def test_a_gpu_that_is_not_cheaper_is_judged_and_not_moved_to() -> None:
     # The same price, but the GPU only 3x as fast: two GPU pods would not pay.
     out = _run(3.0, 0.3)
@@ -258,11 +277,15 @@ def test_a_gpu_that_is_not_cheaper_is_judged_and_not_moved_to() -> None:
 
 
 def test_a_gpu_pool_smaller_than_the_canary_fraction_is_tried_with_the_gpus_it_has() -> None:
-    # 24 pods ask for a canary of ceil(0.1 x 24) = 3 pods; the cluster has 2 GPUs. The canary
-    # is as many pods as the free room holds, not skipped every cycle without a word.
-    out = _run(30.0, 0.3, gpu_nodes=1, gpus=2)
-    gpu_pods = [n for device, n in out["canary_pods"] if device == "gpu"]
-    assert gpu_pods and max(gpu_pods) <= 2, out["canary_pods"]
+    # Half the workload's cost (canary.fraction 0.5) buys ceil(0.5 x n x 0.04 / 0.34) GPU
+    # pods, three or more beside the 36 or more pods the workload runs by then; the cluster
+    # has 2 GPUs. The canary is as many pods as the free room holds, not skipped every cycle
+    # without a word.
+    out = _run(30.0, 0.3, fraction=0.5, gpu_nodes=1, gpus=2)
+    gpu = [(n, beside) for device, n, beside in out["canary_pods"] if device == "gpu"]
+    assert gpu, out["canary_pods"]
+    for pods, beside in gpu:
+        assert math.ceil(0.5 * beside * 0.04 / 0.34 - 1e-9) >= 3 and pods == 2, (pods, beside)
     assert out["judged"] and all(v == pytest.approx(30.0, rel=0.05) for v in out["judged"])
     assert out["devices"][-1] == "gpu", out["stopped"]
 

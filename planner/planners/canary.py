@@ -22,10 +22,11 @@ planner that only follows its model never tries them. The canary is the bounded 
   allows, a fleet the cluster has no room for), the explorer is never calm; a place that
   would meet the objectives at its optimistic speed, whatever it costs, is tried then, and the
   violation that was there before does not stop that trial.
-* **Trial.** ``ceil(canary.fraction x replicas)`` pods (at least one; at most what the free
-  room of that device and pool can schedule, and a place with no room is not tried until it
-  has some) of that device and pool, at the current CPU size, serve beside the workload
-  behind the same Service (a second
+* **Trial.** ``ceil(canary.fraction x replicas)`` pods, but no more than cost that fraction of
+  the workload's current cost (:func:`canary_size`: one GPU pod, not a tenth of the CPU pods
+  in GPUs); at least one, and at most what the free room of that device and pool can
+  schedule (a place with no room is not tried until it has some), of that device and pool,
+  at the current CPU size, serve beside the workload behind the same Service (a second
   Deployment). The workload keeps every pod it has: the canary only adds capacity. The canary
   stops at the first observed violation (not a rescue trial), when its pods are not ready and
   judged within ``canary.timeout_s`` (e.g. unschedulable), or once judged.
@@ -388,8 +389,19 @@ def _what(trial: Canary) -> str:
     return f"{cpu:g} cpu {device}" + (f" in {pool}" if pool else "")
 
 
-def canary_size(ctx: PlanningContext) -> int:
-    return max(1, math.ceil(ctx.admin.canary.fraction * ctx.config.replicas))
+def canary_size(ctx: PlanningContext, shape: WorkloadConfig) -> int:
+    """The pods of a canary of ``shape``'s (CPU size, device, pool): ``canary.fraction`` of the
+    workload's replicas, and no more than cost that fraction of what the workload costs now
+    (at least one pod). Pods of the workload's price: the fraction of the replicas. Dearer
+    pods: fewer (a GPU pod priced as forty CPU pods is one pod, not a tenth of the CPU pods
+    in GPUs: its speed is judged per pod, and one serves its share as well as fourteen)."""
+    fraction = ctx.admin.canary.fraction
+    by_pods = max(1, math.ceil(fraction * ctx.config.replicas))
+    price = prices(ctx.snapshot, CandidateBatch.of([ctx.config, shape.with_(replicas=1)]))
+    now, each = float(price[0]), float(price[1])
+    if not (now > 0 and each > 0):
+        return by_pods
+    return min(by_pods, max(1, math.ceil(fraction * now / each - 1e-9)))
 
 
 def _stop(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
@@ -575,8 +587,8 @@ def propose(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
     best = int(np.flatnonzero(ok)[np.argmin(scores[ok])])
     i = int(rows[best])
     device, pool = order[i // len(reps)]
-    shape = cfg.with_(replicas=min(canary_size(ctx), room[(device, pool)]), device=device,
-                      pool=pool)
+    place = cfg.with_(device=device, pool=pool)
+    shape = place.with_(replicas=min(canary_size(ctx, place), room[(device, pool)]))
     explorer.canaries[key] = Canary((shape.cpu, device, pool), now, rescue=rescue)
     at = (f"not observed yet; at {optimistic[(device, pool)].factor:.1f}x the current pods' "
           f"speed (price parity x{PRIOR_SPREAD:g})")
@@ -596,14 +608,14 @@ def try_size(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
     """Start a canary of ``shape``, a CPU size the models have not observed on the
     workload's own device and pool that the explorer proposed
     (:meth:`planner.planners.feedback.Explorer.propose`), instead of rolling every pod over to
-    it: ``canary.fraction`` of the replicas (at most what the pool's free room schedules),
+    it: :func:`canary_size` pods (at most what the pool's free room schedules),
     judged against the workload's pods of their size. No actions when there is no room for
     one pod of it (looked at again while it stays untried)."""
     cfg = ctx.config
     room = free_slots(ctx.snapshot, shape.with_(replicas=1))
     if room <= 0:
         return [], []
-    pods = shape.with_(replicas=min(canary_size(ctx), room))
+    pods = shape.with_(replicas=min(canary_size(ctx, shape), room))
     explorer.canaries[ctx.intent.key] = Canary(shape_of(pods), ctx.now, versus=cfg.cpu)
     why = f"{why}; tried beside the {cfg.replicas} x {cfg.cpu:g} cpu pods, not instead of them"
     return [actuator.start(ctx.workload.key, pods, why)], [
