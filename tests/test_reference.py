@@ -3,9 +3,17 @@ the collapse bar measured against it (``bench/slo.py``)."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+from typing import Any
+
 from bench.oracle import Failures, Shape, fewest_replicas, requirements
 from bench.reference import START, ReferencePlanner, run_reference
 from bench.slo import ROOT, collapses_beyond, devices_and_pools, load, pool_kinds
+from planner.domain.plan import Plan
+from planner.domain.state import WorkloadConfig
+from planner.planners.base import PlanningContext
+from simulator.runner import ScenarioRun
 
 
 def _row(violations: int, minutes: int = 100, planner: str = "grid") -> dict[str, object]:
@@ -61,20 +69,13 @@ def test_pools_of_a_scenario_are_told_apart_by_what_a_cpu_pod_gets_from_them() -
     assert len(kinds["gen-512"]) == 2 and len(set(kinds["gen-512"].values())) == 1
 
 
-def test_the_reference_sizes_for_the_load_it_will_see_when_its_pods_are_ready() -> None:
-    """On gen-15 (bursts larger than maxStep per cycle, 77 s start-up), over its first ten
-    minutes: every target is the fewest replicas of the current shape meeting the objectives
-    at the trace's real load (noise included) over start-up plus a cycle from the plan's
-    time, on the simulator's clock; and a run of it counts every objective-minute."""
-    import math
-
-    from planner.domain.plan import Plan
-    from planner.domain.state import WorkloadConfig
-    from planner.planners.base import PlanningContext
-    from simulator.runner import ScenarioRun
-
-    ref = "generated:15"
-    sc = load(ref)
+def _reference_cycles(sc: Any, seconds: float, shapes: bool = False
+                      ) -> tuple[list[tuple[float, WorkloadConfig, Plan]],
+                                 Callable[[float, Shape], int]]:
+    """The reference (with ``shapes`` or not) planning ``sc``'s active intent for ``seconds``
+    on the simulator: every cycle's time, configuration and plan; and the replicas the
+    oracle's sizing asks of a shape at a plan's time, for the trace's real load over
+    start-up plus a cycle from then (the admin's maximum where no count suffices)."""
     seen: list[tuple[float, WorkloadConfig, Plan]] = []
 
     class Recording(ReferencePlanner):
@@ -84,8 +85,8 @@ def test_the_reference_sizes_for_the_load_it_will_see_when_its_pods_are_ready() 
             return plan
 
     run = ScenarioRun(sc, "hpa", 1, start_time=START)
-    run.controller._planners["hpa"] = Recording(sc, 1)
-    while run.elapsed < 600:
+    run.controller._planners["hpa"] = Recording(sc, 1, shapes=shapes)
+    while run.elapsed < seconds:
         run.advance()
     intent = next(i for i in sc.intents if i.spec.active)
     w = next(x for x in sc.spec.workloads if x.key == intent.workload_key)
@@ -93,15 +94,32 @@ def test_the_reference_sizes_for_the_load_it_will_see_when_its_pods_are_ready() 
                         Failures.of(w, sc.spec.step_s))[0]
     admin, trace = sc.spec.admin, sc.trace_for(w, 1)
     ahead = w.service.startup_s + admin.cycle_s
-    assert len(seen) >= 600 / admin.cycle_s - 1
-    for now, cfg, plan in seen:
+
+    def sized(now: float, shape: Shape) -> int:
         rates = [trace.rate(now - START + k * sc.spec.step_s)
                  for k in range(math.ceil(ahead / sc.spec.step_s) + 1)]
-        fewest = fewest_replicas(w, sc.spec.cluster.pools, Shape(cfg.cpu, cfg.device, cfg.pool),
-                                 rates, need, "weights" in admin.actuators,
+        fewest = fewest_replicas(w, sc.spec.cluster.pools, shape, rates, need,
+                                 "weights" in admin.actuators,
                                  (max(1, admin.replicas.min), admin.replicas.max))
-        assert plan.target == cfg.with_(replicas=fewest or admin.replicas.max)
+        return fewest or admin.replicas.max
+
+    return seen, sized
+
+
+def test_the_reference_sizes_for_the_load_it_will_see_when_its_pods_are_ready() -> None:
+    """On gen-15 (bursts larger than maxStep per cycle, 77 s start-up), over its first ten
+    minutes: every target is the fewest replicas of the current shape meeting the objectives
+    at the trace's real load (noise included) over start-up plus a cycle from the plan's
+    time, on the simulator's clock; and a run of it counts every objective-minute."""
+    ref = "generated:15"
+    sc = load(ref)
+    seen, sized = _reference_cycles(sc, 600)
+    assert len(seen) >= 600 / sc.spec.admin.cycle_s - 1
+    for now, cfg, plan in seen:
+        assert plan.target == cfg.with_(replicas=sized(now, Shape(cfg.cpu, cfg.device,
+                                                                  cfg.pool)))
     assert len({p.target.replicas for _, _, p in seen}) > 1     # it follows the load
+    intent = next(i for i in sc.intents if i.spec.active)
     short = run_reference(ref, 1, duration=300)
     assert short["minutes"] == 5 * len(intent.spec.objectives)
     assert 0 <= short["violation_minutes"] <= short["minutes"]
@@ -113,45 +131,21 @@ def test_the_reference_with_shapes_follows_the_switching_models_shapes_a_start_u
     the minute its new pods would be ready (start-up plus a cycle after the plan), sized as
     the oracle sizes that shape for the load known ahead; the workload runs on GPU pods
     before minute 20; and a run counts GPU-hours where the replicas-only reference has none."""
-    import math
-
     from bench.oracle_switching import switching
-    from planner.domain.plan import Plan
-    from planner.planners.base import PlanningContext
-    from simulator.runner import ScenarioRun
 
     ref = "generated:2793"
     sc = load(ref)
     path = next(iter(switching(sc, 1).values()))["path"]
     assert any(s.device == "gpu" for s in path[:15])
-    seen: list[tuple[float, Plan]] = []
-
-    class Recording(ReferencePlanner):
-        def plan(self, ctx: PlanningContext) -> Plan:
-            plan = super().plan(ctx)
-            seen.append((ctx.now, plan))
-            return plan
-
-    run = ScenarioRun(sc, "hpa", 1, start_time=START)
-    run.controller._planners["hpa"] = Recording(sc, 1, shapes=True)
-    while run.elapsed < 1200:
-        run.advance()
-    intent = next(i for i in sc.intents if i.spec.active)
-    w = next(x for x in sc.spec.workloads if x.key == intent.workload_key)
-    need = requirements(intent, {p.key: p for p in sc.profiles},
-                        Failures.of(w, sc.spec.step_s))[0]
-    admin, trace = sc.spec.admin, sc.trace_for(w, 1)
-    ahead = w.service.startup_s + admin.cycle_s
-    for now, plan in seen:
+    seen, sized = _reference_cycles(sc, 1200, shapes=True)
+    w = next(x for x in sc.spec.workloads if x.key == next(
+        i for i in sc.intents if i.spec.active).workload_key)
+    ahead = w.service.startup_s + sc.spec.admin.cycle_s
+    for now, _, plan in seen:
         shape = path[min(len(path) - 1, int((now - START + ahead) // 60))]
-        rates = [trace.rate(now - START + k * sc.spec.step_s)
-                 for k in range(math.ceil(ahead / sc.spec.step_s) + 1)]
-        fewest = fewest_replicas(w, sc.spec.cluster.pools, shape, rates, need,
-                                 "weights" in admin.actuators,
-                                 (max(1, admin.replicas.min), admin.replicas.max))
         t = plan.target
         assert Shape(t.cpu, t.device, t.pool) == shape
-        assert t.replicas == (fewest or admin.replicas.max)
-    assert any(p.current.device == "gpu" for _, p in seen)
+        assert t.replicas == sized(now, shape)
+    assert any(p.current.device == "gpu" for _, _, p in seen)
     assert run_reference(ref, 1, duration=1200, shapes=True)["gpu_hours"] > 0
     assert run_reference(ref, 1, duration=1200)["gpu_hours"] == 0
