@@ -553,8 +553,8 @@ def test_a_move_to_a_measured_device_holds_the_work_while_pods_are_replaced() ->
     """The grid's step towards 2 GPU pods from 28 CPU pods (70 % busy) in a pool of 6 GPUs.
     A shape change holds the replica count while pods are replaced: 28 GPU pods, which the
     pool cannot schedule (at 30 or more the device actuator waits for GPUs that are not
-    there). Measured 40x as fast, the step holds the pods that do the work there (the plan's
-    2) and the device change goes."""
+    there). Measured 40x as fast, the step holds as many serving pods as the pool has GPUs
+    for (6: more than the 2 that do the work there, the plan's) and the device change goes."""
     from planner.planners.grid import GridPlanner, Inputs
 
     cfg = WorkloadConfig(28, 1.0, "cpu", "g")
@@ -565,7 +565,7 @@ def test_a_move_to_a_measured_device_holds_the_work_while_pods_are_replaced() ->
     grid = GridPlanner()
     inp = Inputs({}, 0.0)
     step, why, actions = grid._safe_step(ctx, target, 800.0, inp, 40.0)
-    assert step == target and "measured 40x" in why
+    assert step == target.with_(replicas=6) and "old pods that serve" in why, why
     assert any(a.actuator == "device" for a in actions), [a.reason for a in actions]
     # Unmeasured: one GPU pod per serving pod is held, 22 more than the pool has GPUs.
     held, why, _ = grid._safe_step(ctx, target, 800.0, inp)
@@ -670,14 +670,14 @@ def test_the_grid_plans_within_the_shapes_the_safety_layer_has_not_vetoed() -> N
     assert grid.score(vetoed, batch, 1800.0, inp).feasible.tolist() == [False, True]
 
 
-def test_a_move_to_a_measured_device_keeps_the_old_pods_that_carry_the_load_where_it_can() -> None:
+def test_a_move_to_a_measured_device_keeps_the_serving_pods_as_far_as_the_room_goes() -> None:
     """gen-2110, traced: 27 two-core pods, the plan 2 GPU pods measured far faster. Held at
     the GPU pods' work, the replica count fell (by the step limit) to 19 as the GPU pods
     started, and a rolling update keeps old pods only up to the replica count less the new
     ones ready. Where the new place has room for as many of its pods, every old pod that
     serves (28, not the 25 that carry their load at the proportional rule's 80 %: a latency
-    percentile is not held at 80 % busy) is held until the new ones are ready; where it has
-    not (6 GPUs, the test above), the work is, as before."""
+    percentile is not held at 80 % busy) is held until the new ones are ready; with room for
+    26, 26 are; where the room is below the work (6 GPUs, the test above), the work is."""
     from planner.planners.grid import GridPlanner, Inputs
 
     cfg = WorkloadConfig(28, 1.0, "cpu", "g")
@@ -691,6 +691,13 @@ def test_a_move_to_a_measured_device_keeps_the_old_pods_that_carry_the_load_wher
     target = WorkloadConfig(2, 1.0, "gpu", "g")
     step, why, actions = GridPlanner()._safe_step(ctx, target, 800.0, Inputs({}, 0.0), 40.0)
     assert step == target.with_(replicas=28) and "old pods that serve" in why, why
+    assert any(a.actuator == "device" for a in actions), [a.reason for a in actions]
+    nodes = tuple(NodeState(f"g{i}", "g", "eu", 64.0, 14.0, 13, 0, 0.04, 0.3)
+                  for i in range(2))
+    ctx = _context(wl, nodes, ("replicas", "device"), 50.0)
+    observe_all(ctx.actuators.values(), ctx.snapshot)
+    step, why, actions = GridPlanner()._safe_step(ctx, target, 800.0, Inputs({}, 0.0), 40.0)
+    assert step == target.with_(replicas=26) and "old pods that serve" in why, why
     assert any(a.actuator == "device" for a in actions), [a.reason for a in actions]
 
 

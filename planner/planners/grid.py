@@ -636,8 +636,8 @@ class GridPlanner(Planner):
         to be replaced (a GPU pod may do the work of thirty, and the cluster may not have a
         GPU for each held replica): in one step, as
         :meth:`actuators.replicas.ReplicasActuator.finish_rollout` says. Before that, the
-        replicas held while pods are replaced are the old pods that serve where the new
-        place has room for that many, else those that do the serving pods' work at the
+        replicas held while pods are replaced are the old pods that serve, as many as the
+        new place has room for, and at least those that do the serving pods' work at the
         measured speed (the safety layer's rule 2 across devices,
         :func:`planner.planners.safety.work_in`), not one per serving pod.
 
@@ -683,18 +683,18 @@ class GridPlanner(Planner):
                     # not one per serving pod (the pool may not hold that many of them).
                     # But the rolling update keeps old pods only up to the replica count
                     # less the new pods ready, so until the new ones are ready the old
-                    # pods that serve are held, where the new place has room for that many
-                    # of its pods (gen-2110: 27 two-core pods cut to 19, by the step limit,
-                    # as the 2 GPU pods they were to become started).
-                    hold = max(target.replicas, work)
-                    old = _old_pods_serving(ctx, target)
-                    if old > hold and capacity.schedulable_replicas(
-                            ctx.workload, ctx.snapshot, target.with_(replicas=old)) >= old:
-                        hold = old
+                    # pods that serve are held, as many as the new place has room for
+                    # (gen-2110: 27 two-core pods cut to 19, by the step limit, as the 2 GPU
+                    # pods they were to become started).
+                    base = max(target.replicas, work)
+                    old = min(_old_pods_serving(ctx, target), cur.replicas)
+                    hold = base if old <= base else max(base, min(
+                        old, capacity.schedulable_replicas(ctx.workload, ctx.snapshot,
+                                                           target.with_(replicas=old))))
                     step = target.with_(replicas=hold)
                     return step, (f"{step.replicas} replica(s) held while pods are replaced: "
                                   + ("the old pods that serve until the new ones are ready"
-                                     if hold == old and old > work else
+                                     if hold > base else
                                      f"the serving pods' work at the measured {covered:.3g}x")
                                   ), steps_towards(ctx, step)
                 # Same actions, but the replica count stays: drop the scale-in step.
