@@ -240,9 +240,7 @@ def test_the_planner_tries_a_cheaper_gpu_through_a_canary_and_moves_there() -> N
     # 900 req/s at 50 per core: about 24 one-core pods (0.96/h); a GPU pod is 30x as fast,
     # so two of them (the minimum) carry it for 0.68/h. The GPU pool has a GPU for every
     # serving pod, so the rolling update keeps them all until the GPU pods are ready. (With
-    # fewer GPUs than serving pods the step limit's first step removes old pods before any
-    # new one is ready: a hand-over the step limit bounds, not one that keeps every
-    # objective; docs/benchmarks.md section 46.)
+    # fewer GPUs than serving pods it does not: the xfail test below.)
     out = _run(30.0, 0.3, gpu_nodes=6, gpus=8)
     assert out["started"], "no canary was started"
     assert out["judged"] and all(v == pytest.approx(30.0, rel=0.05) for v in out["judged"])
@@ -254,10 +252,23 @@ def test_the_planner_tries_a_cheaper_gpu_through_a_canary_and_moves_there() -> N
     assert not any(out["violated"][moved:]), "an objective was violated after the move"
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "the hand-over with fewer GPUs than serving pods: the device actuator refuses more GPU "
+    "replicas than the pool has GPUs, so the step holds 8 and the step limit's first step "
+    "removes 10 of 44 CPU pods before any GPU pod is ready (p95 121.6 ms against 120); a "
+    "hand-over through the canary's Deployment is not built (docs/benchmarks.md section 46)"))
+def test_a_move_to_gpus_fewer_than_the_serving_pods_keeps_every_objective() -> None:
+    out = _run(30.0, 0.3)                   # 8 GPUs for 44 serving CPU pods
+    assert out["devices"][-1] == "gpu"
+    moved = out["devices"].index("gpu")
+    assert not any(out["violated"][moved:]), "an objective was violated after the move"
+
+
 def test_a_canary_of_dearer_pods_costs_at_most_the_fraction_of_the_workloads_cost() -> None:
-    # A GPU pod costs 0.34/h, a CPU pod 0.04/h: a tenth of 24 CPU pods' cost (0.096/h) buys
-    # less than one GPU pod, so the GPU canary is one pod where a tenth of the replicas would
-    # be three. Its speed is judged per pod all the same, and the workload moves.
+    # A GPU pod costs 0.34/h, a CPU pod 0.04/h: a tenth of the CPU pods' cost (0.17/h beside
+    # the 43 pods running when the canary starts) buys less than one GPU pod, so the GPU
+    # canary is one pod where a tenth of the replicas would be five. Its speed is judged per
+    # pod all the same, and the workload moves.
     out = _run(30.0, 0.3)
     gpu = [(n, beside) for device, n, beside in out["canary_pods"] if device == "gpu"]
     assert gpu, out["canary_pods"]

@@ -205,8 +205,8 @@ class CanarySettings(_Cfg):
 
     enabled: bool = True
     fraction: float = Field(default=0.1, gt=0, le=0.5)
-    """The canary's pods as a fraction of the workload's replicas, and its cost per hour as
-    a fraction of the workload's at most (at least one pod)."""
+    """The canary's pods as a fraction of the workload's replicas (rounded up), and no more
+    pods than it takes to reach this fraction of the workload's cost per hour (at least one)."""
     analysis_s: float = Field(default=120.0, gt=0, alias="analysisSeconds")
     """How long every canary pod serves before its speed is judged."""
     timeout_s: float = Field(default=600.0, gt=0, alias="timeoutSeconds")

@@ -22,9 +22,9 @@ planner that only follows its model never tries them. The canary is the bounded 
   allows, a fleet the cluster has no room for), the explorer is never calm; a place that
   would meet the objectives at its optimistic speed, whatever it costs, is tried then, and the
   violation that was there before does not stop that trial.
-* **Trial.** ``ceil(canary.fraction x replicas)`` pods, but no more than cost that fraction of
-  the workload's current cost (:func:`canary_size`: one GPU pod, not a tenth of the CPU pods
-  in GPUs); at least one, and at most what the free room of that device and pool can
+* **Trial.** ``ceil(canary.fraction x replicas)`` pods, but no more than it takes to reach
+  that fraction of the workload's current cost (:func:`canary_size`: one GPU pod, not a tenth
+  of the CPU pods in GPUs); at least one, and at most what the free room of that device and pool can
   schedule (a place with no room is not tried until it has some), of that device and pool,
   at the current CPU size, serve beside the workload behind the same Service (a second
   Deployment). The workload keeps every pod it has: the canary only adds capacity. The canary
@@ -391,17 +391,18 @@ def _what(trial: Canary) -> str:
 
 def canary_size(ctx: PlanningContext, shape: WorkloadConfig) -> int:
     """The pods of a canary of ``shape``'s (CPU size, device, pool): ``canary.fraction`` of the
-    workload's replicas, and no more than cost that fraction of what the workload costs now
-    (at least one pod). Pods of the workload's price: the fraction of the replicas. Dearer
-    pods: fewer (a GPU pod priced as forty CPU pods is one pod, not a tenth of the CPU pods
-    in GPUs: its speed is judged per pod, and one serves its share as well as fourteen)."""
+    workload's replicas (rounded up), and no more pods than it takes to reach that fraction of
+    what the workload costs now (at least one). Pods of the workload's price: the fraction of
+    the replicas. Dearer pods: fewer (a GPU pod priced as forty CPU pods is one pod, not a
+    tenth of the CPU pods in GPUs: its speed is judged per pod, and one serves its share as
+    well as fourteen). Free canary pods: the fraction of the replicas; a free workload: one."""
     fraction = ctx.admin.canary.fraction
     by_pods = max(1, math.ceil(fraction * ctx.config.replicas))
     price = prices(ctx.snapshot, CandidateBatch.of([ctx.config, shape.with_(replicas=1)]))
     now, each = float(price[0]), float(price[1])
-    if not (now > 0 and each > 0):
+    if not each > 0:
         return by_pods
-    return min(by_pods, max(1, math.ceil(fraction * now / each - 1e-9)))
+    return min(by_pods, max(1, math.ceil(fraction * max(now, 0.0) / each - 1e-9)))
 
 
 def _stop(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
