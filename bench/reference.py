@@ -22,10 +22,14 @@ an upper bound on the floor. With ``shapes`` it also changes shape (CPU size, de
 pool) along the sequence :func:`bench.oracle_switching.switching` finds with the whole trace
 known (the cheapest that changes at most once per cooldown, pays the old pods through the new
 ones' start-up, and only where the rolling update's first step carries the load), each change
-started a start-up and a cycle before its minute; the actuators then carry it out as they
-would a planner's, rolling update included. Its cost is what perfect knowledge reaches held to
-the limits a planner has, shape changes included: the bar ``docs/benchmarks.md`` section 46
-proposes for the GPU scenarios.
+started a start-up and a cycle before its minute (a shape the actuators reach only in part
+in a cycle, a cooldown or one CPU size at a time, is sized itself: :func:`_step`); the
+actuators carry it out as they would a planner's. It has no hand-over of its own: the
+safety layer leaves a baseline as it is, and it asks for the new shape's count as the
+rolling update starts, so the old pods beyond that count leave before the new ones are ready
+(it violates more than a planner that holds them, and pays less for the overlap). Its cost is
+perfect knowledge held to the admin's step limits, cooldowns and start-up, not a floor: the
+bar ``docs/benchmarks.md`` section 46 measures grid against.
 
     python bench/reference.py --shapes --against GRID.json \\
         --scenarios $(python bench/gpu_scenarios.py --seeds 201..3000)
@@ -39,7 +43,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -50,7 +54,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.oracle import Failures, Shape, fewest_replicas, requirements  # noqa: E402
-from planner.domain.plan import Plan  # noqa: E402
+from planner.domain.plan import Action, Plan  # noqa: E402
+from planner.domain.state import WorkloadConfig  # noqa: E402
 from planner.planners.base import (  # noqa: E402
     Planner,
     PlannerOptions,
@@ -115,23 +120,60 @@ class ReferencePlanner(Planner):
         rates = [self.traces[key].rate(start + k * self.step_s)
                  for k in range(math.ceil(ahead / self.step_s) + 1)]
         bounds = (max(1, ctx.admin.replicas.min), ctx.admin.replicas.max)
-        shape = self._shape(ctx.intent.key, cfg, start + ahead)
-        fewest = fewest_replicas(w, self.pools, shape, rates, need,
-                                 "weights" in ctx.admin.actuators, bounds)
-        target = cfg.with_(replicas=bounds[1] if fewest is None else fewest, cpu=shape.cpu,
-                           device=shape.device, pool=shape.pool)
-        return Plan(ctx.intent.key, self.name, cfg, target,
-                    tuple(steps_towards(ctx, target)),
-                    reason=f"{target.replicas} replica(s) of {shape} meet every objective over "
-                           f"the next {ahead:.0f} s (peak {max(rates):.0f} req/s, known ahead)")
 
-    def _shape(self, intent: str, cfg: Any, at_s: float) -> Shape:
+        def sized(shape: Shape) -> WorkloadConfig:
+            fewest = fewest_replicas(w, self.pools, shape, rates, need,
+                                     "weights" in ctx.admin.actuators, bounds)
+            return cfg.with_(replicas=bounds[1] if fewest is None else fewest, cpu=shape.cpu,
+                             device=shape.device, pool=shape.pool)
+
+        goal = self._shape(ctx.intent.key, cfg, start + ahead)
+        if not self.paths:
+            target = sized(goal)
+            return Plan(ctx.intent.key, self.name, cfg, target,
+                        tuple(steps_towards(ctx, target)),
+                        reason=f"{target.replicas} replica(s) meet every objective over the "
+                               f"next {ahead:.0f} s (peak {max(rates):.0f} req/s, known ahead)")
+        target, actions, how = _step(ctx, sized(goal), sized)
+        return Plan(ctx.intent.key, self.name, cfg, target, tuple(actions),
+                    reason=f"towards {goal} ({how}); {target.replicas} replica(s) of "
+                           f"{_shape_of(target)} this cycle, for the next {ahead:.0f} s "
+                           f"(peak {max(rates):.0f} req/s, known ahead)")
+
+    def _shape(self, intent: str, cfg: WorkloadConfig, at_s: float) -> Shape:
         """The shape to run: the current one, or with ``shapes`` the switching model's shape
         of the minute ``at_s`` seconds into the trace (when the pods started now are ready)."""
         path = self.paths.get(intent)
         if not path:
-            return Shape(cfg.cpu, cfg.device, cfg.pool)
+            return _shape_of(cfg)
         return path[min(len(path) - 1, max(0, int(at_s // 60.0)))]
+
+
+def _shape_of(cfg: WorkloadConfig) -> Shape:
+    return Shape(cfg.cpu, cfg.device, cfg.pool)
+
+
+def _reached(cfg: WorkloadConfig, actions: list[Action]) -> WorkloadConfig:
+    """``cfg`` with the CPU size, device and pool ``actions`` set (their replicas aside)."""
+    for a in actions:
+        for knob in ("cpu", "device", "pool"):
+            if knob in a.params:
+                cfg = cfg.with_(**{knob: a.params[knob]})
+    return cfg
+
+
+def _step(ctx: PlanningContext, goal: WorkloadConfig,
+          sized: Callable[[Shape], WorkloadConfig]) -> tuple[WorkloadConfig, list[Action], str]:
+    """This cycle's step of the reference towards ``goal`` (a shape sized for the load known
+    ahead): where the actuators reach ``goal``'s shape only in part this cycle (a cooldown,
+    a pool move held for a device change), the shape they do reach, sized itself. No
+    hand-over: a rolling update keeps old pods only up to the replica count less the new
+    pods ready, as for any planner that asks for that count (see the module)."""
+    reached = _reached(ctx.config, steps_towards(ctx, goal))
+    if _shape_of(reached) == _shape_of(goal):
+        return goal, steps_towards(ctx, goal), "reached this cycle"
+    step = sized(_shape_of(reached))
+    return step, steps_towards(ctx, step), "reached in part this cycle: that shape sized"
 
 
 @contextmanager
@@ -196,10 +238,10 @@ def main() -> None:
     ap.add_argument("--planner", default="grid", help="the planner of --against to compare")
     ap.add_argument("--workers", type=int, default=1)
     args = ap.parse_args()
+    import json
+
     theirs: dict[tuple[str, int], dict[str, Any]] = {}
     for path in args.against:
-        import json
-
         theirs.update({(r["scenario"], r["seed"]): r
                        for r in json.loads(Path(path).read_text())["runs"]
                        if r["planner"] == args.planner})
@@ -229,12 +271,14 @@ def main() -> None:
 
 
 class Tally:
-    """Summed reference and compared-planner figures over runs."""
+    """Summed reference and compared-planner figures over runs (the ratio over the runs
+    both have)."""
 
     def __init__(self) -> None:
         self.runs = 0
         self.ref = [0.0, 0.0, 0.0]
         self.other: list[float] | None = None
+        self.ref_cost_beside = 0.0
 
     @classmethod
     def of(cls, r: dict[str, Any], other: dict[str, Any] | None) -> Tally:
@@ -247,6 +291,7 @@ class Tally:
         self.ref = [a + b for a, b in zip(self.ref, (r["violation_minutes"], r["cost"],
                                                      r["gpu_hours"]), strict=True)]
         if other is not None:
+            self.ref_cost_beside += r["cost"]
             self.other = [a + b for a, b in zip(self.other or [0.0, 0.0, 0.0],
                                                 (other["violation_minutes"], other["cost"],
                                                  other["gpu_hours"]), strict=True)]
@@ -256,7 +301,7 @@ class Tally:
         out = f"{int(rv):>9}{rc:>10.3f}{rg:>10.3f}"
         if self.other is not None:
             ov, oc, og = self.other
-            out += f"{int(ov):>7}{oc:>9.3f}{og:>7.2f}{oc / max(rc, 1e-9):>7.3f}"
+            out += f"{int(ov):>7}{oc:>9.3f}{og:>7.2f}{oc / max(self.ref_cost_beside, 1e-9):>7.3f}"
         return out
 
 
