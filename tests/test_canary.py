@@ -254,8 +254,8 @@ def test_the_planner_tries_a_cheaper_gpu_through_a_canary_and_moves_there() -> N
 
 @pytest.mark.xfail(strict=True, reason=(
     "the hand-over with fewer GPUs than serving pods: the device actuator refuses more GPU "
-    "replicas than the pool has GPUs, so the step holds 8 and the step limit's first step "
-    "removes 10 of 44 CPU pods before any GPU pod is ready (p95 121.6 ms against 120); a "
+    "replicas than the pool has GPUs, so the step holds the 7 free and the step limit's first "
+    "step removes 10 of 44 CPU pods before any GPU pod is ready (p95 121.6 ms against 120); a "
     "hand-over through the canary's Deployment is not built (docs/benchmarks.md section 46)"))
 def test_a_move_to_gpus_fewer_than_the_serving_pods_keeps_every_objective() -> None:
     out = _run(30.0, 0.3)                   # 8 GPUs for 44 serving CPU pods
