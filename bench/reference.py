@@ -23,8 +23,9 @@ pool) along the sequence :func:`bench.oracle_switching.switching` finds with the
 known (the cheapest that changes at most once per cooldown, pays the old pods through the new
 ones' start-up, and only where the rolling update's first step carries the load), each change
 started a start-up and a cycle before its minute (a shape the actuators reach only in part
-in a cycle, a cooldown or one CPU size at a time, is sized itself: :func:`_step`); the
-actuators carry it out as they would a planner's. It has no hand-over of its own: the
+in a cycle, a cooldown or one CPU size at a time, is sized itself, and where no count of it
+would do, the move waits: :func:`_step`); the actuators carry it out as they would a
+planner's. It has no hand-over of its own: the
 safety layer leaves a baseline as it is, and it asks for the new shape's count as the
 rolling update starts, so the old pods beyond that count leave before the new ones are ready
 (it violates more than a planner that holds them, and pays less for the overlap). Its cost is
@@ -121,11 +122,15 @@ class ReferencePlanner(Planner):
                  for k in range(math.ceil(ahead / self.step_s) + 1)]
         bounds = (max(1, ctx.admin.replicas.min), ctx.admin.replicas.max)
 
-        def sized(shape: Shape) -> WorkloadConfig:
+        def fits(shape: Shape) -> WorkloadConfig | None:
             fewest = fewest_replicas(w, self.pools, shape, rates, need,
                                      "weights" in ctx.admin.actuators, bounds)
-            return cfg.with_(replicas=bounds[1] if fewest is None else fewest, cpu=shape.cpu,
-                             device=shape.device, pool=shape.pool)
+            return None if fewest is None else cfg.with_(
+                replicas=fewest, cpu=shape.cpu, device=shape.device, pool=shape.pool)
+
+        def sized(shape: Shape) -> WorkloadConfig:
+            return fits(shape) or cfg.with_(replicas=bounds[1], cpu=shape.cpu,
+                                            device=shape.device, pool=shape.pool)
 
         goal = self._shape(ctx.intent.key, cfg, start + ahead)
         if not self.paths:
@@ -134,7 +139,7 @@ class ReferencePlanner(Planner):
                         tuple(steps_towards(ctx, target)),
                         reason=f"{target.replicas} replica(s) meet every objective over the "
                                f"next {ahead:.0f} s (peak {max(rates):.0f} req/s, known ahead)")
-        target, actions, how = _step(ctx, sized(goal), sized)
+        target, actions, how = _step(ctx, sized(goal), fits)
         return Plan(ctx.intent.key, self.name, cfg, target, tuple(actions),
                     reason=f"towards {goal} ({how}); {target.replicas} replica(s) of "
                            f"{_shape_of(target)} this cycle, for the next {ahead:.0f} s "
@@ -163,17 +168,26 @@ def _reached(cfg: WorkloadConfig, actions: list[Action]) -> WorkloadConfig:
 
 
 def _step(ctx: PlanningContext, goal: WorkloadConfig,
-          sized: Callable[[Shape], WorkloadConfig]) -> tuple[WorkloadConfig, list[Action], str]:
+          fits: Callable[[Shape], WorkloadConfig | None]
+          ) -> tuple[WorkloadConfig, list[Action], str]:
     """This cycle's step of the reference towards ``goal`` (a shape sized for the load known
     ahead): where the actuators reach ``goal``'s shape only in part this cycle (a cooldown,
-    a pool move held for a device change), the shape they do reach, sized itself. No
-    hand-over: a rolling update keeps old pods only up to the replica count less the new
-    pods ready, as for any planner that asks for that count (see the module)."""
-    reached = _reached(ctx.config, steps_towards(ctx, goal))
+    a pool move held for a device change), the shape they do reach, sized itself; where no
+    count of that shape meets the objectives (GPU pods of a quarter core turned into CPU
+    pods of a quarter core while the CPU size waits), the move waits, the current shape
+    sized. ``fits``: a shape sized for the load known ahead, ``None`` where no count of it
+    does. No hand-over: a rolling update keeps old pods only up to the replica count less
+    the new pods ready, as for any planner that asks for that count (see the module)."""
+    cur = ctx.config
+    reached = _reached(cur, steps_towards(ctx, goal))
     if _shape_of(reached) == _shape_of(goal):
         return goal, steps_towards(ctx, goal), "reached this cycle"
-    step = sized(_shape_of(reached))
-    return step, steps_towards(ctx, step), "reached in part this cycle: that shape sized"
+    step = fits(_shape_of(reached))
+    if step is not None:
+        return step, steps_towards(ctx, step), "reached in part this cycle: that shape sized"
+    stay = fits(_shape_of(cur)) or cur.with_(replicas=max(cur.replicas, goal.replicas))
+    return stay, steps_towards(ctx, stay), (
+        "the part reachable this cycle meets nothing at any count: the move waits")
 
 
 @contextmanager

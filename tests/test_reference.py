@@ -156,3 +156,19 @@ def test_the_reference_with_shapes_follows_the_switching_models_shapes_a_start_u
     assert any(p.current.device == "gpu" for _, _, p in seen)
     assert run_reference(ref, 1, duration=1200, shapes=True)["gpu_hours"] > 0
     assert run_reference(ref, 1, duration=1200)["gpu_hours"] == 0
+
+
+def test_the_reference_with_shapes_waits_where_the_part_it_reaches_meets_nothing() -> None:
+    """gen-2183: two GPU pods of a quarter core, the switching model's next shape four-core CPU
+    pods. The device change can go at once, the CPU size waits for its cooldown, and no count
+    of quarter-core CPU pods meets the p99: the move waits (the current shape sized) instead
+    of asking, cycle after cycle, for the admin's maximum of them. (The switching model's own
+    shape may need the maximum at a peak: that is the oracle's sizing, as without shapes.)"""
+    sc = load("generated:2183")
+    seen, _ = _reference_cycles(sc, sc.spec.duration, shapes=True)
+    most = sc.spec.admin.replicas.max
+    part = [p for _, _, p in seen if "reached in part" in p.reason]
+    assert all(p.target.replicas < most for p in part), [p.reason for p in part]
+    assert any(p.current.device == "gpu" for _, _, p in seen)
+    waits = [p for _, _, p in seen if "the move waits" in p.reason]
+    assert waits and all(p.target.replicas < most for p in waits)
