@@ -264,7 +264,7 @@ def test_a_move_to_gpus_fewer_than_the_serving_pods_keeps_every_objective() -> N
     assert not any(out["violated"][moved:]), "an objective was violated after the move"
 
 
-def test_a_canary_of_dearer_pods_costs_at_most_the_fraction_of_the_workloads_cost() -> None:
+def test_a_canary_of_dearer_pods_is_the_fewest_that_reach_the_fraction_of_the_cost() -> None:
     # A GPU pod costs 0.34/h, a CPU pod 0.04/h: a tenth of the CPU pods' cost (0.17/h beside
     # the 43 pods running when the canary starts) buys less than one GPU pod, so the GPU
     # canary is one pod where a tenth of the replicas would be five. Its speed is judged per

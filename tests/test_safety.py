@@ -677,7 +677,7 @@ def test_a_move_to_a_measured_device_keeps_the_serving_pods_as_far_as_the_room_g
     ones ready. Where the new place has room for as many of its pods, every old pod that
     serves (28, not the 25 that carry their load at the proportional rule's 80 %: a latency
     percentile is not held at 80 % busy) is held until the new ones are ready; with room for
-    26, 26 are; where the room is below the work (6 GPUs, the test above), the work is."""
+    26, 26 are (with room for 6, the test above, 6 are: more than the 2 that do the work)."""
     from planner.planners.grid import GridPlanner, Inputs
 
     cfg = WorkloadConfig(28, 1.0, "cpu", "g")

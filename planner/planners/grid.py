@@ -694,6 +694,8 @@ class GridPlanner(Planner):
                     step = target.with_(replicas=hold)
                     return step, (f"{step.replicas} replica(s) held while pods are replaced: "
                                   + ("the old pods that serve until the new ones are ready"
+                                     + ("" if hold >= old else
+                                        f" ({hold} of {old}: the room the new place has)")
                                      if hold > base else
                                      f"the serving pods' work at the measured {covered:.3g}x")
                                   ), steps_towards(ctx, step)
