@@ -97,12 +97,11 @@ def _mix(pools: Sequence[PoolSpec], shape: Shape, replicas: int | None = None
     cores = sum(p.nodes * p.cpu for p in eligible)
     if not cores:
         return []
-    if replicas is None or replicas < 1:
-        return [(p, p.nodes * p.cpu / cores) for p in eligible]
-    counts = _placed(tuple((p.nodes, p.cpu, p.gpus) for p in eligible), shape.cpu,
-                     shape.device == "gpu", int(replicas))
+    counts = (_placed(tuple((p.nodes, p.cpu, p.gpus) for p in eligible), shape.cpu,
+                      shape.device == "gpu", int(replicas))
+              if replicas is not None and replicas >= 1 else ())
     placed = sum(counts)
-    if placed <= 0:
+    if placed <= 0:                   # no count, or none of them fits: where CPU is
         return [(p, p.nodes * p.cpu / cores) for p in eligible]
     return [(p, n / placed) for p, n in zip(eligible, counts, strict=True)]
 

@@ -4,31 +4,23 @@ and the planned load (section 45, gen-2988):
     .venv/bin/python docs/experiments/45/model_rows.py generated:2988 30
 """
 import sys
-sys.path.insert(0, "."); sys.path.insert(0, "bench")
+
 import numpy as np
-from bench import slo
-from simulator.runner import ScenarioRun
-from planner.planners import grid as G
+
+from at_minute import at_minute
 from planner.models.predictor import CandidateBatch
-scen, at = sys.argv[1], float(sys.argv[2]) * 60
-run = ScenarioRun(slo.load(scen), "grid", 1)
-orig = G.GridPlanner._plan
-def spy(self, ctx, mem):
-    plan = orig(self, ctx, mem)
-    if run.elapsed >= at and not getattr(spy, "done", False):
-        spy.done = True
-        inp = self._take_in(ctx, G.Recall.of(ctx.intent.key, mem.as_memory(ctx.intent.key)))[0]
-        rate, corr, fc = self._planned_rate(ctx, mem, inp.preds)
-        print("rate", rate, "observed", ctx.workload.request_rate, "headroom", ctx.admin.headroom, "prio", ctx.intent.spec.priority, "kpis", ctx.current)
-        cfg = ctx.config
-        reps = np.array([40, 50, 60, 70, 80, 90, 100, 110, 115, 120], dtype=float); n = len(reps)
-        for r in (ctx.workload.request_rate, rate):
-            b = CandidateBatch(reps, np.full(n, cfg.cpu), np.zeros(n), (cfg.pool,) * n)
-            s = self.score(ctx, b, r, inp)
-            print("at", round(r), "kinds", {k: type(v).__name__ for k, v in inp.preds.items()})
-            for i in range(n):
-                print("  ", reps[i], {k: (round(float(v.mean[i]), 1), round(float(v.bound[i]), 1), bool(v.supported[i])) for k, v in s.predictions.items()}, "feas", bool(s.feasible[i]), "cost", round(float(s.cost[i]), 3), "score", round(float(s.score[i]), 3))
-    return plan
-G.GridPlanner._plan = spy
-while run.elapsed < at + 30:
-    run.advance()
+
+
+def probe(self, ctx, mem, inp, rate, plan):
+    print("rate", rate, "observed", ctx.workload.request_rate, "headroom", ctx.admin.headroom, "prio", ctx.intent.spec.priority, "kpis", ctx.current)
+    cfg = ctx.config
+    reps = np.array([40, 50, 60, 70, 80, 90, 100, 110, 115, 120], dtype=float); n = len(reps)
+    for r in (ctx.workload.request_rate, rate):
+        b = CandidateBatch(reps, np.full(n, cfg.cpu), np.zeros(n), (cfg.pool,) * n)
+        s = self.score(ctx, b, r, inp)
+        print("at", round(r), "kinds", {k: type(v).__name__ for k, v in inp.preds.items()})
+        for i in range(n):
+            print("  ", reps[i], {k: (round(float(v.mean[i]), 1), round(float(v.bound[i]), 1), bool(v.supported[i])) for k, v in s.predictions.items()}, "feas", bool(s.feasible[i]), "cost", round(float(s.cost[i]), 3), "score", round(float(s.score[i]), 3))
+
+
+at_minute(sys.argv[1], sys.argv[2], probe)

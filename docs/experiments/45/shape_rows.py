@@ -8,43 +8,29 @@ and the fewest feasible and supported ("known") count over the whole replica axi
 """
 import sys
 
-sys.path.insert(0, "."); sys.path.insert(0, "bench")
 import numpy as np
 
-from bench import slo
+from at_minute import at_minute
 from planner.models.predictor import CandidateBatch
 from planner.planners import grid as G
-from simulator.runner import ScenarioRun
-
-scen, at = sys.argv[1], float(sys.argv[2]) * 60
-run = ScenarioRun(slo.load(scen), "grid", 1)
-orig = G.GridPlanner._plan
 
 
-def spy(self, ctx, mem):
-    plan = orig(self, ctx, mem)
-    if run.elapsed >= at and not getattr(spy, "done", False):
-        spy.done = True
-        inp = self._take_in(ctx, G.Recall.of(ctx.intent.key, mem.as_memory(ctx.intent.key)))[0]
-        rate, _, _ = self._planned_rate(ctx, mem, inp.preds)
-        speeds = G.canary.measured_speeds(ctx, mem.explorer)
-        print("planned", round(rate, 1), "req/s; measured speeds",
-              {k: (v.reference, v.factor) for k, v in speeds.items()})
-        space = G.space_for(ctx)
-        reps = np.asarray(space.replicas, dtype=float)
-        for c, g, p in zip(*space.shapes):
-            b = CandidateBatch(reps, np.full(len(reps), c), np.full(len(reps), g),
-                               (p,) * len(reps))
-            s = self.score(ctx, b, rate, inp)
-            first = np.flatnonzero(s.feasible)
-            known = np.flatnonzero(s.feasible & s.supported)
-            show = lambda i: None if not i.size else (int(reps[i[0]]), round(float(s.cost[i[0]]), 3))
-            print(f"{c:g} cpu {'gpu' if g else 'cpu'} {p}: fewest feasible {show(first)}, "
-                  f"supported there {bool(s.supported[first[0]]) if first.size else None}; "
-                  f"fewest known {show(known)}")
-    return plan
+def probe(self, ctx, mem, inp, rate, plan):
+    speeds = G.canary.measured_speeds(ctx, mem.explorer)
+    print("planned", round(rate, 1), "req/s; measured speeds",
+          {k: (v.reference, v.factor) for k, v in speeds.items()})
+    space = G.space_for(ctx)
+    reps = np.asarray(space.replicas, dtype=float)
+    for c, g, p in zip(*space.shapes):
+        b = CandidateBatch(reps, np.full(len(reps), c), np.full(len(reps), g),
+                           (p,) * len(reps))
+        s = self.score(ctx, b, rate, inp)
+        first = np.flatnonzero(s.feasible)
+        known = np.flatnonzero(s.feasible & s.supported)
+        show = lambda i: None if not i.size else (int(reps[i[0]]), round(float(s.cost[i[0]]), 3))
+        print(f"{c:g} cpu {'gpu' if g else 'cpu'} {p}: fewest feasible {show(first)}, "
+              f"supported there {bool(s.supported[first[0]]) if first.size else None}; "
+              f"fewest known {show(known)}")
 
 
-G.GridPlanner._plan = spy
-while run.elapsed < at + 30:
-    run.advance()
+at_minute(sys.argv[1], sys.argv[2], probe)
