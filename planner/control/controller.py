@@ -12,7 +12,6 @@ intent (after a restart, the next plan is the one the uninterrupted controller w
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -20,7 +19,7 @@ from actuators import registry as actuator_registry
 from actuators import topology
 from actuators.base import Actuator
 from knowledge.base import KnowledgeBase
-from planner.control import contention
+from planner.control import contention, plan_rounds
 from planner.control.event_detail import PodDetailSampler
 from planner.control.outcome import IntentOutcome, Staged
 from planner.control.phases import PhaseClock
@@ -39,6 +38,7 @@ from planner.domain.plan import Plan
 from planner.domain.ports import ClusterBackend, IntentSource, KPISource
 from planner.domain.state import ClusterSnapshot, WorkloadConfig
 from planner.domain.status import build_status
+from planner.models import joined
 from planner.planners import capacity, safety
 from planner.planners import registry as planner_registry
 from planner.planners.base import Planner, PlanningContext
@@ -260,15 +260,21 @@ class IntentController:
                        ) -> list[tuple[str, str, Plan]]:
         """Plan ``pending`` (highest priority first; the intents a joint plan served before
         the others) each on ``snapshot`` with the room the earlier active plans add reserved;
-        the plans in the order they were made."""
-        view = snapshot  # the cluster as the next intent sees it: earlier plans' pods reserved
+        the plans in the order they were made. Consecutive intents are planned in batches,
+        their model solves joined (:mod:`planner.control.plan_rounds`): the same plans."""
         reserved: list[tuple[str, str, Plan]] = []
-        for s in sorted(pending, key=lambda s: s.out.intent.key not in self.placements):
-            self._plan(s, view, self.placements.get(s.out.intent.key))
+
+        def take(s: Staged, view: ClusterSnapshot) -> ClusterSnapshot:
             plan, intent = s.out.plan, s.out.intent
-            if plan is not None and intent.spec.active:
-                view = capacity.reserve(view, s.workload, plan)
-                reserved.append((intent.key, intent.workload_key, plan))
+            if plan is None or not intent.spec.active:
+                return view
+            reserved.append((intent.key, intent.workload_key, plan))
+            return capacity.reserve(view, s.workload, plan)
+
+        order = sorted(pending, key=lambda s: s.out.intent.key not in self.placements)
+        plan_rounds.in_order(
+            order, snapshot,
+            lambda s, view: self._plan(s, view, self.placements.get(s.out.intent.key)), take)
         return reserved
 
     def _flush_knowledge(self) -> None:
@@ -343,7 +349,7 @@ class IntentController:
         """Plan the staged intent on ``view`` (pure: planning again replaces the result)."""
         out, planner = s.out, s.planner
         ctx = self.context(s, view, placement)
-        t0 = time.perf_counter()
+        t0 = joined.clock()  # the intent's own time, not its batch's (plan_rounds)
         out.planner_error = None
         try:
             plan, s.safety_memory = safety.plan_safely(planner, ctx, s.mem.safety)
@@ -352,7 +358,7 @@ class IntentController:
                 log.exception("planner %s failed on %s", planner.name, out.intent.key)
             out.planner_error = f"planner {planner.name}: {exc}"
             plan = None
-        elapsed = (time.perf_counter() - t0) * 1000.0
+        elapsed = (joined.clock() - t0) * 1000.0
         out.plan = _with_latency(plan, elapsed) if plan is not None else None
 
     def _finish(self, s: Staged) -> IntentOutcome:

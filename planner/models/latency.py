@@ -32,7 +32,8 @@ from numpy.typing import NDArray
 from scipy.optimize import least_squares
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from planner.models.sojourn import SATURATION, mixture_sojourn_quantile
+from planner.models.joined import mixture_sojourn_quantile
+from planner.models.sojourn import SATURATION
 
 FloatArray = NDArray[np.float64]
 BASE_COLUMNS = 5
