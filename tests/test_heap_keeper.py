@@ -86,6 +86,29 @@ def test_only_a_process_that_runs_the_controller_installs_it(keep: bool) -> None
     assert (run.heap is not None) is keep and hooks == ([run.heap] if keep else [])
     run.run(60.0)
     assert (gc.get_freeze_count() > 0) is keep
-    assert run.heap is None or run.heap.collections == 4       # one per 15 s cycle
+    # one call per 15 s cycle; a collection on the first, later ones spaced while they find
+    # nothing
+    assert run.heap is None or (run.heap.cycles == 4 and 1 <= run.heap.collections <= 4)
     wiring.Assembly(run.controller, None, run.heap).close()
     assert gc.get_freeze_count() == 0
+
+
+def test_collections_are_spaced_out_while_they_find_nothing_and_every_cycle_again_after_garbage(
+        ) -> None:
+    gc.collect()
+    keeper = HeapKeeper(full_every=1000, max_spacing=4)
+    collected = []
+    for _ in range(7):
+        keeper(None, [])
+        collected.append(keeper.collections)
+    assert collected == [1, 1, 2, 2, 2, 2, 3]           # after 1, 2 and 4 cycles
+    garbage = cycle_pair()
+    for _ in range(3):
+        keeper(None, [])
+    assert garbage() is not None and keeper.collections == 3
+    keeper(None, [])                                    # at most max_spacing cycles later
+    assert garbage() is None and keeper.collections == 4
+    keeper(None, [])                                    # it found garbage: the next cycle too
+    assert keeper.collections == 5
+    with pytest.raises(ValueError, match="max_spacing"):
+        HeapKeeper(max_spacing=0)
