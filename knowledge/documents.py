@@ -116,12 +116,23 @@ def _int(value: int) -> int | float:
 def _mapping(value: Mapping[Any, Any]) -> Document:
     out: Document = {}
     for key, item in value.items():
-        name = _key(key)
-        try:
-            out[name] = _value(item)
-        except _Refused as exc:
-            exc.path.append(f".{name}")
-            raise
+        # The common cases inline (a plain ASCII key; a string, float, int, bool or None
+        # value): the same checks as _key and _value, without two calls per value.
+        plain = type(key) is str and key.isascii() and "\x00" not in key
+        name = key if plain else _key(key)
+        kind = type(item)
+        if kind is str and item.isascii():
+            out[name] = item
+        elif kind is float:
+            out[name] = item if math.isfinite(item) else None
+        elif item is None or kind is bool:
+            out[name] = item
+        else:
+            try:
+                out[name] = _value(item)
+            except _Refused as exc:
+                exc.path.append(f".{name}")
+                raise
     return out
 
 
