@@ -81,7 +81,7 @@ def test_a_cycle_without_reservations_plans_each_item_once_in_doubling_batches(
     monkeypatch.setattr(joined, "run", counted)
     items, _, _ = _run([False] * 1000, 32)
     assert all(item.plans == 1 for item in items)
-    assert sizes == [32, 64, 128, 256, 512, 8]
+    assert sizes == [32, 64] + [128] * 7 + [8]
 
 
 def _plans_of_a_run(monkeypatch: pytest.MonkeyPatch, one_by_one: bool
