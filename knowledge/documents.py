@@ -116,7 +116,7 @@ def _int(value: int) -> int | float:
 def _mapping(value: Mapping[Any, Any]) -> Document:
     out: Document = {}
     for key, item in value.items():
-        # The common cases inline (a plain ASCII key; a string, float, int, bool or None
+        # The common cases inline (a plain ASCII key; an ASCII string, float, bool or None
         # value): the same checks as _key and _value, without two calls per value.
         plain = type(key) is str and key.isascii() and "\x00" not in key
         name = key if plain else _key(key)

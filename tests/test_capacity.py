@@ -45,6 +45,9 @@ def test_reserving_never_overcommits_and_places_what_fits(free: list[float], add
     fits = sum(int(f // cpu) for f in free)
     assert round(placed) == min(add, fits)
     assert all(n.cpu_allocated <= n.cpu_capacity + 1e-9 for n in after.nodes)
+    # nothing placed: the same snapshot object (the controller's batches end only where a
+    # reservation changed the cluster, planner.control.plan_rounds)
+    assert (after is snap) == (round(placed) == 0)
 
 
 def test_the_lower_priority_intent_gets_what_is_left_and_is_told_why() -> None:

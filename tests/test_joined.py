@@ -154,3 +154,50 @@ def test_outside_a_task_a_solve_is_the_solve() -> None:
     arrays = _inputs(rng, 5, 3)
     got = joined.mixture_sojourn_quantile(0.9, *arrays)
     assert got.tobytes() == sojourn.mixture_sojourn_quantile(0.9, *arrays).tobytes()
+
+
+def test_calls_under_another_error_state_are_solved_under_their_own() -> None:
+    rng = np.random.default_rng(13)
+    arrays = _inputs(rng, 6, 2)
+    states: list[dict[str, str]] = []
+    real = sojourn.mixture_sojourn_quantile
+
+    def solve(q: float, lam: FloatArray, mu: FloatArray, c: FloatArray, weight: FloatArray,
+              iterations: int = 8) -> FloatArray:
+        states.append({k: str(v) for k, v in np.geterr().items()})
+        return real(q, lam, mu, c, weight, iterations)
+
+    def strict() -> FloatArray:
+        with np.errstate(over="raise"):
+            return joined.mixture_sojourn_quantile(0.95, *arrays)
+
+    def lenient() -> FloatArray:
+        return joined.mixture_sojourn_quantile(0.95, *arrays)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sojourn, "mixture_sojourn_quantile", solve)
+        with np.errstate(over="ignore"):
+            outcomes = joined.run([strict, lenient, strict])
+    assert [o.error for o in outcomes] == [None] * 3
+    assert sorted(s["over"] for s in states) == ["ignore", "raise"]   # two solves, one each
+
+
+def test_an_interrupted_run_unwinds_its_parked_tasks() -> None:
+    rng = np.random.default_rng(17)
+    arrays = _inputs(rng, 3, 2)
+    unwound: list[str] = []
+
+    def parked(name: str) -> Callable[[], None]:
+        def body() -> None:
+            try:
+                joined.mixture_sojourn_quantile(0.95, *arrays)
+            finally:
+                unwound.append(name)
+        return body
+
+    def interrupt() -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        joined.run([parked("a"), parked("b"), interrupt])
+    assert unwound == ["a", "b"]

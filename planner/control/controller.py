@@ -81,6 +81,10 @@ class IntentController:
         self.placements: dict[str, WorkloadConfig] = {}
         """The shapes the last cycle's joint plan assigned (intent -> shape; empty when the
         intents were planned one after another)."""
+        self._reserving: set[str] = set()
+        """Intents whose plans reserved room last cycle: where this cycle's planning batches
+        end (:mod:`planner.control.plan_rounds`); a hint for speed, never an input of a
+        plan (a wrong one costs plans made again, not a different plan)."""
         self._memory: dict[str, IntentMemory] = {}
         self._unrestored: dict[str, IntentMemory] = {}
         """Memory built while the stored one could not be read (knowledge base down): used,
@@ -261,20 +265,33 @@ class IntentController:
         """Plan ``pending`` (highest priority first; the intents a joint plan served before
         the others) each on ``snapshot`` with the room the earlier active plans add reserved;
         the plans in the order they were made. Consecutive intents are planned in batches,
-        their model solves joined (:mod:`planner.control.plan_rounds`): the same plans."""
+        their model solves joined, each on the view it would be planned on one by one
+        (:mod:`planner.control.plan_rounds`)."""
         reserved: list[tuple[str, str, Plan]] = []
+
+        reserving: set[str] = set()
 
         def take(s: Staged, view: ClusterSnapshot) -> ClusterSnapshot:
             plan, intent = s.out.plan, s.out.intent
             if plan is None or not intent.spec.active:
                 return view
             reserved.append((intent.key, intent.workload_key, plan))
-            return capacity.reserve(view, s.workload, plan)
+            after = capacity.reserve(view, s.workload, plan)
+            if after is not view:
+                reserving.add(intent.key)
+            return after
+
+        def adds(s: Staged) -> bool:
+            plan = s.out.plan
+            return (plan is not None and s.out.intent.spec.active
+                    and capacity.added_pods(s.workload, plan) > 0)
 
         order = sorted(pending, key=lambda s: s.out.intent.key not in self.placements)
         plan_rounds.in_order(
             order, snapshot,
-            lambda s, view: self._plan(s, view, self.placements.get(s.out.intent.key)), take)
+            lambda s, view: self._plan(s, view, self.placements.get(s.out.intent.key)), take,
+            adds, lambda s: s.out.intent.key in self._reserving, lambda s: s.workload.key)
+        self._reserving = reserving
         return reserved
 
     def _flush_knowledge(self) -> None:

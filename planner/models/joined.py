@@ -9,9 +9,13 @@ classes, iterations), and each task resumes with its own rows (the DataLoader pa
 loads issued in one tick are fetched together).
 
 The answers are the same bit for bit as call by call: a row's value does not depend on the
-rows solved beside it (see :func:`~planner.models.sojourn.mixture_sojourn_quantile`). Tasks
-switch only at a solve, so what a task does between two solves is not interleaved with any
-other task; and they run one after the other, in their order, each round.
+rows solved beside it (see :func:`~planner.models.sojourn.mixture_sojourn_quantile`); a
+call is joined only with calls made under the same numpy error state, and solved under it.
+Tasks switch only at a solve, so what a task does between two solves is not interleaved with
+any other task; and they run one after the other, in their order, each round. The contract
+for code that runs in a task: it holds no shared mutable state across a prediction that
+another task could change meanwhile (what an actuator notes per workload, for instance: the
+controller never puts two intents of one workload in one batch).
 
 :func:`clock` is ``time.perf_counter`` as a task sees it: it stops while the task is parked
 and the others run, and adds the task's share (by rows) of each joined solve, so a plan's
@@ -28,7 +32,7 @@ from time import perf_counter
 from typing import Generic, TypeVar
 
 import numpy as np
-from greenlet import getcurrent, greenlet
+from greenlet import GreenletExit, getcurrent, greenlet
 from numpy.typing import NDArray
 
 from planner.models import sojourn
@@ -47,14 +51,17 @@ class _Solve:
     c: FloatArray
     weight: FloatArray
     iterations: int
+    errors: tuple[tuple[str, str], ...]
+    """numpy's error state where the call was made (the task's own context)."""
 
     @property
-    def kind(self) -> tuple[float, int, int]:
-        return self.q, self.lam.shape[1], self.iterations
+    def kind(self) -> tuple[float, int, int, tuple[tuple[str, str], ...]]:
+        return self.q, self.lam.shape[1], self.iterations, self.errors
 
     def alone(self) -> FloatArray:
-        return sojourn.mixture_sojourn_quantile(self.q, self.lam, self.mu, self.c, self.weight,
-                                                self.iterations)
+        with np.errstate(**dict(self.errors)):  # type: ignore[arg-type]
+            return sojourn.mixture_sojourn_quantile(self.q, self.lam, self.mu, self.c,
+                                                    self.weight, self.iterations)
 
 
 class _Task(greenlet):  # type: ignore[misc]
@@ -79,9 +86,10 @@ def mixture_sojourn_quantile(q: float, lam: FloatArray, mu: FloatArray, c: Float
     """:func:`planner.models.sojourn.mixture_sojourn_quantile`; inside a task of :func:`run`
     the call parks until the round's solves are joined."""
     task = getcurrent()
-    call = _Solve(q, lam, mu, c, weight, iterations)
     if not isinstance(task, _Task):
-        return call.alone()
+        return sojourn.mixture_sojourn_quantile(q, lam, mu, c, weight, iterations)
+    errors = tuple((k, str(v)) for k, v in sorted(np.geterr().items()))
+    call = _Solve(q, lam, mu, c, weight, iterations, errors)
     task.parked_at = perf_counter()
     answer: FloatArray = task.parent.switch(call)
     return answer
@@ -100,11 +108,12 @@ def _solve_round(calls: Sequence[_Solve]) -> _Answers:
     """Every call of a round: one concatenated solve per kind, each call's rows sliced back;
     its share of the solve's time by rows. A kind whose joined solve raises is solved call by
     call, so each call gets what it would have got alone."""
-    kinds: dict[tuple[float, int, int], list[int]] = defaultdict(list)
+    kinds: dict[tuple[float, int, int, tuple[tuple[str, str], ...]], list[int]] = \
+        defaultdict(list)
     for i, call in enumerate(calls):
         kinds[call.kind].append(i)
     out = _Answers([np.empty(0)] * len(calls), [0.0] * len(calls))
-    for (q, _, iterations), idx in kinds.items():
+    for (q, _, iterations, errors), idx in kinds.items():
         t0 = perf_counter()
         rows = [calls[i].lam.shape[0] for i in idx]
         try:
@@ -113,21 +122,24 @@ def _solve_round(calls: Sequence[_Solve]) -> _Answers:
             else:
                 lam, mu, c, weight = (np.concatenate([getattr(calls[i], name) for i in idx])
                                       for name in ("lam", "mu", "c", "weight"))
-                joined = sojourn.mixture_sojourn_quantile(q, lam, mu, c, weight, iterations)
+                with np.errstate(**dict(errors)):  # type: ignore[arg-type]
+                    joined = sojourn.mixture_sojourn_quantile(q, lam, mu, c, weight,
+                                                              iterations)
                 parts = np.split(joined, np.cumsum(rows)[:-1])
         except Exception:
             parts = None
-        seconds = perf_counter() - t0
-        total = max(sum(rows), 1)
+        total, seconds = max(sum(rows), 1), perf_counter() - t0
         for j, i in enumerate(idx):
-            if parts is None:
+            if parts is None:  # each alone, as it would have been: its own time, its own error
+                t1 = perf_counter()
                 try:
                     out.values[i] = calls[i].alone()
                 except Exception as exc:
                     out.values[i] = exc
+                out.seconds[i] = perf_counter() - t1
             else:
                 out.values[i] = parts[j]
-            out.seconds[i] = seconds * rows[j] / total
+                out.seconds[i] = seconds * rows[j] / total
     return out
 
 
@@ -162,16 +174,20 @@ def run(tasks: Sequence[Callable[[], T]]) -> list[Outcome[T]]:
         else:
             parked.append((i, task, got))
 
-    for i, fn in enumerate(tasks):
-        task = _Task(fn)
-        task.gr_context = contextvars.copy_context()
-        step(i, task, None)
-    while parked:
-        round_ = parked[:]
-        parked.clear()
-        answers = _solve_round([call for _, _, call in round_])
-        for (i, task, _), value, share in zip(round_, answers.values, answers.seconds,
-                                              strict=True):
-            task.away_s += perf_counter() - task.parked_at - share
-            step(i, task, value)
+    try:
+        for i, fn in enumerate(tasks):
+            task = _Task(fn)
+            task.gr_context = contextvars.copy_context()
+            step(i, task, None)
+        while parked:
+            round_ = parked[:]
+            parked.clear()
+            answers = _solve_round([call for _, _, call in round_])
+            for (i, task, _), value, share in zip(round_, answers.values, answers.seconds,
+                                                  strict=True):
+                task.away_s += perf_counter() - task.parked_at - share
+                step(i, task, value)
+    finally:  # interrupted (KeyboardInterrupt, SystemExit): unwind the parked tasks now
+        for _, task, _ in parked:
+            task.throw(GreenletExit)
     return outcomes

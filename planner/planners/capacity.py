@@ -131,7 +131,9 @@ def reserve(snapshot: ClusterSnapshot, workload: WorkloadState, plan: Plan) -> C
 def reserve_config(snapshot: ClusterSnapshot, workload: WorkloadState,
                    t: WorkloadConfig) -> ClusterSnapshot:
     """``snapshot`` with the room of the pods the workload needs beyond those it has
-    scheduled of ``t``'s shape counted as allocated."""
+    scheduled of ``t``'s shape counted as allocated; ``snapshot`` itself when that is none,
+    or when no node has room for one of them (the controller's batches rely on it:
+    :mod:`planner.control.plan_rounds`)."""
     count = _added(workload, t)
     if count == 0:
         return snapshot
@@ -164,6 +166,9 @@ def reserve_config(snapshot: ClusterSnapshot, workload: WorkloadState,
         placed += 1
         if _room(n, t) > 0:
             heapq.heappush(heap, (-(n.cpu_capacity - n.cpu_allocated), best))
+    if not placed:  # no node has room for the shape: the same cluster, the same snapshot
+        snapshot.memo[HEAPS] = heaps
+        return snapshot
     out = snapshot.with_allocation(tuple(nodes))
     out.memo[HEAPS] = heaps
     room: dict[Shape, int] | None = snapshot.memo.get(ROOM)
