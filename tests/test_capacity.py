@@ -45,8 +45,7 @@ def test_reserving_never_overcommits_and_places_what_fits(free: list[float], add
     fits = sum(int(f // cpu) for f in free)
     assert round(placed) == min(add, fits)
     assert all(n.cpu_allocated <= n.cpu_capacity + 1e-9 for n in after.nodes)
-    # nothing placed: the same snapshot object (the controller's batches end only where a
-    # reservation changed the cluster, planner.control.plan_rounds)
+    # nothing placed: the same snapshot object, not a copy
     assert (after is snap) == (round(placed) == 0)
 
 

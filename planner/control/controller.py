@@ -12,6 +12,7 @@ intent (after a restart, the next plan is the one the uninterrupted controller w
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -19,7 +20,7 @@ from actuators import registry as actuator_registry
 from actuators import topology
 from actuators.base import Actuator
 from knowledge.base import KnowledgeBase
-from planner.control import contention, plan_rounds
+from planner.control import contention
 from planner.control.event_detail import PodDetailSampler
 from planner.control.outcome import IntentOutcome, Staged
 from planner.control.phases import PhaseClock
@@ -38,7 +39,6 @@ from planner.domain.plan import Plan
 from planner.domain.ports import ClusterBackend, IntentSource, KPISource
 from planner.domain.state import ClusterSnapshot, WorkloadConfig
 from planner.domain.status import build_status
-from planner.models import joined
 from planner.planners import capacity, safety
 from planner.planners import registry as planner_registry
 from planner.planners.base import Planner, PlanningContext
@@ -81,10 +81,6 @@ class IntentController:
         self.placements: dict[str, WorkloadConfig] = {}
         """The shapes the last cycle's joint plan assigned (intent -> shape; empty when the
         intents were planned one after another)."""
-        self._reserving: set[str] = set()
-        """Intents whose plans reserved room last cycle: where this cycle's planning batches
-        end (:mod:`planner.control.plan_rounds`); a hint for speed, never an input of a
-        plan (a wrong one costs plans made again, not a different plan)."""
         self._memory: dict[str, IntentMemory] = {}
         self._unrestored: dict[str, IntentMemory] = {}
         """Memory built while the stored one could not be read (knowledge base down): used,
@@ -264,34 +260,15 @@ class IntentController:
                        ) -> list[tuple[str, str, Plan]]:
         """Plan ``pending`` (highest priority first; the intents a joint plan served before
         the others) each on ``snapshot`` with the room the earlier active plans add reserved;
-        the plans in the order they were made. Consecutive intents are planned in batches,
-        their model solves joined, each on the view it would be planned on one by one
-        (:mod:`planner.control.plan_rounds`)."""
+        the plans in the order they were made."""
+        view = snapshot  # the cluster as the next intent sees it: earlier plans' pods reserved
         reserved: list[tuple[str, str, Plan]] = []
-
-        reserving: set[str] = set()
-
-        def take(s: Staged, view: ClusterSnapshot) -> ClusterSnapshot:
+        for s in sorted(pending, key=lambda s: s.out.intent.key not in self.placements):
+            self._plan(s, view, self.placements.get(s.out.intent.key))
             plan, intent = s.out.plan, s.out.intent
-            if plan is None or not intent.spec.active:
-                return view
-            reserved.append((intent.key, intent.workload_key, plan))
-            after = capacity.reserve(view, s.workload, plan)
-            if after is not view:
-                reserving.add(intent.key)
-            return after
-
-        def adds(s: Staged) -> bool:
-            plan = s.out.plan
-            return (plan is not None and s.out.intent.spec.active
-                    and capacity.added_pods(s.workload, plan) > 0)
-
-        order = sorted(pending, key=lambda s: s.out.intent.key not in self.placements)
-        plan_rounds.in_order(
-            order, snapshot,
-            lambda s, view: self._plan(s, view, self.placements.get(s.out.intent.key)), take,
-            adds, lambda s: s.out.intent.key in self._reserving, lambda s: s.workload.key)
-        self._reserving = reserving
+            if plan is not None and intent.spec.active:
+                view = capacity.reserve(view, s.workload, plan)
+                reserved.append((intent.key, intent.workload_key, plan))
         return reserved
 
     def _flush_knowledge(self) -> None:
@@ -366,7 +343,7 @@ class IntentController:
         """Plan the staged intent on ``view`` (pure: planning again replaces the result)."""
         out, planner = s.out, s.planner
         ctx = self.context(s, view, placement)
-        t0 = joined.clock()  # the intent's own time, not its batch's (plan_rounds)
+        t0 = time.perf_counter()
         out.planner_error = None
         try:
             plan, s.safety_memory = safety.plan_safely(planner, ctx, s.mem.safety)
@@ -375,7 +352,7 @@ class IntentController:
                 log.exception("planner %s failed on %s", planner.name, out.intent.key)
             out.planner_error = f"planner {planner.name}: {exc}"
             plan = None
-        elapsed = (joined.clock() - t0) * 1000.0
+        elapsed = (time.perf_counter() - t0) * 1000.0
         out.plan = _with_latency(plan, elapsed) if plan is not None else None
 
     def _finish(self, s: Staged) -> IntentOutcome:

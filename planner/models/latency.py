@@ -32,8 +32,7 @@ from numpy.typing import NDArray
 from scipy.optimize import least_squares
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from planner.models.joined import mixture_sojourn_quantile
-from planner.models.sojourn import SATURATION
+from planner.models.sojourn import SATURATION, mixture_sojourn_quantile
 
 FloatArray = NDArray[np.float64]
 BASE_COLUMNS = 5

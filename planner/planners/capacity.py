@@ -132,8 +132,7 @@ def reserve_config(snapshot: ClusterSnapshot, workload: WorkloadState,
                    t: WorkloadConfig) -> ClusterSnapshot:
     """``snapshot`` with the room of the pods the workload needs beyond those it has
     scheduled of ``t``'s shape counted as allocated; ``snapshot`` itself when that is none,
-    or when no node has room for one of them (the controller's batches rely on it:
-    :mod:`planner.control.plan_rounds`)."""
+    or when no node has room for one of them (no copy of the nodes)."""
     count = _added(workload, t)
     if count == 0:
         return snapshot

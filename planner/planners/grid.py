@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -44,7 +45,6 @@ from actuators.canary import CanaryActuator
 from planner.domain.intents import KPIType, objective_met
 from planner.domain.plan import Action, Plan, ReasonPart
 from planner.domain.state import WorkloadConfig
-from planner.models import joined
 from planner.models.forecast import Forecast, LoadForecast
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
 from planner.models.queue_estimate import QueueEstimate
@@ -529,7 +529,7 @@ class GridPlanner(Planner):
                              "device": ctx.config.device, "pool": str(ctx.config.pool)}
                             if ctx.config.replicas in space.replicas else {})
         pool_names = [str(p) for p in space.pools]
-        started = joined.clock()
+        started = time.perf_counter()
         for _ in range(self.n_trials):
             trial = study.ask()
             r = trial.suggest_int("replicas", space.replicas[0], space.replicas[-1])
@@ -542,7 +542,7 @@ class GridPlanner(Planner):
             trial.set_constraint("slo", float(s.excess[0]) if not s.feasible[0] else 0.0)
             study.tell(trial, float(s.score[0]))
             configs.append(cfg)
-            if joined.clock() - started > self.timeout_s:
+            if time.perf_counter() - started > self.timeout_s:
                 break
         uniq = list(dict.fromkeys(configs))
         return (self.score(ctx, CandidateBatch.of(uniq), rate, inp),
