@@ -94,21 +94,23 @@ def test_only_a_process_that_runs_the_controller_installs_it(keep: bool) -> None
 
 
 def test_collections_are_spaced_out_while_they_find_nothing_and_every_cycle_again_after_garbage(
-        ) -> None:
-    gc.collect()
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    found = iter([0, 0, 0, 5, 0, 0])          # what each of the keeper's collections finds
+    calls: list[int] = []
+
+    def collect() -> int:
+        calls.append(len(calls))
+        return next(found)
+
+    monkeypatch.setattr(gc, "collect", collect)
     keeper = HeapKeeper(full_every=1000, max_spacing=4)
     collected = []
-    for _ in range(7):
+    for _ in range(15):
         keeper(None, [])
         collected.append(keeper.collections)
-    assert collected == [1, 1, 2, 2, 2, 2, 3]           # after 1, 2 and 4 cycles
-    garbage = cycle_pair()
-    for _ in range(3):
-        keeper(None, [])
-    assert garbage() is not None and keeper.collections == 3
-    keeper(None, [])                                    # at most max_spacing cycles later
-    assert garbage() is None and keeper.collections == 4
-    keeper(None, [])                                    # it found garbage: the next cycle too
-    assert keeper.collections == 5
+    # after 1, 2 and 4 cycles while nothing is found (4 is the most); after the one that
+    # found garbage (the 4th collection, cycle 11), on the next cycle again
+    assert collected == [1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 5, 5, 6, 6]
+    assert keeper.spacing == 4
     with pytest.raises(ValueError, match="max_spacing"):
         HeapKeeper(max_spacing=0)
