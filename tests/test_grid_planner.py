@@ -361,7 +361,7 @@ def test_no_correction_while_new_pods_start() -> None:
     import dataclasses
 
     ctx = context(replicas=5, latency=90.0, cpu_sizes=(1.0,))
-    young = tuple(p._replace(started_at=ctx.now - 30.0) for p in ctx.workload.pods)
+    young = tuple(dataclasses.replace(p, started_at=ctx.now - 30.0) for p in ctx.workload.pods)
     ctx = dataclasses.replace(ctx, workload=dataclasses.replace(ctx.workload, pods=young))
     plan = planner_with(Optimistic()).plan(ctx)
     assert "observed violated" not in plan.reason
@@ -648,7 +648,7 @@ def test_choosing_predictors_remembers_where_each_device_ran() -> None:
     from planner.planners.predictors import PredictorMemory, PredictorSource
 
     ctx = context(replicas=4)
-    pods = tuple(p._replace(ready=True, pool="general") for p in ctx.workload.pods)
+    pods = tuple(replace(p, ready=True, pool="general") for p in ctx.workload.pods)
     ctx = replace(ctx, workload=replace(ctx.workload, pods=pods))
     mem = PredictorMemory(mixes={"gpu": {"gpu-pool": 1.0}})
     PredictorSource(None).predictors(ctx, mem)

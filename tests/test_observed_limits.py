@@ -98,7 +98,7 @@ def test_a_pod_restarted_between_cycles_starts_the_window_over() -> None:
     lim = ObservedLimits()
     run(lim, 5, 1000.0, 1060.0, 40.0, peak=100.0, low=100.0)
     ctx = at(5, 1075.0, 90.0)
-    pods = (ctx.workload.pods[0]._replace(restarts=1), *ctx.workload.pods[1:])
+    pods = (replace(ctx.workload.pods[0], restarts=1), *ctx.workload.pods[1:])
     restarted = replace(ctx, workload=replace(ctx.workload, pods=pods))
     lim.observe(restarted, 300.0, 100.0)
     lim.observe(replace(restarted, now=1090.0), 300.0, 100.0)

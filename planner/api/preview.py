@@ -187,10 +187,10 @@ def _what_if(workload: WorkloadState, snapshot: ClusterSnapshot,
     if cfg != old:
         base = list(workload.pods) or [PodState("what-if", None, cfg.cpu, cfg.device)]
         pods = tuple(
-            base[i % len(base)]._replace(
-                name=base[i].name if i < len(base) else f"{base[0].name}-what-if-{i}",
-                cpu=cfg.cpu, device=cfg.device, ready=True,
-                pool=cfg.pool if cfg.pool is not None else base[i % len(base)].pool)
+            replace(base[i % len(base)],
+                    name=base[i].name if i < len(base) else f"{base[0].name}-what-if-{i}",
+                    cpu=cfg.cpu, device=cfg.device, ready=True,
+                    pool=cfg.pool if cfg.pool is not None else base[i % len(base)].pool)
             for i in range(cfg.replicas))
         ready_new = cfg.replicas
     util = workload.cpu_utilization

@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, NamedTuple
+from typing import Any
 
 from planner.domain.cluster_facts import ClusterFacts
 
@@ -44,12 +44,8 @@ class WorkloadConfig:
                 "pool": self.pool}
 
 
-class PodState(NamedTuple):
-    """One pod as observed. A named tuple, not a frozen dataclass: a large cluster's snapshot
-    holds hundreds of thousands of them, built anew every cycle, and a named tuple is built in
-    about half the time (``docs/benchmarks.md`` section 47); it is as immutable. Change a
-    field with ``pod._replace(...)``."""
-
+@dataclass(frozen=True)
+class PodState:
     name: str
     node: str | None
     cpu: float

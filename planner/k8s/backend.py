@@ -104,7 +104,7 @@ def _read(resp: Any) -> dict[str, Any]:
 def _utilized(pods: tuple[PodState, ...], per_pod: Mapping[str, float]
               ) -> tuple[PodState, ...]:
     """``pods`` with the CPU utilisation measured per pod, where there is one."""
-    return tuple(p._replace(cpu_utilization=per_pod.get(p.name, p.cpu_utilization))
+    return tuple(dataclasses.replace(p, cpu_utilization=per_pod.get(p.name, p.cpu_utilization))
                  for p in pods)
 
 

@@ -329,7 +329,7 @@ class SnapshotBuilder:
             self._pool_of[node] = pool
         for key in self._node_pods.get(node, ()):
             group = self._pod_group[key]
-            group.pods[key] = group.pods[key]._replace(pool=pool)
+            group.pods[key] = dataclasses.replace(group.pods[key], pool=pool)
             self._dirty_workloads.update(group.workloads)
 
     # ------------------------------------------------------------------ workloads

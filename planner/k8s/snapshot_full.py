@@ -16,6 +16,7 @@ the pods carrying the canary label; the workload's pods are those without it
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -47,7 +48,7 @@ def _pods_of(groups: Iterable[tuple[Mapping[str, str], list[PodState]]],
     for labels, members in groups:
         if canaries.selects(selector, labels, canary):
             pods.extend(members)
-    pods = [p._replace(pool=pool_of.get(p.node)) if p.node else p for p in pods]
+    pods = [dataclasses.replace(p, pool=pool_of.get(p.node)) if p.node else p for p in pods]
     pods.sort(key=lambda p: p.name)
     return tuple(pods)
 
