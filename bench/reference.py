@@ -42,6 +42,7 @@ prints, per scenario, the reference's violation-minutes and cost (with ``--again
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 from collections.abc import Callable, Iterator
@@ -179,10 +180,11 @@ def _step(ctx: PlanningContext, goal: WorkloadConfig,
     does. No hand-over: a rolling update keeps old pods only up to the replica count less
     the new pods ready, as for any planner that asks for that count (see the module)."""
     cur = ctx.config
-    reached = _reached(cur, steps_towards(ctx, goal))
-    if _shape_of(reached) == _shape_of(goal):
-        return goal, steps_towards(ctx, goal), "reached this cycle"
-    step = fits(_shape_of(reached))
+    towards = steps_towards(ctx, goal)
+    reached = _shape_of(_reached(cur, towards))
+    if reached == _shape_of(goal):
+        return goal, towards, "reached this cycle"
+    step = fits(reached)
     if step is not None:
         return step, steps_towards(ctx, step), "reached in part this cycle: that shape sized"
     stay = fits(_shape_of(cur)) or cur.with_(replicas=max(cur.replicas, goal.replicas))
@@ -252,8 +254,6 @@ def main() -> None:
     ap.add_argument("--planner", default="grid", help="the planner of --against to compare")
     ap.add_argument("--workers", type=int, default=1)
     args = ap.parse_args()
-    import json
-
     theirs: dict[tuple[str, int], dict[str, Any]] = {}
     for path in args.against:
         theirs.update({(r["scenario"], r["seed"]): r
