@@ -744,3 +744,78 @@ def test_while_a_shape_change_waits_and_no_count_of_the_current_shape_holds_it_i
     step, why, _ = GridPlanner()._safe_step(ctx, WorkloadConfig(8, 2.0, "cpu", None), 400.0,
                                             inp)
     assert step == cfg and "12 replica(s) of the current size" in why, why
+
+
+@pytest.mark.parametrize("room_in_a", [True, False])
+def test_a_waiting_move_goes_ahead_where_the_current_shape_cannot_be_scheduled_at_its_size(
+        room_in_a: bool) -> None:
+    """gen-4009, traced: 64 one-core pods pinned to a full pool, a move to unpinned pods whose
+    first step (the step limit) would not carry the load. The move waited, and the current
+    shape was asked for the 204 pods the model sized it at: 140 of them could never be
+    scheduled, the move never started, and the pending pods later made the rollout look stuck.
+    Where the cluster can schedule the current shape's size, the move waits as before; where it
+    cannot, waiting holds pods that never start, so the move goes ahead.
+    Here: 20 pods pinned to pool a at 600 req/s (30 req/s a core: 23 pods hold the p95)."""
+    from planner.planners.grid import GridPlanner, Inputs
+
+    cfg = WorkloadConfig(20, 1.0, "cpu", "a")
+    pods = tuple(PodState(f"a-{i}", "a0", 1.0, "cpu", True, pool="a", cpu_utilization=0.95)
+                 for i in range(20))
+    wl = WorkloadState("ns", "w", cfg, pods, request_rate=600.0, cpu_utilization=0.95)
+    nodes = (NodeState("a0", "a", "eu", 64.0 if room_in_a else 20.0, 20.0, 0, 0, 0.04, 0.0),
+             NodeState("b0", "b", "eu", 64.0, 0.0, 0, 0, 0.04, 0.0))
+    ctx = _context(wl, nodes, ("replicas", "placement"), 150.0, max_step=1)
+    inp = Inputs({"p95": _Capacity(30.0, 1.0)}, 0.0)
+    target = WorkloadConfig(23, 1.0, "cpu", None)
+    step, why, actions = GridPlanner()._safe_step(ctx, target, 600.0, inp)
+    if room_in_a:
+        assert step == cfg.with_(replicas=23) and "waits: its first step (21 of 23" in why, why
+        assert not any(a.actuator == "placement" for a in actions)
+    else:
+        assert step == target and why == "", why
+        assert any(a.actuator == "placement" for a in actions)
+    assert capacity.schedulable_replicas(wl, ctx.snapshot, step) >= min(step.replicas, 21)
+
+
+def test_a_finished_rollout_is_not_rolled_back_when_a_later_scale_out_gets_stuck() -> None:
+    """gen-4009, traced: the workload moved to pool a at minute 3 and ran there for ten
+    minutes; a scale-out beyond a's room then left pods Pending, and the stuck-rollout rule
+    rolled the workload back to the shape it had before that finished move (a resize of every
+    pod). A rollout is undone only while it is one: once every pod runs the shape and none
+    waits, a later stuck scale-out is capped at what fits instead."""
+    mem: dict[str, Any] = {}
+    ctx = _unpinned(4, 970.0)
+    _, mem = safety.guard(ctx, Plan("ns/w", "any", ctx.config, ctx.config), mem)
+    for now in (985.0, 990.0):               # moved to b (seen), then every pod runs there
+        ctx = _move(0, 4, 0, 0, now)
+        _, mem = safety.guard(ctx, Plan("ns/w", "any", ctx.config, ctx.config), mem)
+        assert (mem["previous"] is None) == (now == 990.0)
+    for cycle in range(safety.STUCK_CYCLES + 3):           # then asked for 3 more: b is full
+        ctx = _move(0, 4, 0, 3, 1000.0 + 15.0 * cycle)
+        plan, mem = safety.guard(ctx, Plan("ns/w", "any", ctx.config, ctx.config), mem)
+        assert plan.target.pool == "b" and "rolled back" not in plan.reason, plan.reason
+        assert plan.target.replicas == 4, plan.reason      # rule 3: what b can schedule
+
+
+@pytest.mark.parametrize("cores", [64.0, 12.0])
+def test_while_a_shape_change_waits_the_current_shape_is_sized_within_what_can_be_scheduled(
+        cores: float) -> None:
+    """A resize waiting for its cooldown sizes the current shape by the model (16 pods here);
+    where its pool holds only the 12 running, the 4 more would wait for room for ever."""
+    from planner.planners.grid import GridPlanner, Inputs
+
+    cfg = WorkloadConfig(12, 1.0, "cpu", "a")
+    pods = tuple(PodState(f"c-{i}", "a0", 1.0, "cpu", True, pool="a", cpu_utilization=0.9)
+                 for i in range(12))
+    wl = WorkloadState("ns", "w", cfg, pods, request_rate=400.0, cpu_utilization=0.9)
+    nodes = (NodeState("a0", "a", "eu", cores, 12.0, 0, 0, 0.04, 0.0),
+             NodeState("b0", "b", "eu", 64.0, 0.0, 0, 0, 0.04, 0.0))
+    ctx = _context(wl, nodes, ("replicas", "cpu"), 150.0, cooldown_s=300.0)
+    ctx = replace(ctx, actuator_memory={"cpu": {"last_change": ctx.now - 30.0}})
+    inp = Inputs({"p95": _Capacity(30.0, 1.0)}, 0.0)
+    step, why, _ = GridPlanner()._safe_step(ctx, WorkloadConfig(8, 2.0, "cpu", "a"), 400.0,
+                                            inp)
+    if cores > 12.0:
+        assert step == cfg.with_(replicas=16) and "16 replica(s) of the current size" in why
+    else:
+        assert step == cfg and "12 replica(s) of the current size (asked 16" in why, why

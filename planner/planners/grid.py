@@ -713,7 +713,11 @@ class GridPlanner(Planner):
                 # thirty-four) is an outage. Unless the current shape cannot hold the load at
                 # any count, the move waits until one step can carry it.
                 need = self._sized_current(ctx, rate, inp)
-                if need is not None:
+                if need is not None and need <= capacity.schedulable_replicas(
+                        ctx.workload, ctx.snapshot, cur):
+                    # (Where the cluster cannot schedule that many of the current shape, as
+                    # when its pool is full, waiting would hold pods that never start and the
+                    # move would wait for ever: it goes ahead.)
                     step = cur.with_(replicas=need)
                     why = (f"the move to {safety.shape_text(target)} waits: its first step "
                            f"({reached} of {target.replicas} pods, the admin's step limit) "
@@ -743,9 +747,12 @@ class GridPlanner(Planner):
             step = cur
             return step, (f"until the resize to {target.cpu:g} cpu can start, the current size "
                           "as it is: scale-in waits for the rollout"), steps_towards(ctx, step)
-        step = cur.with_(replicas=need)
-        return step, (f"until the resize to {target.cpu:g} cpu can start, {need} replica(s) of "
-                      "the current size"), steps_towards(ctx, step)
+        fits = capacity.schedulable_replicas(ctx.workload, ctx.snapshot, cur)
+        step = cur.with_(replicas=max(min(need, fits), 1))
+        return step, (f"until the resize to {target.cpu:g} cpu can start, {step.replicas} "
+                      "replica(s) of the current size"
+                      + (f" (asked {need}: what the cluster can schedule of it)"
+                         if step.replicas < need else "")), steps_towards(ctx, step)
 
     def _reached_whole(self, ctx: PlanningContext, scored: Scored, reach: int,
                        stay: WorkloadConfig) -> WorkloadConfig | None:

@@ -24,7 +24,8 @@ the order they are applied to a plan's target:
    to those ready pods (the replicas drop to them at once, as a finished rollout's do: the old
    pods and the waiting ones leave); otherwise a shape change (CPU size, device, pool) is rolled
    back to the shape before it, and that shape change is not tried again for :data:`VETO_S`; a
-   scale-out is re-targeted to what fits (rule 3). A rollback that is stuck too (its shape was
+   scale-out is re-targeted to what fits (rule 3), and so is one that gets stuck after a
+   rollout finished (every pod ran the shape, none waited): that rollout is not undone. A rollback that is stuck too (its shape was
    rolled back from before) is not undone in turn: the shape more scheduled pods run stays,
    capped by rule 3 (two shapes that both do not fit would otherwise alternate for as long as
    the vetoes last).
@@ -195,6 +196,10 @@ def _stuck(ctx: PlanningContext, obs: Observation, watch: Watch) -> bool:
         watch.previous = watch.shape
         watch.shape, watch.progress, watch.since = shape, mine, ctx.now
         return False
+    if watch.previous is not None and mine == sum(ctx.workload.pod_counts.values()):
+        # Every pod runs the shape and none waits for room: the rollout finished, and a
+        # scale-out that gets stuck later is not undone by rolling the shape back.
+        watch.previous = None
     if mine > watch.progress or obs.unscheduled == 0 or capacity.starting(ctx.workload, cfg):
         watch.progress, watch.since = mine, ctx.now
         return False
