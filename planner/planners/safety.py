@@ -25,10 +25,10 @@ the order they are applied to a plan's target:
    pods and the waiting ones leave); otherwise a shape change (CPU size, device, pool) is rolled
    back to the shape before it, and that shape change is not tried again for :data:`VETO_S`; a
    scale-out is re-targeted to what fits (rule 3), and so is one that gets stuck after a
-   rollout finished (every pod ran the shape, none waited): that rollout is not undone. A rollback that is stuck too (its shape was
-   rolled back from before) is not undone in turn: the shape more scheduled pods run stays,
-   capped by rule 3 (two shapes that both do not fit would otherwise alternate for as long as
-   the vetoes last).
+   rollout finished (every pod ran the shape, none waited): that rollout is not undone. A
+   rollback that is stuck too (its shape was rolled back from before) is not undone in turn:
+   the shape more scheduled pods run stays, capped by rule 3 (two shapes that both do not fit
+   would otherwise alternate for as long as the vetoes last).
 5. **No false claim.** A plan never says the objectives are met while one is observed
    violated: such reason parts are replaced by what is observed.
 
