@@ -3,6 +3,8 @@ only when the pods changed, sampled; training reads the summary as it read the p
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import bson
 import numpy as np
 from hypothesis import given, settings
@@ -125,6 +127,28 @@ def test_every_pod_when_they_changed_at_most_every_interval() -> None:
     assert not sampler.wants("big/w", moved, due + 600.0)  # unchanged since
     sampler.forget(set())
     assert sampler.wants("big/w", moved, due + 615.0)  # deleted and created again
+
+
+class _CountedPods(tuple):  # type: ignore[type-arg]
+    reads = 0
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        _CountedPods.reads += 1
+        return super().__iter__()
+
+
+def test_within_the_interval_the_pods_are_not_read() -> None:
+    """At 1,000 intents of 200 pods the fingerprint is a pass over 200,000 pods a cycle; within
+    an intent's interval its answer is no whatever the pods, so they are not read."""
+    sampler = PodDetailSampler(min_interval_s=300.0)
+    w, _ = _cluster([("a", "cpu", 1.0, True, True, 0)] * 3)
+    counted = replace(w, pods=_CountedPods(w.pods))
+    assert sampler.wants("big/w", counted, 0.0)
+    before = _CountedPods.reads
+    assert not sampler.wants("big/w", counted, 15.0)
+    assert _CountedPods.reads == before
+    assert not sampler.wants("big/w", counted, 300.0 + sampler.phase("big/w"))  # unchanged
+    assert _CountedPods.reads == before + 1
 
 
 def test_intents_started_together_carry_their_pods_in_different_cycles() -> None:

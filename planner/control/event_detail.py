@@ -34,10 +34,12 @@ class PodDetailSampler:
 
     def wants(self, intent: str, workload: WorkloadState, now: float) -> bool:
         """Whether ``intent``'s event at ``now`` carries every pod (and, if so, remember it)."""
+        last = self._last.get(intent)
+        if last is not None and now - last[1] < self.min_interval_s:
+            return False        # (before the fingerprint: a pass over every pod)
         fingerprint = hash(tuple((p.name, p.node, p.ready, p.restarts, p.cpu, p.device)
                                  for p in workload.pods))
-        last = self._last.get(intent)
-        if last is not None and (last[0] == fingerprint or now - last[1] < self.min_interval_s):
+        if last is not None and last[0] == fingerprint:
             return False
         self._last[intent] = (fingerprint, now if last is not None else now + self.phase(intent))
         return True
