@@ -168,6 +168,11 @@ class LoadForecast:
         is the midpoint. Pods seen ready on first sight, or without a creation time, teach
         nothing (their start was not watched)."""
         st = self._startup.setdefault(key, _Startup())
+        if not st.pending:
+            # The steady case: nothing awaits readiness, so only pods not seen yet can teach
+            # (one membership test per pod; the pass below also tracks the pending ones).
+            seen = st.seen
+            pods = [p for p in pods if p.name not in seen]
         present: set[str] = set()
         for p in pods:
             present.add(p.name)
