@@ -777,24 +777,87 @@ def test_a_waiting_move_goes_ahead_where_the_current_shape_cannot_be_scheduled_a
     assert capacity.schedulable_replicas(wl, ctx.snapshot, step) >= min(step.replicas, 21)
 
 
+def _started(ctx: PlanningContext, at: float, pods: int | None = None) -> PlanningContext:
+    """``ctx`` with its pods started at ``at`` (the first ``pods`` of them; all if ``None``)."""
+    n = len(ctx.workload.pods) if pods is None else pods
+    started = tuple(replace(p, started_at=at) if i < n else p
+                    for i, p in enumerate(ctx.workload.pods))
+    wl = replace(ctx.workload, pods=started)
+    return replace(ctx, workload=wl, snapshot=ClusterSnapshot(ctx.now, ctx.snapshot.nodes,
+                                                              {"ns/w": wl}))
+
+
 def test_a_finished_rollout_is_not_rolled_back_when_a_later_scale_out_gets_stuck() -> None:
     """gen-4009, traced: the workload moved to pool a at minute 3 and ran there for ten
     minutes; a scale-out beyond a's room then left pods Pending, and the stuck-rollout rule
     rolled the workload back to the shape it had before that finished move (a resize of every
-    pod). A rollout is undone only while it is one: once every pod runs the shape and none
-    waits, a later stuck scale-out is capped at what fits instead."""
+    pod). A rollout is undone only while it is one: once every pod is ready, of the shape and
+    started since the change, a later stuck scale-out is capped at what fits instead."""
     mem: dict[str, Any] = {}
     ctx = _unpinned(4, 970.0)
     _, mem = safety.guard(ctx, Plan("ns/w", "any", ctx.config, ctx.config), mem)
-    for now in (985.0, 990.0):               # moved to b (seen), then every pod runs there
-        ctx = _move(0, 4, 0, 0, now)
-        _, mem = safety.guard(ctx, Plan("ns/w", "any", ctx.config, ctx.config), mem)
-        assert (mem["previous"] is None) == (now == 990.0)
+    ctx = _move(0, 4, 0, 0, 985.0)                         # the move to b, seen
+    _, mem = safety.guard(ctx, Plan("ns/w", "any", ctx.config, ctx.config), mem)
+    # Not finished while a pod started before the change (an old pod the shape matches),
+    # nor while no pod is listed at all.
+    for unfinished in (_started(_move(0, 4, 0, 0, 990.0), 986.0, pods=3),
+                       replace(_move(0, 0, 0, 0, 990.0), workload=replace(
+                           ctx.workload, pods=()))):
+        _, kept = safety.guard(unfinished, Plan("ns/w", "any", ctx.config, ctx.config), mem)
+        assert kept["previous"] == {"cpu": 1.0, "device": "cpu", "pool": None}
+    ctx = _started(_move(0, 4, 0, 0, 990.0), 986.0)        # every pod runs there: finished
+    _, mem = safety.guard(ctx, Plan("ns/w", "any", ctx.config, ctx.config), mem)
+    assert mem["previous"] is None
     for cycle in range(safety.STUCK_CYCLES + 3):           # then asked for 3 more: b is full
-        ctx = _move(0, 4, 0, 3, 1000.0 + 15.0 * cycle)
+        ctx = _started(_move(0, 4, 0, 3, 1000.0 + 15.0 * cycle), 986.0, pods=4)
         plan, mem = safety.guard(ctx, Plan("ns/w", "any", ctx.config, ctx.config), mem)
         assert plan.target.pool == "b" and "rolled back" not in plan.reason, plan.reason
-        assert plan.target.replicas == 4, plan.reason      # rule 3: what b can schedule
+
+
+def test_a_waiting_move_to_another_device_does_not_go_ahead_where_the_current_shape_is_capped(
+        ) -> None:
+    """A review's case: one GPU pod serves 1,500 req/s; the other GPU is another workload's,
+    so the cluster can schedule one of the two GPU pods the planned load asks for. A move to
+    CPU pods whose first step (4 pods) carries a tenth of it must still wait: going ahead
+    would replace the GPU pod by four CPU pods (gen-2620's outage)."""
+    from planner.planners.grid import GridPlanner, Inputs
+
+    cfg = WorkloadConfig(1, 1.0, "gpu", "g")
+    pods = (PodState("gpu-0", "g0", 1.0, "gpu", True, pool="g", cpu_utilization=0.8),)
+    wl = WorkloadState("ns", "w", cfg, pods, request_rate=1500.0, cpu_utilization=0.8)
+    nodes = tuple(NodeState(f"g{i}", "g", "eu", 64.0, 1.0, 1, 1, 0.03, 1.1) for i in range(2))
+    ctx = _context(wl, nodes, ("replicas", "device"), 20.0, max_step=3)
+    inp = Inputs({"p95": _Capacity(30.0, 60.0)}, 0.0)
+    grid = GridPlanner()
+    assert grid._sized_current(ctx, 1900.0, inp) == 2
+    assert capacity.schedulable_replicas(wl, ctx.snapshot, cfg) == 1
+    step, why, actions = grid._safe_step(ctx, WorkloadConfig(70, 1.0, "cpu", "g"), 1900.0, inp)
+    assert step == cfg and "waits: its first step (4 of 70 pods" in why, why
+    assert "the cluster can schedule 1" in why, why
+    assert not any(a.actuator == "device" for a in actions)
+
+
+def test_while_a_shape_change_waits_old_pods_that_serve_are_not_capped_away() -> None:
+    """A review's case: 14 pods pinned to pool b, 10 there (b is full) and 4 old ones still
+    serving in a; a resize waits for its cooldown. The count stays within what is on a node
+    (14), not cut to the 10 that pool b can hold."""
+    from planner.planners.grid import GridPlanner, Inputs
+
+    cfg = WorkloadConfig(14, 1.0, "cpu", "b")
+    pods = (*(PodState(f"b-{i}", "b0", 1.0, "cpu", True, pool="b", cpu_utilization=0.9)
+              for i in range(10)),
+            *(PodState(f"a-{i}", "a0", 1.0, "cpu", True, pool="a", cpu_utilization=0.9)
+              for i in range(4)))
+    wl = WorkloadState("ns", "w", cfg, pods, request_rate=400.0, cpu_utilization=0.9)
+    nodes = (NodeState("a0", "a", "eu", 64.0, 4.0, 0, 0, 0.04, 0.0),
+             NodeState("b0", "b", "eu", 10.0, 10.0, 0, 0, 0.04, 0.0))
+    ctx = _context(wl, nodes, ("replicas", "cpu"), 150.0, cooldown_s=300.0)
+    ctx = replace(ctx, actuator_memory={"cpu": {"last_change": ctx.now - 30.0}})
+    inp = Inputs({"p95": _Capacity(30.0, 1.0)}, 0.0)
+    assert capacity.schedulable_replicas(wl, ctx.snapshot, cfg) == 10
+    step, why, _ = GridPlanner()._safe_step(ctx, WorkloadConfig(8, 2.0, "cpu", "b"), 400.0,
+                                            inp)
+    assert step == cfg and "14 replica(s) of the current size (the models ask 16" in why, why
 
 
 @pytest.mark.parametrize("cores", [64.0, 12.0])
@@ -816,6 +879,6 @@ def test_while_a_shape_change_waits_the_current_shape_is_sized_within_what_can_b
     step, why, _ = GridPlanner()._safe_step(ctx, WorkloadConfig(8, 2.0, "cpu", "a"), 400.0,
                                             inp)
     if cores > 12.0:
-        assert step == cfg.with_(replicas=16) and "16 replica(s) of the current size" in why
+        assert step == cfg.with_(replicas=16) and "16 replica(s) of the current size" in why, why
     else:
-        assert step == cfg and "12 replica(s) of the current size (asked 16" in why, why
+        assert step == cfg and "12 replica(s) of the current size (the models ask 16" in why, why

@@ -191,6 +191,33 @@ def _old_pods_serving(ctx: PlanningContext, target: WorkloadConfig) -> int:
     return sum(1 for p in ctx.workload.pods if p.ready and not capacity.runs(p, target))
 
 
+def _within(ctx: PlanningContext, need: int, fits: int) -> int:
+    """``need`` replicas of the current shape, at most the ``fits`` the cluster can schedule
+    of it, but never fewer than the pods on a node now (some may be old pods that still
+    serve; rule 3 of the safety layer keeps them the same way)."""
+    on_nodes = sum(n for (_, _, _, on_node, _), n in ctx.workload.pod_counts.items()
+                   if on_node)
+    return max(min(need, fits), min(ctx.config.replicas, on_nodes), 1)
+
+
+def _sized_text(replicas: int, need: int, of: str) -> str:
+    return f"{replicas} replica(s) of {of}" + (
+        f" (the models ask {need}; the cluster can schedule {replicas})"
+        if replicas < need else "")
+
+
+def _first_step_carries(ctx: PlanningContext, target: WorkloadConfig, reached: int,
+                        fits: int) -> bool:
+    """Whether a move's first step (``reached`` pods of ``target``'s shape) has at least the
+    cores of the current shape at the count the cluster can schedule of it (``fits``, at
+    most the replicas now). Only within a device, cores for cores (node generations differ
+    in speed far less than devices do); across devices the speeds are not known here: no."""
+    cur = ctx.config
+    if target.device != cur.device:
+        return False
+    return reached * target.cpu >= min(fits, cur.replicas) * cur.cpu
+
+
 def _throughput_objectives(ctx: PlanningContext) -> set[str]:
     return {o.name for o in ctx.intent.spec.objectives
             if ctx.profiles[o.name].spec.type is KPIType.THROUGHPUT}
@@ -643,9 +670,12 @@ class GridPlanner(Planner):
 
         A scale-out with a shape change waits while the step the replicas actuator can take
         this cycle, in the new shape, is not predicted to hold the load (the old pods leave as
-        that many new ones are ready); while a shape change waits, the current shape is sized
-        by the models (the explicit estimate where no count is predicted to hold), and a
-        rollout of it under way is not scaled in. Where such a move waits, another shape among
+        that many new ones are ready), unless the cluster cannot schedule the current shape at
+        the count that would hold the load and the step has at least the cores of what it can
+        schedule (same device); while a shape change waits, the current shape is sized by the
+        models (the explicit estimate where no count is predicted to hold), within what the
+        cluster can schedule of it and never below the pods on a node, and a rollout of it
+        under way is not scaled in. Where such a move waits, another shape among
         ``scored``'s known candidates that the same step reaches whole, and that costs less
         than the current shape sized, is moved to instead (:meth:`_reached_whole`).
         """
@@ -713,12 +743,16 @@ class GridPlanner(Planner):
                 # thirty-four) is an outage. Unless the current shape cannot hold the load at
                 # any count, the move waits until one step can carry it.
                 need = self._sized_current(ctx, rate, inp)
-                if need is not None and need <= capacity.schedulable_replicas(
-                        ctx.workload, ctx.snapshot, cur):
-                    # (Where the cluster cannot schedule that many of the current shape, as
-                    # when its pool is full, waiting would hold pods that never start and the
-                    # move would wait for ever: it goes ahead.)
-                    step = cur.with_(replicas=need)
+                if need is not None:
+                    fits = capacity.schedulable_replicas(ctx.workload, ctx.snapshot, cur)
+                    if need > fits and _first_step_carries(ctx, target, reached, fits):
+                        # The cluster cannot schedule the count that would hold the load (the
+                        # current pool is full): waiting holds pods that never start, and
+                        # the move, whose first step carries as much as the current shape
+                        # can be scheduled at, goes ahead (gen-4009: 204 pods asked of a
+                        # pool that holds 64).
+                        return target, "", acts
+                    step = cur.with_(replicas=_within(ctx, need, fits))
                     why = (f"the move to {safety.shape_text(target)} waits: its first step "
                            f"({reached} of {target.replicas} pods, the admin's step limit) "
                            "would not carry the load once the old pods leave")
@@ -733,8 +767,8 @@ class GridPlanner(Planner):
                             return o_step, (f"{why}; {safety.shape_text(other)} x "
                                             f"{other.replicas} instead, which one step "
                                             "reaches whole"), o_acts
-                    return step, f"{why}; {need} replica(s) of the current shape", \
-                        steps_towards(ctx, step)
+                    sized = _sized_text(step.replicas, need, "the current shape")
+                    return step, f"{why}; {sized}", steps_towards(ctx, step)
             return target, "", acts
         # The shape change waits: size replicas for the current pods.
         need = self._sized_current(ctx, rate, inp)
@@ -747,12 +781,11 @@ class GridPlanner(Planner):
             step = cur
             return step, (f"until the resize to {target.cpu:g} cpu can start, the current size "
                           "as it is: scale-in waits for the rollout"), steps_towards(ctx, step)
-        fits = capacity.schedulable_replicas(ctx.workload, ctx.snapshot, cur)
-        step = cur.with_(replicas=max(min(need, fits), 1))
-        return step, (f"until the resize to {target.cpu:g} cpu can start, {step.replicas} "
-                      "replica(s) of the current size"
-                      + (f" (asked {need}: what the cluster can schedule of it)"
-                         if step.replicas < need else "")), steps_towards(ctx, step)
+        step = cur.with_(replicas=_within(
+            ctx, need, capacity.schedulable_replicas(ctx.workload, ctx.snapshot, cur)))
+        return step, (f"until the resize to {target.cpu:g} cpu can start, "
+                      f"{_sized_text(step.replicas, need, 'the current size')}"
+                      ), steps_towards(ctx, step)
 
     def _reached_whole(self, ctx: PlanningContext, scored: Scored, reach: int,
                        stay: WorkloadConfig) -> WorkloadConfig | None:

@@ -25,7 +25,8 @@ the order they are applied to a plan's target:
    pods and the waiting ones leave); otherwise a shape change (CPU size, device, pool) is rolled
    back to the shape before it, and that shape change is not tried again for :data:`VETO_S`; a
    scale-out is re-targeted to what fits (rule 3), and so is one that gets stuck after a
-   rollout finished (every pod ran the shape, none waited): that rollout is not undone. A
+   rollout finished (every pod ready, of the shape and started since the change): that
+   rollout is not undone. A
    rollback that is stuck too (its shape was rolled back from before) is not undone in turn:
    the shape more scheduled pods run stays, capped by rule 3 (two shapes that both do not fit
    would otherwise alternate for as long as the vetoes last).
@@ -126,26 +127,32 @@ class Watch:
     shape: dict[str, Any] | None
     """The configuration's shape (CPU size, device, pool) last seen."""
     previous: dict[str, Any] | None
-    """The shape before the last shape change: where a stuck rollout goes back to."""
+    """The shape before the last shape change: where a stuck rollout goes back to; ``None``
+    once that rollout finished (:func:`_finished`)."""
     progress: int
     """Pods of the current shape scheduled when progress was last seen."""
     since: float
     """When progress was last seen (or the shape changed)."""
     vetoed: list[dict[str, Any]]
+    changed: float | None = None
+    """When the shape last changed (``None`` in memory written before this was kept: then
+    :attr:`since` stands in for it)."""
 
     @staticmethod
     def of(memory: Mapping[str, Any], now: float) -> Watch:
         vetoed = [dict(v) for v in memory.get("vetoed") or ()
                   if isinstance(v, Mapping) and float(v.get("until", 0.0)) > now]
         shape, previous, since = memory.get("shape"), memory.get("previous"), memory.get("since")
+        changed = memory.get("changed")
         return Watch(dict(shape) if isinstance(shape, Mapping) else None,
                      dict(previous) if isinstance(previous, Mapping) else None,
                      int(memory.get("progress") or 0),
-                     float(since) if isinstance(since, int | float) else now, vetoed)
+                     float(since) if isinstance(since, int | float) else now, vetoed,
+                     float(changed) if isinstance(changed, int | float) else None)
 
     def as_memory(self) -> dict[str, Any]:
         return {"shape": self.shape, "previous": self.previous, "progress": self.progress,
-                "since": self.since, "vetoed": self.vetoed}
+                "since": self.since, "vetoed": self.vetoed, "changed": self.changed}
 
     def vetoes(self, cfg: WorkloadConfig) -> bool:
         return any(v.get("cpu") == cfg.cpu and v.get("device") == cfg.device
@@ -185,6 +192,17 @@ def _running_shape(ctx: PlanningContext, watch: Watch) -> WorkloadConfig | None:
     return cfg.with_(cpu=cpu, device=device, pool=pool)
 
 
+def _finished(ctx: PlanningContext, changed: float) -> bool:
+    """The rollout of the current shape, changed at ``changed``, finished: the workload has
+    pods, every one of them ready, of the shape, and started since the change (an old pod
+    that the shape also matches, as a move to unpinned pods matches every pool, is not the
+    rollout's), and none waits for room."""
+    wl = ctx.workload
+    total = sum(wl.pod_counts.values())
+    return (total > 0 and capacity.scheduled_running(wl, ctx.config, ready=True) == total
+            and all(p.started_at >= changed for p in wl.pods))
+
+
 def _stuck(ctx: PlanningContext, obs: Observation, watch: Watch) -> bool:
     """Update the watch with this cycle; True when the rollout is stuck: a desired pod is
     unscheduled, no pod of the new shape is starting (nothing in flight, whatever the
@@ -195,10 +213,12 @@ def _stuck(ctx: PlanningContext, obs: Observation, watch: Watch) -> bool:
     if watch.shape != shape:
         watch.previous = watch.shape
         watch.shape, watch.progress, watch.since = shape, mine, ctx.now
+        watch.changed = ctx.now
         return False
-    if watch.previous is not None and mine == sum(ctx.workload.pod_counts.values()):
-        # Every pod runs the shape and none waits for room: the rollout finished, and a
-        # scale-out that gets stuck later is not undone by rolling the shape back.
+    if watch.previous is not None and _finished(
+            ctx, watch.changed if watch.changed is not None else watch.since):
+        # A scale-out that gets stuck after the rollout finished is not undone by rolling
+        # the shape back (gen-4009: a resize of every pod ten minutes after the move).
         watch.previous = None
     if mine > watch.progress or obs.unscheduled == 0 or capacity.starting(ctx.workload, cfg):
         watch.progress, watch.since = mine, ctx.now
