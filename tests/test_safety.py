@@ -882,3 +882,23 @@ def test_while_a_shape_change_waits_the_current_shape_is_sized_within_what_can_b
         assert step == cfg.with_(replicas=16) and "16 replica(s) of the current size" in why, why
     else:
         assert step == cfg and "12 replica(s) of the current size (the models ask 16" in why, why
+
+
+def test_while_a_shape_change_waits_a_scale_in_of_the_current_shape_is_kept() -> None:
+    """The cap on the current shape's count never removes a pod on a node, but a count the
+    models size below the pods there is a scale-in, kept as asked (gen-1784: two GPU pods
+    where one holds the load, while the move to CPU pods waited)."""
+    from planner.planners.grid import GridPlanner, Inputs
+
+    cfg = WorkloadConfig(20, 1.0, "cpu", "a")
+    pods = tuple(PodState(f"c-{i}", "a0", 1.0, "cpu", True, pool="a", cpu_utilization=0.5)
+                 for i in range(20))
+    wl = WorkloadState("ns", "w", cfg, pods, request_rate=400.0, cpu_utilization=0.5)
+    ctx = _context(wl, (NodeState("a0", "a", "eu", 20.0, 20.0, 0, 0, 0.04, 0.0),
+                        NodeState("b0", "b", "eu", 64.0, 0.0, 0, 0, 0.04, 0.0)),
+                   ("replicas", "cpu"), 50.0, cooldown_s=300.0)
+    ctx = replace(ctx, actuator_memory={"cpu": {"last_change": ctx.now - 30.0}})
+    inp = Inputs({"p95": _Capacity(30.0, 1.0)}, 0.0)
+    step, why, _ = GridPlanner()._safe_step(ctx, WorkloadConfig(8, 2.0, "cpu", "a"), 400.0,
+                                            inp)
+    assert step == cfg.with_(replicas=16) and "16 replica(s) of the current size" in why, why

@@ -192,12 +192,12 @@ def _old_pods_serving(ctx: PlanningContext, target: WorkloadConfig) -> int:
 
 
 def _within(ctx: PlanningContext, need: int, fits: int) -> int:
-    """``need`` replicas of the current shape, at most the ``fits`` the cluster can schedule
-    of it, but never fewer than the pods on a node now (some may be old pods that still
-    serve; rule 3 of the safety layer keeps them the same way)."""
+    """``need`` replicas of the current shape, capped at the ``fits`` the cluster can schedule
+    of it; as rule 3 of the safety layer, the cap never removes a pod on a node (some may be
+    old pods that still serve). A ``need`` below both is a scale-in, kept as asked."""
     on_nodes = sum(n for (_, _, _, on_node, _), n in ctx.workload.pod_counts.items()
                    if on_node)
-    return max(min(need, fits), min(ctx.config.replicas, on_nodes), 1)
+    return max(min(need, max(fits, min(ctx.config.replicas, on_nodes))), 1)
 
 
 def _sized_text(replicas: int, need: int, of: str) -> str:
