@@ -796,20 +796,21 @@ def test_a_finished_rollout_is_not_rolled_back_when_a_later_scale_out_gets_stuck
     mem: dict[str, Any] = {}
     ctx = _unpinned(4, 970.0)
     _, mem = safety.guard(ctx, Plan("ns/w", "any", ctx.config, ctx.config), mem)
-    ctx = _move(0, 4, 0, 0, 985.0)                         # the move to b, seen
+    # The move to b is made at 970 and seen at 985; its pods start in between (at 975).
+    ctx = _started(_move(0, 4, 0, 0, 985.0), 975.0, pods=1)
     _, mem = safety.guard(ctx, Plan("ns/w", "any", ctx.config, ctx.config), mem)
     # Not finished while a pod started before the change (an old pod the shape matches),
     # nor while no pod is listed at all.
-    for unfinished in (_started(_move(0, 4, 0, 0, 990.0), 986.0, pods=3),
-                       replace(_move(0, 0, 0, 0, 990.0), workload=replace(
+    for unfinished in (_started(_move(0, 4, 0, 0, 1000.0), 975.0, pods=3),
+                       replace(_move(0, 0, 0, 0, 1000.0), workload=replace(
                            ctx.workload, pods=()))):
         _, kept = safety.guard(unfinished, Plan("ns/w", "any", ctx.config, ctx.config), mem)
         assert kept["previous"] == {"cpu": 1.0, "device": "cpu", "pool": None}
-    ctx = _started(_move(0, 4, 0, 0, 990.0), 986.0)        # every pod runs there: finished
+    ctx = _started(_move(0, 4, 0, 0, 1000.0), 975.0)       # every pod runs there: finished
     _, mem = safety.guard(ctx, Plan("ns/w", "any", ctx.config, ctx.config), mem)
     assert mem["previous"] is None
     for cycle in range(safety.STUCK_CYCLES + 3):           # then asked for 3 more: b is full
-        ctx = _started(_move(0, 4, 0, 3, 1000.0 + 15.0 * cycle), 986.0, pods=4)
+        ctx = _started(_move(0, 4, 0, 3, 1015.0 + 15.0 * cycle), 975.0, pods=4)
         plan, mem = safety.guard(ctx, Plan("ns/w", "any", ctx.config, ctx.config), mem)
         assert plan.target.pool == "b" and "rolled back" not in plan.reason, plan.reason
 

@@ -673,8 +673,8 @@ class GridPlanner(Planner):
         that many new ones are ready), unless the cluster cannot schedule the current shape at
         the count that would hold the load and the step has at least the cores of what it can
         schedule (same device); while a shape change waits, the current shape is sized by the
-        models (the explicit estimate where no count is predicted to hold), within what the
-        cluster can schedule of it and never below the pods on a node, and a rollout of it
+        models (the explicit estimate where no count is predicted to hold), capped at what the
+        cluster can schedule of it (the cap never removing a pod on a node), and a rollout of it
         under way is not scaled in. Where such a move waits, another shape among
         ``scored``'s known candidates that the same step reaches whole, and that costs less
         than the current shape sized, is moved to instead (:meth:`_reached_whole`).

@@ -26,10 +26,10 @@ the order they are applied to a plan's target:
    back to the shape before it, and that shape change is not tried again for :data:`VETO_S`; a
    scale-out is re-targeted to what fits (rule 3), and so is one that gets stuck after a
    rollout finished (every pod ready, of the shape and started since the change): that
-   rollout is not undone. A
-   rollback that is stuck too (its shape was rolled back from before) is not undone in turn:
-   the shape more scheduled pods run stays, capped by rule 3 (two shapes that both do not fit
-   would otherwise alternate for as long as the vetoes last).
+   rollout is not undone. A rollback that is stuck too (its shape was rolled back from
+   before) is not undone in turn: the shape more scheduled pods run stays, capped by rule 3
+   (two shapes that both do not fit would otherwise alternate for as long as the vetoes
+   last).
 5. **No false claim.** A plan never says the objectives are met while one is observed
    violated: such reason parts are replaced by what is observed.
 
@@ -135,24 +135,29 @@ class Watch:
     """When progress was last seen (or the shape changed)."""
     vetoed: list[dict[str, Any]]
     changed: float | None = None
-    """When the shape last changed (``None`` in memory written before this was kept: then
-    :attr:`since` stands in for it)."""
+    """When the shape last changed, at the latest: when the watch last saw the shape before
+    (the rollout's pods started after it). ``None`` in memory written before this was kept:
+    then :attr:`since` stands in for it."""
+    seen: float | None = None
+    """When the watch last looked (the cycle before this one)."""
 
     @staticmethod
     def of(memory: Mapping[str, Any], now: float) -> Watch:
         vetoed = [dict(v) for v in memory.get("vetoed") or ()
                   if isinstance(v, Mapping) and float(v.get("until", 0.0)) > now]
         shape, previous, since = memory.get("shape"), memory.get("previous"), memory.get("since")
-        changed = memory.get("changed")
+        changed, seen = memory.get("changed"), memory.get("seen")
         return Watch(dict(shape) if isinstance(shape, Mapping) else None,
                      dict(previous) if isinstance(previous, Mapping) else None,
                      int(memory.get("progress") or 0),
                      float(since) if isinstance(since, int | float) else now, vetoed,
-                     float(changed) if isinstance(changed, int | float) else None)
+                     float(changed) if isinstance(changed, int | float) else None,
+                     float(seen) if isinstance(seen, int | float) else None)
 
     def as_memory(self) -> dict[str, Any]:
         return {"shape": self.shape, "previous": self.previous, "progress": self.progress,
-                "since": self.since, "vetoed": self.vetoed, "changed": self.changed}
+                "since": self.since, "vetoed": self.vetoed, "changed": self.changed,
+                "seen": self.seen}
 
     def vetoes(self, cfg: WorkloadConfig) -> bool:
         return any(v.get("cpu") == cfg.cpu and v.get("device") == cfg.device
@@ -210,10 +215,11 @@ def _stuck(ctx: PlanningContext, obs: Observation, watch: Watch) -> bool:
     cfg = ctx.config
     shape = _shape_doc(cfg)
     mine = capacity.scheduled_running(ctx.workload, cfg)
+    looked, watch.seen = watch.seen, ctx.now
     if watch.shape != shape:
         watch.previous = watch.shape
         watch.shape, watch.progress, watch.since = shape, mine, ctx.now
-        watch.changed = ctx.now
+        watch.changed = looked if looked is not None else ctx.now
         return False
     if watch.previous is not None and _finished(
             ctx, watch.changed if watch.changed is not None else watch.since):
