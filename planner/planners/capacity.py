@@ -88,8 +88,7 @@ def schedulable_replicas(workload: WorkloadState, snapshot: ClusterSnapshot,
     when every scheduled pod runs ``cfg``'s shape, as the workload's pod counts tell)."""
     matching = scheduled_running(workload, cfg)
     freed = 0
-    if matching < sum(n for (_, _, _, on_node, _), n in workload.pod_counts.items()
-                      if on_node):
+    if matching < on_nodes(workload):
         mine: dict[str, float] = {}
         for p in workload.pods:
             if p.node is not None and not runs(p, cfg):
@@ -97,6 +96,11 @@ def schedulable_replicas(workload: WorkloadState, snapshot: ClusterSnapshot,
         freed = sum(_room(n, cfg, mine[n.name]) - _room(n, cfg)
                     for n in snapshot.nodes_named(mine))
     return matching + free_slots(snapshot, cfg) + freed
+
+
+def on_nodes(workload: WorkloadState) -> int:
+    """The workload's pods on a node (ready or starting), from its pod counts."""
+    return sum(n for (_, _, _, on_node, _), n in workload.pod_counts.items() if on_node)
 
 
 def scheduled_running(workload: WorkloadState, cfg: WorkloadConfig, ready: bool = False

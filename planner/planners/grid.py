@@ -191,13 +191,11 @@ def _old_pods_serving(ctx: PlanningContext, target: WorkloadConfig) -> int:
     return sum(1 for p in ctx.workload.pods if p.ready and not capacity.runs(p, target))
 
 
-def _within(ctx: PlanningContext, need: int, fits: int) -> int:
-    """``need`` replicas of the current shape, capped at the ``fits`` the cluster can schedule
-    of it; as rule 3 of the safety layer, the cap never removes a pod on a node (some may be
-    old pods that still serve). A ``need`` below both is a scale-in, kept as asked."""
-    on_nodes = sum(n for (_, _, _, on_node, _), n in ctx.workload.pod_counts.items()
-                   if on_node)
-    return max(min(need, max(fits, min(ctx.config.replicas, on_nodes))), 1)
+def _within(ctx: PlanningContext, need: int) -> int:
+    """``need`` replicas of the current shape, capped as the safety layer's rule 3 caps
+    (:func:`planner.planners.safety.replica_cap`: never removing a pod on a node); a
+    ``need`` below the cap is kept, a scale-in as asked."""
+    return max(min(need, safety.replica_cap(ctx, ctx.config)), 1)
 
 
 def _sized_text(replicas: int, need: int, of: str) -> str:
@@ -752,7 +750,7 @@ class GridPlanner(Planner):
                         # can be scheduled at, goes ahead (gen-4009: 204 pods asked of a
                         # pool that holds 64).
                         return target, "", acts
-                    step = cur.with_(replicas=_within(ctx, need, fits))
+                    step = cur.with_(replicas=_within(ctx, need))
                     why = (f"the move to {safety.shape_text(target)} waits: its first step "
                            f"({reached} of {target.replicas} pods, the admin's step limit) "
                            "would not carry the load once the old pods leave")
@@ -781,8 +779,7 @@ class GridPlanner(Planner):
             step = cur
             return step, (f"until the resize to {target.cpu:g} cpu can start, the current size "
                           "as it is: scale-in waits for the rollout"), steps_towards(ctx, step)
-        step = cur.with_(replicas=_within(
-            ctx, need, capacity.schedulable_replicas(ctx.workload, ctx.snapshot, cur)))
+        step = cur.with_(replicas=_within(ctx, need))
         return step, (f"until the resize to {target.cpu:g} cpu can start, "
                       f"{_sized_text(step.replicas, need, 'the current size')}"
                       ), steps_towards(ctx, step)

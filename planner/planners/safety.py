@@ -244,7 +244,7 @@ def guard(ctx: PlanningContext, plan: Plan, memory: Memory,
     target, why, mode = _shape_rules(ctx, obs, watch, plan.target, plan.target_speed)
     target, sized = _size_rules(ctx, obs, target, plan.target_speed)
     why.extend(sized)
-    target, fitted = _fit_rules(ctx, obs, target, mode == "rollback")
+    target, fitted = _fit_rules(ctx, target, mode == "rollback")
     parts = list(plan.reason_parts)
     if obs.violated and any(p.kind in CLAIM_KINDS for p in parts):
         parts = [p for p in parts if p.kind not in CLAIM_KINDS]
@@ -386,12 +386,11 @@ def _same_cores(cur: WorkloadConfig, target: WorkloadConfig) -> WorkloadConfig:
         target.replicas * target.cpu / cur.cpu - 1e-9)))
 
 
-def _fit_rules(ctx: PlanningContext, obs: Observation, target: WorkloadConfig,
-               rolling_back: bool = False) -> tuple[WorkloadConfig, list[str]]:
+def _fit_rules(ctx: PlanningContext, target: WorkloadConfig, rolling_back: bool = False
+               ) -> tuple[WorkloadConfig, list[str]]:
     """Rule 3: a shape change that does not fit the cluster is not started (a rollback is
-    always started: its pods are the ones running); the replicas are capped at what can be
-    scheduled, never below the pods scheduled now (nor below the current replicas while they
-    all are: a cap must not delete serving pods)."""
+    always started: its pods are the ones running); the replicas are capped as
+    :func:`replica_cap` says."""
     cur = ctx.config
     why: list[str] = []
     if shape_of(target) != shape_of(cur) and not rolling_back:
@@ -400,9 +399,7 @@ def _fit_rules(ctx: PlanningContext, obs: Observation, target: WorkloadConfig,
             why.append(f"{shape_text(target)} x {target.replicas} does not fit the cluster (room "
                        f"for {fits}): {shape_text(cur)} kept")
             target = clip_target(ctx, _same_cores(cur, target))
-    scheduled = capacity.scheduled_running(ctx.workload, target)
-    cap = max(capacity.schedulable_replicas(ctx.workload, ctx.snapshot, target), scheduled,
-              min(cur.replicas, obs.scheduled))
+    cap = replica_cap(ctx, target)
     if target.replicas > cap:
         capped = clip_target(ctx, target.with_(replicas=cap))
         why.append(f"capped at {capped.replicas} replica(s): what the cluster can schedule of "
@@ -410,6 +407,16 @@ def _fit_rules(ctx: PlanningContext, obs: Observation, target: WorkloadConfig,
                    f"{target.replicas})")
         target = capped
     return target, why
+
+
+def replica_cap(ctx: PlanningContext, cfg: WorkloadConfig) -> int:
+    """Rule 3's cap on the replicas of ``cfg``'s shape: what the cluster can schedule of it,
+    never below its pods scheduled now, nor below the current replicas while they all are on
+    a node (a cap must not delete serving pods)."""
+    wl = ctx.workload
+    return max(capacity.schedulable_replicas(wl, ctx.snapshot, cfg),
+               capacity.scheduled_running(wl, cfg),
+               min(ctx.config.replicas, capacity.on_nodes(wl)))
 
 
 def _size_rules(ctx: PlanningContext, obs: Observation, target: WorkloadConfig,

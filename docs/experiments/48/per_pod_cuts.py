@@ -10,7 +10,7 @@ sys.path.insert(0, ".")
 
 from planner.control.event_detail import PodDetailSampler
 from planner.domain.state import PodState, WorkloadConfig, WorkloadState
-from planner.models.forecast import LoadForecast
+from planner.models.forecast import LoadForecast, _Startup
 
 workloads = [WorkloadState("ns", f"w{i}", WorkloadConfig(200, 1.0),
                            tuple(PodState(f"w{i}-{j}", f"n{j % 50}", 1.0, started_at=1.0)
@@ -28,7 +28,7 @@ def old_wants(sampler, intent, workload, now):
 
 
 def old_observe_pods(fc, key, t, pods):
-    st = fc._startup.setdefault(key, type(fc._startup.get(key) or next(iter(fc._startup.values())))())
+    st = fc._startup.setdefault(key, _Startup())
     present = set()
     for p in pods:
         present.add(p.name)
