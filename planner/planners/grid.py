@@ -355,18 +355,26 @@ class GridPlanner(Planner):
         supported = np.ones(n, dtype=bool)
         excess = np.zeros(n)
         closeness = np.zeros(n)
+        # Configurations of a pinned shape at a load per pod it was observed holding: their
+        # latency objectives are met (observed), whatever the models' bounds say.
+        vouched = inp.limits.vouched(batch, rate) if inp.limits.held else None
         with np.errstate(divide="ignore", invalid="ignore"):
             for o in ctx.intent.spec.objectives:
                 pr = predictions.get(o.name)
                 if pr is None:
                     continue
-                minimize = ctx.profiles[o.name].spec.minimizes
+                spec = ctx.profiles[o.name].spec
+                minimize = spec.minimizes
                 tol = o.tolerance if slack else 0.0
-                feasible &= _met(pr.bound, o.value, minimize, tol)
+                met = _met(pr.bound, o.value, minimize, tol)
                 supported &= pr.supported
                 limit = o.value * (1 + tol) if minimize else o.value * (1 - tol)
                 rel = (pr.bound / max(limit, 1e-12) - 1.0) if minimize else (
                     1.0 - pr.bound / max(limit, 1e-12))
+                if vouched is not None and minimize and spec.type is KPIType.LATENCY:
+                    met |= vouched
+                    rel = np.where(vouched, np.minimum(rel, 0.0), rel)
+                feasible &= met
                 closeness = np.maximum(closeness, _capped(1.0 + rel))
                 excess = np.maximum(excess, _capped(np.maximum(rel, 0.0)))
         # Configurations observed violating at this load per pod (whatever the models say);

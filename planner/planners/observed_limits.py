@@ -35,6 +35,15 @@ each time.
   it when the clock goes back. The planner rarely runs a configuration it excludes, so the age
   is what usually ends a limit: within ``FORGET_S`` a limit it should not have recorded costs
   capacity, never an objective.
+* **A held load vouches** for the candidates of its shape, where the shape is pinned to a
+  pool, whose planned load per pod is at most the load the shape held
+  (:meth:`ObservedLimits.vouched`): they meet every latency objective, whatever a model
+  predicts. A model fitted on a handful of rows can put an upper bound far above what the
+  workload was just seen to do, and then asks for ten times the pods the cluster showed
+  enough; the observation is the stronger evidence. More replicas of the shape carry less
+  load per pod, so this too is monotone in replicas. An unpinned shape's pods land on
+  whatever nodes the scheduler picks, and a held load does not carry to another mix of nodes:
+  those are left to the models.
 * The KPI window is taken to be ``feedback.KPI_WINDOW_S`` (a PromQL ``[1m]``); a profile whose
   query covers a longer range is judged on that assumption (not read from the query).
 * Everything is plain data (:meth:`remember`, :meth:`recall`).
@@ -184,6 +193,18 @@ class ObservedLimits:
         """Candidates of ``batch`` whose shape has a limit their load per pod reaches at
         ``rate`` requests per second."""
         out: NDArray[np.bool_] = self.overload(batch, rate) >= 1.0
+        return out
+
+    def vouched(self, batch: CandidateBatch, rate: float) -> NDArray[np.bool_]:
+        """Candidates of ``batch`` whose shape, pinned to a pool, held every latency objective
+        at a load per pod at least theirs at ``rate`` requests per second."""
+        out = np.zeros(len(batch), dtype=bool)
+        if rate <= 0:
+            return out
+        per_pod = rate / np.maximum(batch.replicas, 1)
+        for shape, lim in self.held.items():
+            if shape[2] is not None:
+                out |= feedback.shape_mask(batch, shape) & (per_pod <= lim.per_pod)
         return out
 
     def describe(self) -> str:
