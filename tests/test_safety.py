@@ -903,3 +903,50 @@ def test_while_a_shape_change_waits_a_scale_in_of_the_current_shape_is_kept() ->
     step, why, _ = GridPlanner()._safe_step(ctx, WorkloadConfig(8, 2.0, "cpu", "a"), 400.0,
                                             inp)
     assert step == cfg.with_(replicas=16) and "16 replica(s) of the current size" in why, why
+
+
+def _resizing(template_cpu: float, new_ready: int) -> PlanningContext:
+    """gen-3076, traced: 67 one-core pods being resized to four cores (the canary measured
+    3x the capacity per pod), the plan at 12 four-core pods. Here: 20 one-core pods ready,
+    ``new_ready`` four-core pods ready and four starting, the Deployment's template at
+    ``template_cpu``."""
+    cfg = WorkloadConfig(20, template_cpu, "cpu", None)
+    pods = (*(PodState(f"o-{i}", "a0", 1.0, "cpu", True, pool="a", cpu_utilization=0.5)
+              for i in range(20)),
+            *(PodState(f"n-{i}", "a1", 4.0, "cpu", i < new_ready, pool="a",
+                       cpu_utilization=0.3 if i < new_ready else None)
+              for i in range(new_ready + 4)))
+    wl = WorkloadState("ns", "w", cfg, pods, request_rate=400.0, cpu_utilization=0.4)
+    nodes = (NodeState("a0", "a", "eu", 64.0, 20.0, 0, 0, 0.04, 0.0),
+             NodeState("a1", "a", "eu", 64.0, 4.0 * (new_ready + 4), 0, 0, 0.04, 0.0))
+    return _context(wl, nodes, ("replicas", "cpu"), 50.0, max_step=2, cooldown_s=300.0)
+
+
+def test_a_resize_rollout_ends_once_the_new_size_ready_holds_the_load() -> None:
+    """A resize rolls out pod for pod at the held replica count, and the scale-in it is on the
+    way to waited for the rollout, then went two pods a cycle (the admin's step limit): 67
+    four-core pods where 12 held the load, for ten minutes. Once as many pods of the new size
+    are ready as the target has, and the models vouch for the target, the old pods leave at
+    once, as for a move to a measured device. Not while fewer are ready, not where the models
+    do not vouch for the target, and not from a template still at the old size (the pods of
+    the target's size are then the old ones)."""
+    from planner.planners.grid import GridPlanner, Inputs
+
+    target = WorkloadConfig(5, 4.0, "cpu", None)
+    holds = Inputs({"p95": _Capacity(30.0, 1.0)}, 0.0)      # 5 x 4 cpu: p95 17.5 ms
+    step, why, actions = GridPlanner()._safe_step(_resizing(4.0, 6), target, 400.0, holds)
+    assert step == target and why == "", why
+    finish = [a for a in actions if a.actuator == "replicas"]
+    assert [a.params["replicas"] for a in finish] == [5], [a.reason for a in actions]
+    assert "rollout finished" in finish[0].reason
+    # Fewer new pods ready than the target has: the rollout goes on.
+    step, why, _ = GridPlanner()._safe_step(_resizing(4.0, 3), target, 400.0, holds)
+    assert step.replicas == 20 and "scale-in waits for the rollout" in why, why
+    # The models do not vouch for 5 four-core pods at this load: the rollout goes on.
+    slow = Inputs({"p95": _Capacity(18.0, 1.0)}, 0.0)        # 72 req/s a pod: saturated
+    step, why, _ = GridPlanner()._safe_step(_resizing(4.0, 6), target, 400.0, slow)
+    assert step.replicas == 20, why
+    # The template back at one core (a resize back under way): the four-core pods are the
+    # old ones, and dropping the count would remove them.
+    step, why, actions = GridPlanner()._safe_step(_resizing(1.0, 6), target, 400.0, holds)
+    assert not any("rollout finished" in a.reason for a in actions), [a.reason for a in actions]

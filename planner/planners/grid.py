@@ -216,6 +216,18 @@ def _first_step_carries(ctx: PlanningContext, target: WorkloadConfig, reached: i
     return reached * target.cpu >= min(fits, cur.replicas) * cur.cpu
 
 
+def _resizing_in_place(ctx: PlanningContext, target: WorkloadConfig) -> bool:
+    """A rollout to ``target``'s shape that changes the CPU size alone is under way: the
+    Deployment asks for ``target``'s shape, and pods of another CPU size, on its device and
+    pool, still run beside its own (the old pods a rollout removes)."""
+    if feedback.shape_of(target) != feedback.shape_of(ctx.config):
+        return False
+    others = [p for p in ctx.workload.pods if not capacity.runs(p, target)]
+    return bool(others) and all(
+        p.device == target.device and (target.pool is None or p.pool == target.pool)
+        for p in others)
+
+
 def _throughput_objectives(ctx: PlanningContext) -> set[str]:
     return {o.name for o in ctx.intent.spec.objectives
             if ctx.profiles[o.name].spec.type is KPIType.THROUGHPUT}
@@ -652,6 +664,12 @@ class GridPlanner(Planner):
                   inp: Inputs) -> bool:
         return bool(self.score(ctx, CandidateBatch.of([cfg]), rate, inp).feasible[0])
 
+    def _vouched_at(self, ctx: PlanningContext, cfg: WorkloadConfig, rate: float,
+                    inp: Inputs) -> bool:
+        """Whether ``cfg`` is predicted to hold the load by models that know its shape."""
+        s = self.score(ctx, CandidateBatch.of([cfg]), rate, inp)
+        return bool(s.feasible[0] and s.supported[0])
+
     # ---------------------------------------------------------------- transitions
     def _safe_step(self, ctx: PlanningContext, target: WorkloadConfig, rate: float,
                    inp: Inputs, covered: float | None = None, scored: Scored | None = None
@@ -687,11 +705,16 @@ class GridPlanner(Planner):
         """
         cur = ctx.config
         scaler = scaler_of(ctx)
-        if (covered is not None and scaler is not None and target.replicas < cur.replicas
+        if (scaler is not None and target.replicas < cur.replicas
                 and place_of(target) == place_of(cur)
-                and canary.ready_of(ctx, target) >= target.replicas):
+                and canary.ready_of(ctx, target) >= target.replicas
+                and (covered is not None or (_resizing_in_place(ctx, target)
+                                             and self._vouched_at(ctx, target, rate, inp)))):
             # Enough pods of the new shape are ready: the old ones leave at once (gradually,
-            # the slow old pods would carry a growing round-robin share each).
+            # the slow old pods would carry a growing round-robin share each). Where only the
+            # CPU size changes, the models vouch for the new size at that count (gen-3076:
+            # 67 one-core pods replaced by 67 four-core ones, on the way to 12, then removed
+            # two a cycle by the step limit: four times the cores for ten minutes).
             acts = [a for a in steps_towards(ctx, target) if a.actuator != scaler.name]
             return target, "", [*acts, scaler.finish_rollout(ctx.workload.key, cur,
                                                                target.replicas)]
