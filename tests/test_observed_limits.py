@@ -16,6 +16,7 @@ from planner.models.predictor import CandidateBatch, Prediction, Predictor
 from planner.planners import feedback
 from planner.planners.base import PlanningContext
 from planner.planners.observed_limits import Limit, ObservedLimits
+from planner.planners.grid import GridPlanner, Inputs
 from tests.test_grid_planner import context, planner_with
 
 
@@ -121,6 +122,8 @@ def test_a_violation_at_a_load_the_shape_has_held_records_nothing() -> None:
     run(lim, 8, 1000.0, 1060.0, 40.0, peak=300.0, low=300.0)
     run(lim, 5, 1075.0, 1150.0, 90.0, peak=100.0, low=100.0)
     assert lim.limits == {} and lim.held[SHAPE].per_pod == 37.5
+    # What the 8 pods held no longer vouches for the shape: it was just seen violating below.
+    assert SHAPE not in lim.vouch
 
 
 def test_a_violation_while_a_canary_serves_records_nothing() -> None:
@@ -227,7 +230,7 @@ def test_the_limit_is_kept_in_the_plans_memory_and_restored() -> None:
 def test_a_held_load_vouches_monotonically_and_only_for_its_pinned_shape(
         held: list[tuple[float, str | None, float]], cpu: float, pool: str | None,
         rate: float) -> None:
-    lim = ObservedLimits(held={(c, "cpu", p): Limit(per_pod, 0.0) for c, p, per_pod in held})
+    lim = ObservedLimits(vouch={(c, "cpu", p): Limit(per_pod, 0.0) for c, p, per_pod in held})
     reps = np.arange(1, 41, dtype=float)
     batch = CandidateBatch(reps, np.full(reps.size, cpu), np.zeros(reps.size),
                            (pool,) * reps.size)
@@ -235,10 +238,10 @@ def test_a_held_load_vouches_monotonically_and_only_for_its_pinned_shape(
     # Vouched at n replicas implies vouched at every larger count: the mask is a suffix.
     assert not np.any(out[:-1] & ~out[1:])
     shape = (cpu, "cpu", pool)
-    if pool is None or shape not in lim.held:
+    if pool is None or shape not in lim.vouch:
         assert not out.any()       # an unpinned shape's pods land on whatever nodes
     else:
-        assert np.array_equal(out, (rate / reps <= lim.held[shape].per_pod) & (rate > 0))
+        assert np.array_equal(out, (rate / reps <= lim.vouch[shape].per_pod) & (rate > 0))
     back = ObservedLimits.recall(lim.remember())
     assert np.array_equal(back.vouched(batch, rate), out)
 
@@ -254,9 +257,15 @@ class Pessimistic(Predictor):
                           np.ones(len(batch), dtype=bool))
 
 
-def pinned(replicas: int, now: float, latency: float) -> PlanningContext:
+def pinned(replicas: int, now: float, latency: float, rate: float = 300.0,
+           tolerance: float = 0.0) -> PlanningContext:
     """:func:`at`, the workload pinned to the pool its node is in."""
-    ctx = at(replicas, now, latency)
+    ctx = at(replicas, now, latency, rate)
+    if tolerance:
+        spec = ctx.intent.spec
+        objectives = [o.model_copy(update={"tolerance": tolerance}) for o in spec.objectives]
+        ctx = replace(ctx, intent=ctx.intent.model_copy(
+            update={"spec": spec.model_copy(update={"objectives": objectives})}))
     cfg = replace(ctx.config, pool="general")
     pods = tuple(replace(p, pool="general") for p in ctx.workload.pods)
     wl = replace(ctx.workload, config=cfg, pods=pods)
@@ -276,5 +285,49 @@ def test_a_shape_seen_holding_its_load_is_planned_as_feasible_whatever_the_model
     last = plans[-1]
     assert last.target.replicas == 10 and last.target.pool == "general", last.reason
     assert "current configuration still meets every objective" in last.reason, last.reason
-    held = ObservedLimits.recall(planner.memory["limits"]).held
-    assert held[(1.0, "cpu", "general")].per_pod == pytest.approx(30.0)
+    vouch = ObservedLimits.recall(planner.memory["limits"]).vouch
+    assert vouch[(1.0, "cpu", "general")].per_pod == pytest.approx(30.0)
+    nine = GridPlanner()._judge(last_ctx := pinned(10, 1120.0, 40.0),
+                                CandidateBatch.of([WorkloadConfig(n, 1.0, "cpu", "general")
+                                                   for n in (9, 10, 11)]), 300.0,
+                                {"p95": Pessimistic().predict(
+                                    CandidateBatch.of([WorkloadConfig(9)] * 3), 300.0)},
+                                Inputs({}, 0.0, ObservedLimits.recall(
+                                    planner.memory["limits"])))
+    assert nine.feasible.tolist() == [False, True, True], last_ctx.config
+
+
+class Cautious(Predictor):
+    """Its bound meets the 60 ms target from 25 pods on, not below."""
+
+    kind = "learned"
+
+    def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
+        bound = np.where(batch.replicas >= 25, 50.0, 90.0)
+        return Prediction(np.full(len(batch), 50.0), bound, np.ones(len(batch), dtype=bool))
+
+
+def test_a_held_load_does_not_vouch_while_the_objective_is_observed_violated() -> None:
+    """Ten pinned pods held the load; now they read 100 ms against 60 at the same load. The
+    plan scales out to what the model vouches for (the observation, not the held load, is
+    believed; before, ten were kept as "predicted to meet every objective"), and once the
+    violation has lasted a cycle past the window the held load vouches for nothing."""
+    planner = planner_with(Cautious())
+    for i in range(8):
+        planner.plan(pinned(10, 1000.0 + 15 * i, 40.0))
+    assert planner.plan(pinned(10, 1120.0, 40.0)).target.replicas == 10
+    plan = planner.plan(pinned(10, 1135.0, 100.0))
+    assert plan.target.replicas >= 25, plan.reason
+    for i in range(1, 7):
+        planner.plan(pinned(10, 1135.0 + 15 * i, 100.0))
+    assert (1.0, "cpu", "general") not in ObservedLimits.recall(planner.memory["limits"]).vouch
+
+
+def test_a_load_held_only_within_the_tolerance_vouches_for_nothing() -> None:
+    """Ten pinned pods read 80 ms against a 60 ms target with 50 % tolerance: met, but not
+    within the target, so no count of the shape is vouched for."""
+    planner = planner_with(Pessimistic())
+    for i in range(8):
+        planner.plan(pinned(10, 1000.0 + 15 * i, 80.0, tolerance=0.5))
+    lim = ObservedLimits.recall(planner.memory["limits"])
+    assert (1.0, "cpu", "general") in lim.held and not lim.vouch

@@ -905,20 +905,21 @@ def test_while_a_shape_change_waits_a_scale_in_of_the_current_shape_is_kept() ->
     assert step == cfg.with_(replicas=16) and "16 replica(s) of the current size" in why, why
 
 
-def _resizing(template_cpu: float, new_ready: int) -> PlanningContext:
+def _resizing(template_cpu: float, new_ready: int, pool: str | None = None) -> PlanningContext:
     """gen-3076, traced: 67 one-core pods being resized to four cores (the canary measured
     3x the capacity per pod), the plan at 12 four-core pods. Here: 20 one-core pods ready,
-    ``new_ready`` four-core pods ready and four starting, the Deployment's template at
-    ``template_cpu``."""
-    cfg = WorkloadConfig(20, template_cpu, "cpu", None)
+    ``new_ready`` four-core pods ready, two starting and two waiting for room (no node, no
+    pool yet), the Deployment's template at ``template_cpu`` (pinned to ``pool``)."""
+    cfg = WorkloadConfig(20, template_cpu, "cpu", pool)
     pods = (*(PodState(f"o-{i}", "a0", 1.0, "cpu", True, pool="a", cpu_utilization=0.5)
               for i in range(20)),
-            *(PodState(f"n-{i}", "a1", 4.0, "cpu", i < new_ready, pool="a",
-                       cpu_utilization=0.3 if i < new_ready else None)
-              for i in range(new_ready + 4)))
+            *(PodState(f"n-{i}", "a1", 4.0, "cpu", True, pool="a", cpu_utilization=0.3)
+              for i in range(new_ready)),
+            *(PodState(f"s-{i}", "a1", 4.0, "cpu", False, pool="a") for i in range(2)),
+            *(PodState(f"p-{i}", None, 4.0, "cpu", False) for i in range(2)))
     wl = WorkloadState("ns", "w", cfg, pods, request_rate=400.0, cpu_utilization=0.4)
     nodes = (NodeState("a0", "a", "eu", 64.0, 20.0, 0, 0, 0.04, 0.0),
-             NodeState("a1", "a", "eu", 64.0, 4.0 * (new_ready + 4), 0, 0, 0.04, 0.0))
+             NodeState("a1", "a", "eu", 64.0, 4.0 * (new_ready + 2), 0, 0, 0.04, 0.0))
     return _context(wl, nodes, ("replicas", "cpu"), 50.0, max_step=2, cooldown_s=300.0)
 
 
@@ -934,11 +935,13 @@ def test_a_resize_rollout_ends_once_the_new_size_ready_holds_the_load() -> None:
 
     target = WorkloadConfig(5, 4.0, "cpu", None)
     holds = Inputs({"p95": _Capacity(30.0, 1.0)}, 0.0)      # 5 x 4 cpu: p95 17.5 ms
-    step, why, actions = GridPlanner()._safe_step(_resizing(4.0, 6), target, 400.0, holds)
-    assert step == target and why == "", why
-    finish = [a for a in actions if a.actuator == "replicas"]
-    assert [a.params["replicas"] for a in finish] == [5], [a.reason for a in actions]
-    assert "rollout finished" in finish[0].reason
+    for pool in (None, "a"):      # pinned, the pods waiting for room have no pool yet
+        step, why, actions = GridPlanner()._safe_step(_resizing(4.0, 6, pool),
+                                                      target.with_(pool=pool), 400.0, holds)
+        assert step == target.with_(pool=pool) and why == "", why
+        finish = [a for a in actions if a.actuator == "replicas"]
+        assert [a.params["replicas"] for a in finish] == [5], [a.reason for a in actions]
+        assert "rollout finished" in finish[0].reason
     # Fewer new pods ready than the target has: the rollout goes on.
     step, why, _ = GridPlanner()._safe_step(_resizing(4.0, 3), target, 400.0, holds)
     assert step.replicas == 20 and "scale-in waits for the rollout" in why, why
@@ -946,7 +949,7 @@ def test_a_resize_rollout_ends_once_the_new_size_ready_holds_the_load() -> None:
     slow = Inputs({"p95": _Capacity(18.0, 1.0)}, 0.0)        # 72 req/s a pod: saturated
     step, why, _ = GridPlanner()._safe_step(_resizing(4.0, 6), target, 400.0, slow)
     assert step.replicas == 20, why
-    # The template back at one core (a resize back under way): the four-core pods are the
-    # old ones, and dropping the count would remove them.
+    # The template not at the target's size (here still one core): the four-core pods are
+    # not the rollout's new ones, and dropping the count would remove the wrong pods.
     step, why, actions = GridPlanner()._safe_step(_resizing(1.0, 6), target, 400.0, holds)
     assert not any("rollout finished" in a.reason for a in actions), [a.reason for a in actions]

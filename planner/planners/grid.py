@@ -48,7 +48,15 @@ from planner.domain.state import WorkloadConfig
 from planner.models.forecast import Forecast, LoadForecast
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
 from planner.models.queue_estimate import QueueEstimate
-from planner.planners import canary, capacity, fallback, feedback, plan_details, safety
+from planner.planners import (
+    canary,
+    capacity,
+    fallback,
+    feedback,
+    observed_limits,
+    plan_details,
+    safety,
+)
 from planner.planners.base import (
     Planner,
     PlanningContext,
@@ -99,7 +107,9 @@ class Recall:
     predictors: PredictorMemory
     limits: ObservedLimits
     """Per shape, the load per pod at which a latency objective was observed violated
-    (:mod:`.observed_limits`): candidates that reach it are not feasible, whatever the model."""
+    (:mod:`.observed_limits`): candidates that reach it are not feasible, whatever the model;
+    and the load per pod a pinned shape was observed holding: candidates within it meet the
+    latency objectives, whatever the model."""
 
     @staticmethod
     def of(key: str, memory: Mapping[str, Any]) -> Recall:
@@ -222,10 +232,13 @@ def _resizing_in_place(ctx: PlanningContext, target: WorkloadConfig) -> bool:
     pool, still run beside its own (the old pods a rollout removes)."""
     if feedback.shape_of(target) != feedback.shape_of(ctx.config):
         return False
-    others = [p for p in ctx.workload.pods if not capacity.runs(p, target)]
-    return bool(others) and all(
-        p.device == target.device and (target.pool is None or p.pool == target.pool)
-        for p in others)
+    old = False
+    for p in ctx.workload.pods:
+        if p.device != target.device or (target.pool is not None
+                                         and p.pool not in (target.pool, None)):
+            return False           # another device or pool: not a resize alone
+        old = old or p.cpu != target.cpu     # (a pod waiting for room has no pool yet)
+    return old
 
 
 def _throughput_objectives(ctx: PlanningContext) -> set[str]:
@@ -368,8 +381,10 @@ class GridPlanner(Planner):
         excess = np.zeros(n)
         closeness = np.zeros(n)
         # Configurations of a pinned shape at a load per pod it was observed holding: their
-        # latency objectives are met (observed), whatever the models' bounds say.
-        vouched = inp.limits.vouched(batch, rate) if inp.limits.held else None
+        # latency objectives are met (observed), whatever the models' bounds say; not while
+        # one is observed violated (the observation then says otherwise).
+        vouched = (inp.limits.vouched(batch, rate)
+                   if inp.limits.vouch and not observed_limits.latency_violated(ctx) else None)
         with np.errstate(divide="ignore", invalid="ignore"):
             for o in ctx.intent.spec.objectives:
                 pr = predictions.get(o.name)
@@ -664,9 +679,10 @@ class GridPlanner(Planner):
                   inp: Inputs) -> bool:
         return bool(self.score(ctx, CandidateBatch.of([cfg]), rate, inp).feasible[0])
 
-    def _vouched_at(self, ctx: PlanningContext, cfg: WorkloadConfig, rate: float,
-                    inp: Inputs) -> bool:
-        """Whether ``cfg`` is predicted to hold the load by models that know its shape."""
+    def _known_to_hold(self, ctx: PlanningContext, cfg: WorkloadConfig, rate: float,
+                       inp: Inputs) -> bool:
+        """Whether ``cfg`` is judged to hold the load, by predictions that support its shape
+        (or by a load its shape was seen holding)."""
         s = self.score(ctx, CandidateBatch.of([cfg]), rate, inp)
         return bool(s.feasible[0] and s.supported[0])
 
@@ -709,7 +725,7 @@ class GridPlanner(Planner):
                 and place_of(target) == place_of(cur)
                 and canary.ready_of(ctx, target) >= target.replicas
                 and (covered is not None or (_resizing_in_place(ctx, target)
-                                             and self._vouched_at(ctx, target, rate, inp)))):
+                                             and self._known_to_hold(ctx, target, rate, inp)))):
             # Enough pods of the new shape are ready: the old ones leave at once (gradually,
             # the slow old pods would carry a growing round-robin share each). Where only the
             # CPU size changes, the models vouch for the new size at that count (gen-3076:

@@ -41,9 +41,13 @@ each time.
   predicts. A model fitted on a handful of rows can put an upper bound far above what the
   workload was just seen to do, and then asks for ten times the pods the cluster showed
   enough; the observation is the stronger evidence. More replicas of the shape carry less
-  load per pod, so this too is monotone in replicas. An unpinned shape's pods land on
-  whatever nodes the scheduler picks, and a held load does not carry to another mix of nodes:
-  those are left to the models.
+  load per pod, so this too is monotone in replicas. A load vouches only where every latency
+  objective met its target itself (not just its tolerance). The vouch is not used while a
+  latency objective is observed violated (:func:`latency_violated`), and a steady violation
+  at or below the load vouched for ends it (the shape vouches again once it holds a whole
+  window again); such a violation still records no limit. An unpinned shape's pods land on
+  whatever nodes the scheduler picks, and a held load does not carry to another mix of
+  nodes: those are left to the models.
 * The KPI window is taken to be ``feedback.KPI_WINDOW_S`` (a PromQL ``[1m]``); a profile whose
   query covers a longer range is judged on that assumption (not read from the query).
 * Everything is plain data (:meth:`remember`, :meth:`recall`).
@@ -78,14 +82,23 @@ def _fresh(seen: dict[feedback.Shape, Limit], now: float) -> dict[feedback.Shape
     return {s: lim for s, lim in seen.items() if now - lim.at <= feedback.FORGET_S}
 
 
-def _latency_verdicts(ctx: PlanningContext) -> list[bool | None]:
-    """Met / violated / unknown for each latency objective the intent minimises."""
+def _latency_verdicts(ctx: PlanningContext, strict: bool = False) -> list[bool | None]:
+    """Met / violated / unknown for each latency objective the intent minimises (``strict``:
+    met only within the target itself, not its tolerance)."""
     out: list[bool | None] = []
     for o in ctx.intent.spec.objectives:
         prof = ctx.profiles[o.name]
         if prof.spec.type is KPIType.LATENCY and prof.spec.minimizes:
-            out.append(objective_met(ctx.current.get(o.name), o, prof))
+            value = ctx.current.get(o.name)
+            out.append(objective_met(value, o, prof) if not strict or value is None
+                       else value <= o.value)
     return out
+
+
+def latency_violated(ctx: PlanningContext) -> bool:
+    """Whether a latency objective the intent minimises is observed violated now (beyond its
+    tolerance)."""
+    return False in _latency_verdicts(ctx)
 
 
 @dataclass(frozen=True)
@@ -107,6 +120,10 @@ class ObservedLimits:
     held: dict[feedback.Shape, Limit] = field(default_factory=dict)
     """Per shape, the highest load per pod observed meeting every latency objective over a
     whole steady window: a violation at or below it is not the load's doing."""
+    vouch: dict[feedback.Shape, Limit] = field(default_factory=dict)
+    """Per shape, the highest load per pod observed meeting every latency objective's target
+    itself (its tolerance not used) over a whole steady window since the shape last violated
+    at or below it: pinned shapes are judged feasible within it (:meth:`vouched`)."""
     config: WorkloadConfig | None = None
     """The configuration in place, every pod ready, last cycle (``None``: it was not)."""
     since: float = 0.0
@@ -129,10 +146,12 @@ class ObservedLimits:
         cfg, now = ctx.config, ctx.now
         if self.seen_at is not None and now < self.seen_at:      # a restarted clock
             self.limits, self.held, self.config, self.pending = {}, {}, None, None
+            self.vouch = {}
         gap = self.seen_at is not None and now - self.seen_at > 2 * ctx.admin.cycle_s
         self.seen_at = now
         self.limits = _fresh(self.limits, now)
         self.held = _fresh(self.held, now)
+        self.vouch = _fresh(self.vouch, now)
         if self.pending is not None and not gap:
             self._record(self.pending, peak_rate)
         self.pending = None
@@ -153,6 +172,7 @@ class ObservedLimits:
         steady = max(self.since, ctx.workload.newest_start)
         whole_window = now - steady >= feedback.KPI_WINDOW_S
         verdicts = _latency_verdicts(ctx)
+        strict = _latency_verdicts(ctx, strict=True)
         shape = feedback.shape_of(cfg)
         if False in verdicts and (whole_window or self.by_scale_in) and peak_rate:
             self.pending = Pending(shape, cfg.replicas, peak_rate, now)
@@ -161,6 +181,9 @@ class ObservedLimits:
             per_pod = low_rate / cfg.replicas
             if shape not in self.held or per_pod >= self.held[shape].per_pod:
                 self.held[shape] = Limit(per_pod, now)
+            if all(v is True for v in strict) and (
+                    shape not in self.vouch or per_pod >= self.vouch[shape].per_pod):
+                self.vouch[shape] = Limit(per_pod, now)
             if shape in self.limits and per_pod >= self.limits[shape].per_pod:
                 del self.limits[shape]
 
@@ -168,8 +191,12 @@ class ObservedLimits:
         """Record a violation seen last cycle at the highest rate of both windows: the rate
         is the mean of the last metrics interval, so on a steep rise the violation is caused
         by more load than was measured when it was seen, and the next cycle's rate shows it.
-        Not at a load per pod the shape has held: then something else caused it."""
+        Not at a load per pod the shape has held: then something else caused it (and what it
+        held vouches for it no longer, until it holds a whole window again)."""
         per_pod = max(seen.peak_rate, peak_rate or 0.0) / seen.replicas
+        vouch = self.vouch.get(seen.shape)
+        if vouch is not None and per_pod <= vouch.per_pod:
+            del self.vouch[seen.shape]
         held = self.held.get(seen.shape)
         if held is not None and per_pod <= held.per_pod:
             return
@@ -202,7 +229,7 @@ class ObservedLimits:
         if rate <= 0:
             return out
         per_pod = rate / np.maximum(batch.replicas, 1)
-        for shape, lim in self.held.items():
+        for shape, lim in self.vouch.items():
             if shape[2] is not None:
                 out |= feedback.shape_mask(batch, shape) & (per_pod <= lim.per_pod)
         return out
@@ -218,6 +245,7 @@ class ObservedLimits:
     def remember(self) -> dict[str, Any]:
         return {
             "limits": _rows(self.limits), "held": _rows(self.held),
+            "vouch": _rows(self.vouch),
             "config": None if self.config is None else self.config.as_dict(),
             "since": self.since, "restarts": self.restarts, "seen_at": self.seen_at,
             "by_scale_in": self.by_scale_in,
@@ -230,14 +258,16 @@ class ObservedLimits:
     def recall(memory: Mapping[str, Any]) -> ObservedLimits:
         cfg, seen, at = memory.get("config"), memory.get("pending"), memory.get("seen_at")
         return ObservedLimits(
-            _limits(memory.get("limits")), _limits(memory.get("held")),
-            None if cfg is None else WorkloadConfig(
+            limits=_limits(memory.get("limits")), held=_limits(memory.get("held")),
+            vouch=_limits(memory.get("vouch")),
+            config=None if cfg is None else WorkloadConfig(
                 int(cfg["replicas"]), float(cfg["cpu"]), str(cfg["device"]),
                 None if cfg.get("pool") is None else str(cfg["pool"])),
-            float(memory.get("since") or 0.0), int(memory.get("restarts") or 0),
-            None if at is None else float(at), bool(memory.get("by_scale_in")),
-            None if seen is None else Pending(_shape(seen[:3]), int(seen[3]), float(seen[4]),
-                                              float(seen[5])))
+            since=float(memory.get("since") or 0.0), restarts=int(memory.get("restarts") or 0),
+            seen_at=None if at is None else float(at),
+            by_scale_in=bool(memory.get("by_scale_in")),
+            pending=None if seen is None else Pending(_shape(seen[:3]), int(seen[3]),
+                                                      float(seen[4]), float(seen[5])))
 
 
 def _shape(row: Any) -> feedback.Shape:
