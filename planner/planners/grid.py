@@ -48,15 +48,7 @@ from planner.domain.state import WorkloadConfig
 from planner.models.forecast import Forecast, LoadForecast
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
 from planner.models.queue_estimate import QueueEstimate
-from planner.planners import (
-    canary,
-    capacity,
-    fallback,
-    feedback,
-    observed_limits,
-    plan_details,
-    safety,
-)
+from planner.planners import canary, capacity, fallback, feedback, plan_details, safety
 from planner.planners.base import (
     Planner,
     PlanningContext,
@@ -381,10 +373,8 @@ class GridPlanner(Planner):
         excess = np.zeros(n)
         closeness = np.zeros(n)
         # Configurations of a pinned shape at a load per pod it was observed holding: their
-        # latency objectives are met (observed), whatever the models' bounds say; not while
-        # one is observed violated (the observation then says otherwise).
-        vouched = (inp.limits.vouched(batch, rate)
-                   if inp.limits.vouch and not observed_limits.latency_violated(ctx) else None)
+        # latency objectives are met (observed), whatever the models' bounds say.
+        vouched = inp.limits.vouched(ctx, batch, rate) if inp.limits.vouch else None
         with np.errstate(divide="ignore", invalid="ignore"):
             for o in ctx.intent.spec.objectives:
                 pr = predictions.get(o.name)

@@ -42,10 +42,11 @@ each time.
   workload was just seen to do, and then asks for ten times the pods the cluster showed
   enough; the observation is the stronger evidence. More replicas of the shape carry less
   load per pod, so this too is monotone in replicas. A load vouches only where every latency
-  objective met its target itself (not just its tolerance). The vouch is not used while a
-  latency objective is observed violated (:func:`latency_violated`), and a steady violation
-  at or below the load vouched for ends it (the shape vouches again once it holds a whole
-  window again); such a violation still records no limit. An unpinned shape's pods land on
+  objective met its target itself (not just its tolerance). A shape observed violating a
+  latency objective at a load per pod within what it vouched for does not vouch while it
+  does, and a steady such violation ends the vouch (the shape vouches again once it holds a
+  whole window again); it still records no limit. A violation at more load per pod than it
+  held does not contradict it. An unpinned shape's pods land on
   whatever nodes the scheduler picks, and a held load does not carry to another mix of
   nodes: those are left to the models.
 * The KPI window is taken to be ``feedback.KPI_WINDOW_S`` (a PromQL ``[1m]``); a profile whose
@@ -95,10 +96,6 @@ def _latency_verdicts(ctx: PlanningContext, strict: bool = False) -> list[bool |
     return out
 
 
-def latency_violated(ctx: PlanningContext) -> bool:
-    """Whether a latency objective the intent minimises is observed violated now (beyond its
-    tolerance)."""
-    return False in _latency_verdicts(ctx)
 
 
 @dataclass(frozen=True)
@@ -222,17 +219,33 @@ class ObservedLimits:
         out: NDArray[np.bool_] = self.overload(batch, rate) >= 1.0
         return out
 
-    def vouched(self, batch: CandidateBatch, rate: float) -> NDArray[np.bool_]:
+    def vouched(self, ctx: PlanningContext, batch: CandidateBatch,
+                rate: float) -> NDArray[np.bool_]:
         """Candidates of ``batch`` whose shape, pinned to a pool, held every latency objective
-        at a load per pod at least theirs at ``rate`` requests per second."""
+        at a load per pod at least theirs at ``rate`` requests per second; not the current
+        shape while it is observed violating a latency objective at a load per ready pod
+        within what it held (the observation then says otherwise)."""
         out = np.zeros(len(batch), dtype=bool)
-        if rate <= 0:
+        if rate <= 0 or not self.vouch:
             return out
         per_pod = rate / np.maximum(batch.replicas, 1)
+        doubted = self._doubted(ctx)
         for shape, lim in self.vouch.items():
-            if shape[2] is not None:
+            if shape[2] is not None and shape != doubted:
                 out |= feedback.shape_mask(batch, shape) & (per_pod <= lim.per_pod)
         return out
+
+    def _doubted(self, ctx: PlanningContext) -> feedback.Shape | None:
+        """The current shape, where a latency objective is observed violated now (beyond its
+        tolerance) at a load per ready pod at or below the load the shape vouched for."""
+        shape = feedback.shape_of(ctx.config)
+        lim, rate = self.vouch.get(shape), ctx.workload.request_rate
+        if lim is None or False not in _latency_verdicts(ctx):
+            return None
+        if rate is None:           # no rate seen: nothing says the load is beyond it
+            return shape
+        now = rate / max(ctx.workload.ready_replicas, 1)
+        return shape if now <= lim.per_pod else None
 
     def describe(self) -> str:
         """The limits in words (for a plan's reason)."""
