@@ -32,6 +32,7 @@ def at(replicas: int, now: float, latency: float, rate: float = 300.0,
 
 
 SHAPE = (1.0, "cpu", None)
+PINNED = (1.0, "cpu", "general")
 
 
 def run(lim: ObservedLimits, replicas: int, start: float, end: float, latency: float,
@@ -347,3 +348,29 @@ def test_a_load_held_only_within_the_tolerance_vouches_for_nothing() -> None:
         planner.plan(pinned(10, 1000.0 + 15 * i, 80.0, tolerance=0.5))
     lim = ObservedLimits.recall(planner.memory["limits"])
     assert (1.0, "cpu", "general") in lim.held and not lim.vouch
+
+
+def test_the_vouch_is_withheld_only_from_the_current_shape_violating_as_its_own() -> None:
+    """Ten pinned pods held 300 req/s (30 each). Seen violating at that load over a whole
+    window, the shape's own vouch is withheld (another shape's stays), also where no rate is
+    known; just after a scale-out to 23 pods, whose KPI window still holds the ten pods'
+    minutes, it is not."""
+    lim = ObservedLimits()
+    for i in range(6):
+        lim.observe(pinned(10, 1000.0 + 15 * i, 40.0), 300.0, 300.0)
+    assert lim.vouch[PINNED].per_pod == pytest.approx(30.0)
+    lim.vouch[(2.0, "cpu", "general")] = Limit(50.0, 1075.0)
+    batch = CandidateBatch.of([WorkloadConfig(n, c, "cpu", "general")
+                               for c in (1.0, 2.0) for n in (10, 20)])
+    for i in range(6, 12):
+        violated = pinned(10, 1000.0 + 15 * i, 100.0)
+        lim.pending = None                  # judged here, not recorded (which ends it)
+        lim.observe(violated, 300.0, 300.0)
+    assert lim.vouched(violated, batch, 300.0).tolist() == [False, False, True, True]
+    no_rate = replace(violated, workload=replace(violated.workload, request_rate=None))
+    assert lim.vouched(no_rate, batch, 300.0).tolist() == [False, False, True, True]
+    out = pinned(23, 1180.0, 100.0, rate=450.0)          # a scale-out, just in place
+    lim.observe(out, 450.0, 300.0)
+    assert lim.vouched(out, CandidateBatch.of([WorkloadConfig(23, 1.0, "cpu", "general")]),
+                       450.0).tolist() == [True]
+

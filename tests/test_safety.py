@@ -905,6 +905,14 @@ def test_while_a_shape_change_waits_a_scale_in_of_the_current_shape_is_kept() ->
     assert step == cfg.with_(replicas=16) and "16 replica(s) of the current size" in why, why
 
 
+class _Unsupported(_Capacity):
+    """:class:`_Capacity`'s numbers, no configuration supported (a shape never observed)."""
+
+    def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
+        p = super().predict(batch, rate)
+        return Prediction(p.mean, p.bound, np.zeros(len(batch), dtype=bool))
+
+
 def _resizing(template_cpu: float, new_ready: int, pool: str | None = None) -> PlanningContext:
     """gen-3076, traced: 67 one-core pods being resized to four cores (the canary measured
     3x the capacity per pod), the plan at 12 four-core pods. Here: 20 one-core pods ready,
@@ -948,6 +956,10 @@ def test_a_resize_rollout_ends_once_the_new_size_ready_holds_the_load() -> None:
     # The models do not vouch for 5 four-core pods at this load: the rollout goes on.
     slow = Inputs({"p95": _Capacity(18.0, 1.0)}, 0.0)        # 72 req/s a pod: saturated
     step, why, _ = GridPlanner()._safe_step(_resizing(4.0, 6), target, 400.0, slow)
+    assert step.replicas == 20, why
+    # The models predict five four-core pods hold, but do not support the shape (not seen).
+    unknown = Inputs({"p95": _Unsupported(30.0, 1.0)}, 0.0)
+    step, why, _ = GridPlanner()._safe_step(_resizing(4.0, 6), target, 400.0, unknown)
     assert step.replicas == 20, why
     # The template not at the target's size (here still one core): the four-core pods are
     # not the rollout's new ones, and dropping the count would remove the wrong pods.

@@ -671,8 +671,8 @@ class GridPlanner(Planner):
 
     def _known_to_hold(self, ctx: PlanningContext, cfg: WorkloadConfig, rate: float,
                        inp: Inputs) -> bool:
-        """Whether ``cfg`` is judged to hold the load, by predictions that support its shape
-        (or by a load its shape was seen holding)."""
+        """Whether ``cfg`` is judged feasible at ``rate`` (by the models, or by a load its
+        shape was seen holding) and its shape is supported by the predictions."""
         s = self.score(ctx, CandidateBatch.of([cfg]), rate, inp)
         return bool(s.feasible[0] and s.supported[0])
 

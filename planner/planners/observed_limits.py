@@ -42,11 +42,13 @@ each time.
   workload was just seen to do, and then asks for ten times the pods the cluster showed
   enough; the observation is the stronger evidence. More replicas of the shape carry less
   load per pod, so this too is monotone in replicas. A load vouches only where every latency
-  objective met its target itself (not just its tolerance). A shape observed violating a
-  latency objective at a load per pod within what it vouched for does not vouch while it
-  does, and a steady such violation ends the vouch (the shape vouches again once it holds a
-  whole window again); it still records no limit. A violation at more load per pod than it
-  held does not contradict it. An unpinned shape's pods land on
+  objective met its target itself (not just its tolerance). The current shape does not vouch
+  while it is observed violating a latency objective, as its own behaviour (judged as for a
+  limit: steady for the KPI window, or entered by a scale-in from steady), at the current
+  rate per pod within what it vouched for (or at an unknown rate); such a violation, recorded
+  the next cycle, ends the vouch and records no limit (the shape vouches again once it holds
+  a whole window again). A violation at more load per pod than it held does not contradict
+  it. An unpinned shape's pods land on
   whatever nodes the scheduler picks, and a held load does not carry to another mix of
   nodes: those are left to the models.
 * The KPI window is taken to be ``feedback.KPI_WINDOW_S`` (a PromQL ``[1m]``); a profile whose
@@ -73,7 +75,8 @@ from planner.planners.base import PlanningContext
 @dataclass(frozen=True)
 class Limit:
     """A load per pod (req/s) observed for a shape, and when: one it violated at (in
-    ``limits``) or one it held over a whole window (in ``held``)."""
+    ``limits``) or one it held over a whole window (in ``held``, and in ``vouch`` where every
+    latency objective met its target itself)."""
 
     per_pod: float
     at: float
@@ -194,6 +197,7 @@ class ObservedLimits:
         vouch = self.vouch.get(seen.shape)
         if vouch is not None and per_pod <= vouch.per_pod:
             del self.vouch[seen.shape]
+            return
         held = self.held.get(seen.shape)
         if held is not None and per_pod <= held.per_pod:
             return
@@ -237,14 +241,21 @@ class ObservedLimits:
 
     def _doubted(self, ctx: PlanningContext) -> feedback.Shape | None:
         """The current shape, where a latency objective is observed violated now (beyond its
-        tolerance) at a load per ready pod at or below the load the shape vouched for."""
+        tolerance) by the configuration itself (in place, every pod ready, for the KPI
+        window, or entered from such by a scale-in: as :meth:`observe` judges a limit) at a
+        load per pod at or below the load the shape vouched for (or at a load unknown).
+        Judged after :meth:`observe` has seen this cycle. Just after a scale-out the window
+        still holds the fewer pods' minutes: not the current configuration's own."""
         shape = feedback.shape_of(ctx.config)
         lim, rate = self.vouch.get(shape), ctx.workload.request_rate
-        if lim is None or False not in _latency_verdicts(ctx):
+        if lim is None or False not in _latency_verdicts(ctx) or self.config != ctx.config:
+            return None
+        steady = max(self.since, ctx.workload.newest_start)
+        if ctx.now - steady < feedback.KPI_WINDOW_S and not self.by_scale_in:
             return None
         if rate is None:           # no rate seen: nothing says the load is beyond it
             return shape
-        now = rate / max(ctx.workload.ready_replicas, 1)
+        now = rate / max(ctx.config.replicas, 1)
         return shape if now <= lim.per_pod else None
 
     def describe(self) -> str:
