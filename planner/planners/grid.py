@@ -718,9 +718,10 @@ class GridPlanner(Planner):
                                              and self._known_to_hold(ctx, target, rate, inp)))):
             # Enough pods of the new shape are ready: the old ones leave at once (gradually,
             # the slow old pods would carry a growing round-robin share each). Where only the
-            # CPU size changes, the models vouch for the new size at that count (gen-3076:
-            # 67 one-core pods replaced by 67 four-core ones, on the way to 12, then removed
-            # two a cycle by the step limit: four times the cores for ten minutes).
+            # CPU size changes, once the target is judged to hold with its shape supported
+            # (gen-3076: 67 one-core pods replaced by 67 four-core ones, on the way to 12,
+            # then removed two a cycle by the step limit: four times the cores for ten
+            # minutes).
             acts = [a for a in steps_towards(ctx, target) if a.actuator != scaler.name]
             return target, "", [*acts, scaler.finish_rollout(ctx.workload.key, cur,
                                                                target.replicas)]

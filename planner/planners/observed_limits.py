@@ -48,9 +48,8 @@ each time.
   rate per pod within what it vouched for (or at an unknown rate); such a violation, recorded
   the next cycle, ends the vouch and records no limit (the shape vouches again once it holds
   a whole window again). A violation at more load per pod than it held does not contradict
-  it. An unpinned shape's pods land on
-  whatever nodes the scheduler picks, and a held load does not carry to another mix of
-  nodes: those are left to the models.
+  it. An unpinned shape's pods land on whatever nodes the scheduler picks, and a held load
+  does not carry to another mix of nodes: those are left to the models.
 * The KPI window is taken to be ``feedback.KPI_WINDOW_S`` (a PromQL ``[1m]``); a profile whose
   query covers a longer range is judged on that assumption (not read from the query).
 * Everything is plain data (:meth:`remember`, :meth:`recall`).
@@ -97,8 +96,6 @@ def _latency_verdicts(ctx: PlanningContext, strict: bool = False) -> list[bool |
             out.append(objective_met(value, o, prof) if not strict or value is None
                        else value <= o.value)
     return out
-
-
 
 
 @dataclass(frozen=True)
@@ -227,8 +224,8 @@ class ObservedLimits:
                 rate: float) -> NDArray[np.bool_]:
         """Candidates of ``batch`` whose shape, pinned to a pool, held every latency objective
         at a load per pod at least theirs at ``rate`` requests per second; not the current
-        shape while it is observed violating a latency objective at a load per ready pod
-        within what it held (the observation then says otherwise)."""
+        shape while it violates a latency objective within that load (:meth:`_doubted`: the
+        observation then says otherwise)."""
         out = np.zeros(len(batch), dtype=bool)
         if rate <= 0 or not self.vouch:
             return out
