@@ -666,15 +666,12 @@ class GridPlanner(Planner):
         return s.feasible, s.supported, s.score
 
     def _holds_at(self, ctx: PlanningContext, cfg: WorkloadConfig, rate: float,
-                  inp: Inputs) -> bool:
-        return bool(self.score(ctx, CandidateBatch.of([cfg]), rate, inp).feasible[0])
-
-    def _known_to_hold(self, ctx: PlanningContext, cfg: WorkloadConfig, rate: float,
-                       inp: Inputs) -> bool:
+                  inp: Inputs, supported: bool = False) -> bool:
         """Whether ``cfg`` is judged feasible at ``rate`` (by the models, or by a load its
-        shape was seen holding) and its shape is supported by the predictions."""
+        shape was seen holding); ``supported``: and its shape is supported by the
+        predictions."""
         s = self.score(ctx, CandidateBatch.of([cfg]), rate, inp)
-        return bool(s.feasible[0] and s.supported[0])
+        return bool(s.feasible[0] and (s.supported[0] or not supported))
 
     # ---------------------------------------------------------------- transitions
     def _safe_step(self, ctx: PlanningContext, target: WorkloadConfig, rate: float,
@@ -714,8 +711,9 @@ class GridPlanner(Planner):
         if (scaler is not None and target.replicas < cur.replicas
                 and place_of(target) == place_of(cur)
                 and canary.ready_of(ctx, target) >= target.replicas
-                and (covered is not None or (_resizing_in_place(ctx, target)
-                                             and self._known_to_hold(ctx, target, rate, inp)))):
+                and (covered is not None
+                     or (_resizing_in_place(ctx, target)
+                         and self._holds_at(ctx, target, rate, inp, supported=True)))):
             # Enough pods of the new shape are ready: the old ones leave at once (gradually,
             # the slow old pods would carry a growing round-robin share each). Where only the
             # CPU size changes, once the target is judged to hold with its shape supported
