@@ -627,6 +627,27 @@ def test_the_explicit_estimate_alone_does_not_move_the_workload_to_another_cpu_s
     assert plan.target.cpu == 1.0 and not any(a.actuator == "cpu" for a in plan.actions)
 
 
+def test_a_target_the_current_pods_service_time_misses_does_not_move_the_workload_to_a_bigger_size(
+) -> None:
+    """gen-7779: a p99 target the one-core pods' service time misses by the explicit estimate,
+    pods starting, no learned model. The estimate took a 4-cpu pod as one server four times as
+    fast per request, predicted 4-cpu pods to meet the target, and the whole workload was moved
+    there ("no known configuration is feasible; trying an unexplored one"), where each request
+    was slower and p99 stayed violated for 20 minutes. A bigger pod is now more servers as fast
+    per request as the current pods: nothing is predicted to meet the target, and the workload
+    is sized in its own size."""
+    from planner.planners.predictors import PredictorMemory, PredictorSource
+
+    ctx = context(replicas=12, cpu=1.0, rate=300.0, latency=100.0, cpu_sizes=(1.0, 4.0))
+    preds = PredictorSource(None).predictors(ctx, PredictorMemory())
+    batch = CandidateBatch.of([WorkloadConfig(r, c) for c in (1.0, 4.0) for r in (3, 12, 40)])
+    assert not (preds["p95"].predict(batch, 300.0).bound <= 60.0).any()
+    plan = Remembering(GridPlanner()).plan(ctx)
+    assert "no configuration is predicted feasible" in plan.reason
+    assert plan.target.cpu == 1.0 and plan.target.replicas >= 12
+    assert not any(a.actuator == "cpu" for a in plan.actions)
+
+
 def test_a_gpu_candidate_in_a_pool_without_gpus_fits_nowhere() -> None:
     """gen-2764's plan chose "1 x 2 cpu gpu in ap-south-general", a pool with no GPU node:
     the check counted the cluster's GPUs, not the pool's. Such a candidate fits nowhere; the

@@ -13,6 +13,10 @@ from numpy.typing import NDArray
 from planner.domain.state import WorkloadConfig
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
 from planner.models.queue_estimate import MAX_UTILIZATION, QueueEstimate
+from planner.models.sojourn import sojourn_quantile
+
+MAX_SERVERS = 64.0
+"""The most servers one pod is taken to be (:func:`planner.models.sojourn.erlang_c`'s bound)."""
 
 
 def _supported(batch: CandidateBatch, current: WorkloadConfig) -> NDArray[np.bool_]:
@@ -22,14 +26,29 @@ def _supported(batch: CandidateBatch, current: WorkloadConfig) -> NDArray[np.boo
 
 
 class ExplicitLatency(Predictor):
+    """A latency percentile with each pod an M/M/1 queue served at the estimate's rate per core
+    times its CPU size (:mod:`planner.models.queue_estimate`).
+
+    ``parallel_sizes``: a pod of ``k`` times the current pods' cores is taken as
+    ``floor(k)`` servers (an M/M/c queue), each as fast per request as a current pod, with the
+    same total rate; not as one server ``k`` times as fast. Only the capacity of a bigger pod
+    is assumed, not a faster request: a workload whose requests each use one core is served
+    no sooner by a bigger pod, and a latency target below what the current pods' service time
+    allows is then not predicted met by a bigger pod on that assumption alone. Sizes up to the
+    current one's are the M/M/1 either way (a smaller pod serves each request more slowly).
+    Off (the default), every size is one server: the textbook estimate the ``queueing``
+    planner plans with."""
+
     kind = "explicit"
 
     def __init__(self, estimate: QueueEstimate, quantile: float, current: WorkloadConfig,
-                 margin: float = 0.1, objective: str | None = None) -> None:
+                 margin: float = 0.1, objective: str | None = None,
+                 parallel_sizes: bool = False) -> None:
         self.estimate = estimate
         self.quantile = quantile
         self.current = current
         self.margin = margin
+        self.parallel_sizes = parallel_sizes
         self.base_ms = estimate.base_for(objective)
 
     def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
@@ -38,6 +57,12 @@ class ExplicitLatency(Predictor):
         stable = (batch.replicas > 0) & (lam < MAX_UTILIZATION * mu)
         with np.errstate(divide="ignore", invalid="ignore"):
             q = self.base_ms + 1000.0 * math.log(1.0 / (1.0 - self.quantile)) / (mu - lam)
+        if self.parallel_sizes and self.current.cpu > 0:
+            servers = np.minimum(np.floor(batch.cpu / self.current.cpu), MAX_SERVERS)
+            many = np.flatnonzero(stable & (servers >= 2.0))
+            if many.size:
+                q[many] = self.base_ms + sojourn_quantile(self.quantile, lam[many], mu[many],
+                                                          servers[many])
         mean = np.where(stable, q, np.inf)
         return Prediction(mean, mean * (1.0 + self.margin), _supported(batch, self.current))
 

@@ -68,15 +68,17 @@ def recalled_estimate(memory: Mapping[str, Any] | None) -> QueueEstimate | None:
                          math.nan if base is None else float(base), bases)
 
 
-def explicit_predictors(ctx: PlanningContext, est: QueueEstimate) -> dict[str, Predictor]:
+def explicit_predictors(ctx: PlanningContext, est: QueueEstimate,
+                        parallel_sizes: bool = False) -> dict[str, Predictor]:
     """One explicit predictor per objective it can predict (latency, throughput,
-    availability); other KPI types are left out."""
+    availability); other KPI types are left out. ``parallel_sizes``: a bigger pod's latency as
+    several servers each as fast as a current pod (:class:`ExplicitLatency`)."""
     out: dict[str, Predictor] = {}
     for o in ctx.intent.spec.objectives:
         spec = ctx.profiles[o.name].spec
         if spec.type is KPIType.LATENCY:
             out[o.name] = ExplicitLatency(est, spec.latency_percentile / 100.0, ctx.config,
-                                          objective=o.name)
+                                          objective=o.name, parallel_sizes=parallel_sizes)
         elif spec.type is KPIType.THROUGHPUT:
             out[o.name] = ExplicitThroughput(est, ctx.config)
         elif spec.type is KPIType.AVAILABILITY:

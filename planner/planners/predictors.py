@@ -55,13 +55,15 @@ class CurrentSizeOnly(Predictor):
     """``inner``'s predictions, vouched for only at the current CPU size.
 
     The explicit estimate is calibrated on the pods as they run; how it scales to another CPU
-    size (a pod ``k`` times the cores taken as ``k`` times as fast per request) is an
-    assumption it never observed. A workload whose requests each use one core, or whose rate
-    grows slower than its cores, is served no faster per request by a bigger pod, and the
-    whole workload moved there on that assumption stays where it landed (the learned model then
-    knows only that size). So, as for another device or node pool, candidates of another size
-    are still predicted but marked unsupported: reached by exploration (a trial while every
-    objective holds, or when no known configuration is feasible), not chosen as known."""
+    size is an assumption it never observed. A workload whose requests each use one core, or
+    whose rate grows slower than its cores, is served no faster per request by a bigger pod,
+    and the whole workload moved there on that assumption stays where it landed (the learned
+    model then knows only that size). So, as for another device or node pool, candidates of
+    another size are still predicted but marked unsupported: reached by exploration (a trial
+    while every objective holds, or when no known configuration is feasible), not chosen as
+    known. :class:`PredictorSource` gives it explicit predictors that take a bigger pod as
+    more servers, not faster ones (``parallel_sizes``), so a target the current pods' service
+    time misses is not predicted met by a bigger size either."""
 
     def __init__(self, inner: Predictor, cpu: float) -> None:
         self.inner = inner
@@ -121,7 +123,8 @@ class PredictorSource:
         Updates ``mem`` (the caller's working copy of the intent's memory)."""
         mem.estimate = est = updated_estimate(ctx, mem.estimate)
         out: dict[str, Predictor] = {} if est is None else {
-            n: CurrentSizeOnly(p, ctx.config.cpu) for n, p in explicit_predictors(ctx, est).items()}
+            n: CurrentSizeOnly(p, ctx.config.cpu)
+            for n, p in explicit_predictors(ctx, est, parallel_sizes=True).items()}
         latency_model = None
         for device in ("cpu", "gpu"):
             if (seen := observed_mix(ctx.workload, device)) is not None:

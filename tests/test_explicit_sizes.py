@@ -1,0 +1,52 @@
+"""The explicit latency estimate's bigger pods: more servers, not faster ones."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner.domain.state import WorkloadConfig
+from planner.models.explicit import ExplicitLatency
+from planner.models.predictor import CandidateBatch
+from planner.models.queue_estimate import QueueEstimate
+
+
+@settings(max_examples=60, deadline=None)
+@given(mu=st.floats(5.0, 500.0), base=st.floats(0.0, 50.0),
+       current=st.sampled_from([0.5, 1.0, 2.0]), quantile=st.sampled_from([0.5, 0.9, 0.99]),
+       load=st.floats(0.0, 0.85), replicas=st.integers(1, 30))
+def test_a_bigger_pod_serves_no_request_sooner_than_a_current_pod(
+        mu: float, base: float, current: float, quantile: float, load: float,
+        replicas: int) -> None:
+    """With ``parallel_sizes``, a pod of 2, 4 or 8 times the current cores is predicted no
+    faster than the current pod's own service time (the quantile of one request served alone),
+    at any load; rows of the current size or smaller are the textbook M/M/1's, unchanged."""
+    est = QueueEstimate(mu, base)
+    cfg = WorkloadConfig(replicas, current)
+    sizes = [current / 2, current, 2 * current, 4 * current, 8 * current]
+    batch = CandidateBatch.of([WorkloadConfig(replicas, c) for c in sizes])
+    rate = load * replicas * mu * current * 2       # up to 1.7x what the current pods serve
+    parallel = ExplicitLatency(est, quantile, cfg, parallel_sizes=True).predict(batch, rate)
+    textbook = ExplicitLatency(est, quantile, cfg).predict(batch, rate)
+    assert np.array_equal(parallel.mean[:2], textbook.mean[:2])
+    alone = base + 1000.0 * math.log(1.0 / (1.0 - quantile)) / (mu * current)
+    assert (parallel.mean[2:] >= alone * (1 - 1e-9)).all()
+    assert (parallel.mean[2:] >= textbook.mean[2:] * (1 - 1e-9)).all()
+    # Capacity is the same either way: a row is stable in one exactly when in the other.
+    assert np.array_equal(np.isfinite(parallel.mean), np.isfinite(textbook.mean))
+
+
+def test_the_textbook_estimate_takes_a_bigger_pod_as_faster_per_request() -> None:
+    """What ``parallel_sizes`` changes, at one point: the unloaded p95 of 4-cpu pods by the
+    textbook estimate (one server four times as fast) is under a third of the current pods';
+    by the parallel one it is the current pods' (a request served alone takes as long)."""
+    est = QueueEstimate(50.0, 0.0)
+    cfg = WorkloadConfig(12, 1.0)
+    batch = CandidateBatch.of([WorkloadConfig(40, 4.0)])
+    one = 1000.0 * math.log(20.0) / 50.0
+    assert ExplicitLatency(est, 0.95, cfg).predict(batch, 1.0).mean[0] < one / 3
+    parallel = ExplicitLatency(est, 0.95, cfg, parallel_sizes=True).predict(batch, 1.0).mean[0]
+    assert parallel >= one * (1 - 1e-9)
