@@ -21,22 +21,38 @@ from planner.models.queue_estimate import QueueEstimate
 def test_a_bigger_pod_serves_no_request_sooner_than_a_current_pod(
         mu: float, base: float, current: float, quantile: float, load: float,
         replicas: int) -> None:
-    """With ``parallel_sizes``, a pod of 2, 4 or 8 times the current cores is predicted no
-    faster than the current pod's own service time (the quantile of one request served alone),
-    at any load; rows of the current size or smaller are the textbook M/M/1's, unchanged."""
+    """With ``parallel_sizes``, a pod of 2, 4 or 8 times the current whole cores (a current pod
+    of half a core counts as one) is predicted no faster than a current pod's own service time
+    at one core (the quantile of one request served alone), at any load; rows of half the
+    current size or the current size are the textbook M/M/1's, unchanged."""
     est = QueueEstimate(mu, base)
     cfg = WorkloadConfig(replicas, current)
-    sizes = [current / 2, current, 2 * current, 4 * current, 8 * current]
+    whole = max(current, 1.0)
+    sizes = [current / 2, current, 2 * whole, 4 * whole, 8 * whole]
     batch = CandidateBatch.of([WorkloadConfig(replicas, c) for c in sizes])
     rate = load * replicas * mu * current * 2       # up to 1.7x what the current pods serve
     parallel = ExplicitLatency(est, quantile, cfg, parallel_sizes=True).predict(batch, rate)
     textbook = ExplicitLatency(est, quantile, cfg).predict(batch, rate)
     assert np.array_equal(parallel.mean[:2], textbook.mean[:2])
-    alone = base + 1000.0 * math.log(1.0 / (1.0 - quantile)) / (mu * current)
+    alone = base + 1000.0 * math.log(1.0 / (1.0 - quantile)) / (mu * whole)
     assert (parallel.mean[2:] >= alone * (1 - 1e-9)).all()
     assert (parallel.mean[2:] >= textbook.mean[2:] * (1 - 1e-9)).all()
     # Capacity is the same either way: a row is stable in one exactly when in the other.
     assert np.array_equal(np.isfinite(parallel.mean), np.isfinite(textbook.mean))
+
+
+def test_a_share_of_a_core_is_slower_per_request_than_a_whole_core() -> None:
+    """A current pod of half a core serves each request at half a core's speed (its quota): a
+    one-core pod is one server twice as fast, as in the textbook estimate; two cores are two
+    servers of one core each."""
+    est = QueueEstimate(40.0, 5.0)
+    cfg = WorkloadConfig(10, 0.5)
+    batch = CandidateBatch.of([WorkloadConfig(10, 1.0), WorkloadConfig(5, 2.0)])
+    parallel = ExplicitLatency(est, 0.9, cfg, parallel_sizes=True).predict(batch, 100.0)
+    textbook = ExplicitLatency(est, 0.9, cfg).predict(batch, 100.0)
+    assert parallel.mean[0] == textbook.mean[0]
+    alone = 5.0 + 1000.0 * math.log(10.0) / 40.0
+    assert parallel.mean[1] >= alone * (1 - 1e-9) > textbook.mean[1]
 
 
 def test_the_textbook_estimate_takes_a_bigger_pod_as_faster_per_request() -> None:

@@ -29,15 +29,16 @@ class ExplicitLatency(Predictor):
     """A latency percentile with each pod an M/M/1 queue served at the estimate's rate per core
     times its CPU size (:mod:`planner.models.queue_estimate`).
 
-    ``parallel_sizes``: a pod of ``k`` times the current pods' cores is taken as
-    ``floor(k)`` servers (an M/M/c queue), each as fast per request as a current pod, with the
-    same total rate; not as one server ``k`` times as fast. Only the capacity of a bigger pod
-    is assumed, not a faster request: a workload whose requests each use one core is served
-    no sooner by a bigger pod, and a latency target below what the current pods' service time
-    allows is then not predicted met by a bigger pod on that assumption alone. Sizes up to the
-    current one's are the M/M/1 either way (a smaller pod serves each request more slowly).
-    Off (the default), every size is one server: the textbook estimate the ``queueing``
-    planner plans with."""
+    ``parallel_sizes``: a pod's whole cores beyond the current pods' serve requests side by
+    side, not each request sooner. A pod of ``k`` whole cores, where the current pods have
+    ``j``, is ``floor(k / j)`` servers (an M/M/c queue) with the same total rate, each as fast
+    per request as a current pod; a pod of at most one core (a share of a core: its quota slows
+    every request) stays one server as fast as its share. So a latency target below what the
+    current pods' service time allows is not predicted met by a bigger pod on the assumption
+    alone (a workload whose requests each use one core is served no sooner by more cores).
+    Sizes up to the current one's, and up to one core, are the M/M/1 either way. Off (the
+    default), every size is one server: the textbook estimate the ``queueing`` planner plans
+    with."""
 
     kind = "explicit"
 
@@ -57,8 +58,10 @@ class ExplicitLatency(Predictor):
         stable = (batch.replicas > 0) & (lam < MAX_UTILIZATION * mu)
         with np.errstate(divide="ignore", invalid="ignore"):
             q = self.base_ms + 1000.0 * math.log(1.0 / (1.0 - self.quantile)) / (mu - lam)
-        if self.parallel_sizes and self.current.cpu > 0:
-            servers = np.minimum(np.floor(batch.cpu / self.current.cpu), MAX_SERVERS)
+        if self.parallel_sizes:
+            whole = np.maximum(np.floor(batch.cpu), 1.0)
+            servers = np.minimum(np.floor(whole / max(math.floor(self.current.cpu), 1)),
+                                 MAX_SERVERS)
             many = np.flatnonzero(stable & (servers >= 2.0))
             if many.size:
                 q[many] = self.base_ms + sojourn_quantile(self.quantile, lam[many], mu[many],
