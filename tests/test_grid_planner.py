@@ -648,6 +648,46 @@ def test_a_target_the_current_pods_service_time_misses_does_not_move_the_workloa
     assert not any(a.actuator == "cpu" for a in plan.actions)
 
 
+class OnlyABiggerSizeMeets(Predictor):
+    """A model that observed 1-cpu pods only and extrapolates: every 1-cpu count misses a 60 ms
+    target, 4-cpu pods (unobserved, unsupported) meet it."""
+
+    kind = "learned"
+
+    def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
+        p = np.where(batch.cpu == 1.0, 100.0, 30.0)
+        return Prediction(p, p, batch.cpu == 1.0)
+
+
+def test_a_size_only_an_extrapolation_meets_the_objectives_with_is_tried_beside_the_workload(
+) -> None:
+    """When no known configuration is feasible and the one predicted to meet the objectives is
+    another CPU size on the workload's own device and pool, that size is tried as a canary
+    (started although p95 is observed violated: a rescue), and the workload keeps its size,
+    sized by the explicit estimate; without a canary it is rolled over to the size, as before
+    (section 40, gen-5972, gen-4009 and gen-7779 rolled whole workloads over to unobserved
+    sizes this way)."""
+    def trial(actuators: tuple[str, ...]) -> PlanningContext:
+        return context(replicas=12, cpu=1.0, rate=300.0, latency=100.0, cpu_sizes=(1.0, 4.0),
+                       actuators=actuators)
+
+    ctx = trial(("replicas", "cpu", "canary"))
+    plan = planner_with(OnlyABiggerSizeMeets()).plan(ctx)
+    assert plan.target.cpu == 1.0 and plan.target.replicas >= 12 and not plan.exploratory
+    assert not any(a.actuator == "cpu" for a in plan.actions)
+    started = [a for a in plan.actions if a.actuator == "canary" and a.params["canary"]]
+    assert len(started) == 1 and started[0].params["canary"]["cpu"] == 4.0
+    assert started[0].params["canary"]["replicas"] < 12
+    assert "the only size predicted to meet every objective" in plan.reason
+    # The trial is a rescue: the violation already observed does not stop it next cycle.
+    nxt = planner_with(OnlyABiggerSizeMeets())
+    nxt.plan(ctx)
+    again = nxt.plan(replace(ctx, now=ctx.now + 15.0))
+    assert not any(a.actuator == "canary" and not a.params["canary"] for a in again.actions)
+    rolled = planner_with(OnlyABiggerSizeMeets()).plan(trial(("replicas", "cpu")))
+    assert rolled.exploratory and rolled.target.cpu == 4.0
+
+
 def test_a_gpu_candidate_in_a_pool_without_gpus_fits_nowhere() -> None:
     """gen-2764's plan chose "1 x 2 cpu gpu in ap-south-general", a pool with no GPU node:
     the check counted the cluster's GPUs, not the pool's. Such a candidate fits nowhere; the

@@ -605,19 +605,23 @@ def propose(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
 
 
 def try_size(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
-             shape: WorkloadConfig, why: str) -> tuple[list[Action], list[ReasonPart]]:
+             shape: WorkloadConfig, why: str, rescue: bool = False
+             ) -> tuple[list[Action], list[ReasonPart]]:
     """Start a canary of ``shape``, a CPU size the models have not observed on the
-    workload's own device and pool that the explorer proposed
-    (:meth:`planner.planners.feedback.Explorer.propose`), instead of rolling every pod over to
-    it: :func:`canary_size` pods (at most what the pool's free room schedules),
-    judged against the workload's pods of their size. No actions when there is no room for
-    one pod of it (looked at again while it stays untried)."""
+    workload's own device and pool (one the explorer proposed,
+    :meth:`planner.planners.feedback.Explorer.propose`, or the only size predicted to meet the
+    objectives), instead of rolling every pod over to it: :func:`canary_size` pods (at most
+    what the pool's free room schedules), judged against the workload's pods of their size.
+    ``rescue``: an objective is observed violated already, which does not stop the trial. No
+    actions when there is no room for one pod of it (looked at again while it stays
+    untried)."""
     cfg = ctx.config
     room = free_slots(ctx.snapshot, shape.with_(replicas=1))
     if room <= 0:
         return [], []
     pods = shape.with_(replicas=min(canary_size(ctx, shape), room))
-    explorer.canaries[ctx.intent.key] = Canary(shape_of(pods), ctx.now, versus=cfg.cpu)
+    explorer.canaries[ctx.intent.key] = Canary(shape_of(pods), ctx.now, rescue=rescue,
+                                               versus=cfg.cpu)
     why = f"{why}; tried beside the {cfg.replicas} x {cfg.cpu:g} cpu pods, not instead of them"
     return [actuator.start(ctx.workload.key, pods, why)], [
         ReasonPart("exploration", f"canary {describe(pods)} started: {why}")]

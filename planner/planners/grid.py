@@ -218,6 +218,12 @@ def _first_step_carries(ctx: PlanningContext, target: WorkloadConfig, reached: i
     return reached * target.cpu >= min(fits, cur.replicas) * cur.cpu
 
 
+def _another_size_only(cfg: WorkloadConfig, shape: WorkloadConfig) -> bool:
+    """``shape`` differs from ``cfg`` in CPU size alone (same device and pool)."""
+    return (shape.cpu != cfg.cpu and shape.device == cfg.device
+            and (shape.pool or None) == (cfg.pool or None))
+
+
 def _resizing_in_place(ctx: PlanningContext, target: WorkloadConfig) -> bool:
     """A rollout to ``target``'s shape that changes the CPU size alone is under way: the
     Deployment asks for ``target``'s shape, and pods of another CPU size, on its device and
@@ -1000,8 +1006,25 @@ class GridPlanner(Planner):
         elif (novel := scored.feasible & feedback.unobserved_shapes(scored.batch,
                                                                    supported)).any():
             idx = int(np.flatnonzero(novel)[np.argmin(scored.score[novel])])
-            exploratory, why_kind = True, "exploration"
-            why = "exploratory: no known configuration is feasible; trying an unexplored one"
+            c = scored.batch.config(idx)
+            if tester is not None and cfg.replicas >= 2 and _another_size_only(cfg, c):
+                # Only a CPU size never observed is predicted to meet the objectives, on what
+                # a model extrapolates: tried beside the workload (a canary, not stopped by a
+                # violation already observed), as the explorer's sizes are, not by rolling
+                # every pod over to it; the workload is sized by the explicit estimate
+                # meanwhile.
+                if not canary_on and not trying:
+                    trying, trying_why = canary.try_size(
+                        ctx, mem.explorer, tester, c,
+                        f"{c.cpu:g} cpu not observed yet, the only size predicted to meet "
+                        "every objective", rescue=violated)
+                fb, fb_why = fallback.explicit_sizing(ctx, mem.predictors.estimate, rate)
+                scored = self.score(ctx, CandidateBatch.of([fb]), rate, inp)
+                idx = 0
+                why = f"no known configuration is predicted feasible: {fb_why}"
+            else:
+                exploratory, why_kind = True, "exploration"
+                why = "exploratory: no known configuration is feasible; trying an unexplored one"
         else:
             # Nothing is predicted feasible: the models cannot be trusted here (a target below
             # what they think possible, a load beyond anything seen). Size the current shape
