@@ -684,6 +684,13 @@ def test_a_size_only_an_extrapolation_meets_the_objectives_with_is_tried_beside_
     nxt.plan(ctx)
     again = nxt.plan(replace(ctx, now=ctx.now + 15.0))
     assert not any(a.actuator == "canary" and not a.params["canary"] for a in again.actions)
+    # A trial that ended (its pods never appeared) is not started again right away.
+    late = replace(ctx, now=ctx.now + ctx.admin.canary.timeout_s + 30.0)
+    gone = nxt.plan(late)
+    assert "never appeared" in gone.reason
+    for later in (gone, nxt.plan(replace(late, now=late.now + 15.0))):
+        assert not any(a.actuator == "canary" and a.params["canary"] for a in later.actions)
+        assert later.target.cpu == 1.0
     rolled = planner_with(OnlyABiggerSizeMeets()).plan(trial(("replicas", "cpu")))
     assert rolled.exploratory and rolled.target.cpu == 4.0
 

@@ -978,7 +978,8 @@ class GridPlanner(Planner):
                 # pod rolled over to it (and back) costs a restart each and the room of both.
                 gain = 1.0 - float(scored.score[probe] / scored.score[idx])
                 c = scored.batch.config(probe)
-                if not canary_on and not trying:
+                if (not canary_on and not trying
+                        and not mem.explorer.was_tried(key, feedback.shape_of(c), ctx.now)):
                     trying, trying_why = canary.try_size(
                         ctx, mem.explorer, tester, c,
                         f"{c.cpu:g} cpu not observed yet, predicted {gain:.0%} cheaper than "
@@ -1011,9 +1012,10 @@ class GridPlanner(Planner):
                 # Only a CPU size never observed is predicted to meet the objectives, on what
                 # a model extrapolates: tried beside the workload (a canary, not stopped by a
                 # violation already observed), as the explorer's sizes are, not by rolling
-                # every pod over to it; the workload is sized by the explicit estimate
-                # meanwhile.
-                if not canary_on and not trying:
+                # every pod over to it (not again soon after a trial of it ended); the
+                # workload is sized by the explicit estimate meanwhile.
+                if (not canary_on and not trying
+                        and not mem.explorer.was_tried(key, feedback.shape_of(c), ctx.now)):
                     trying, trying_why = canary.try_size(
                         ctx, mem.explorer, tester, c,
                         f"{c.cpu:g} cpu not observed yet, the only size predicted to meet "
