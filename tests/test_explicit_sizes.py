@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,6 +13,7 @@ from planner.domain.state import WorkloadConfig
 from planner.models.explicit import ExplicitLatency
 from planner.models.predictor import CandidateBatch
 from planner.models.queue_estimate import QueueEstimate
+from simulator.queueing import Components, pod_components, quantile
 
 
 @settings(max_examples=60, deadline=None)
@@ -66,3 +68,37 @@ def test_the_textbook_estimate_takes_a_bigger_pod_as_faster_per_request() -> Non
     assert ExplicitLatency(est, 0.95, cfg).predict(batch, 1.0).mean[0] < one / 3
     parallel = ExplicitLatency(est, 0.95, cfg, parallel_sizes=True).predict(batch, 1.0).mean[0]
     assert parallel >= one * (1 - 1e-9)
+
+
+@pytest.mark.parametrize(("current", "size", "servers"), [
+    (1.0, 2.0, 2), (1.0, 4.0, 4), (2.0, 4.0, 2), (0.5, 2.0, 2), (2.0, 3.0, 2), (1.0, 1.5, 2),
+    (4.0, 6.0, 2)])
+def test_a_bigger_pod_is_the_m_m_c_queue_of_the_simulator(current: float, size: float,
+                                                          servers: int) -> None:
+    """The rows are the M/M/c quantile with ``ceil(size / max(current, 1))`` servers sharing
+    the pod's rate, as the simulator's own closed form and bisection give it
+    (:mod:`simulator.queueing`); sizes that are no whole multiple of the current one (3 cpu
+    beside 2) get servers no faster per request than a current pod."""
+    mu_core, base, q = 40.0, 3.0, 0.95
+    est = QueueEstimate(mu_core, base)
+    cfg = WorkloadConfig(10, current)
+    for lam in (1.0, 0.5 * mu_core * size, 0.85 * mu_core * size):
+        got = ExplicitLatency(est, q, cfg, parallel_sizes=True).predict(
+            CandidateBatch.of([WorkloadConfig(1, size)]), lam).mean[0]
+        arr = np.asarray(pod_components(lam, mu_core * size, servers, lam, base, 1e9, False))
+        want = quantile(Components(arr[:, 0], arr[:, 1], arr[:, 2]), q)
+        assert want is not None and got == pytest.approx(want, rel=1e-4)
+        per_request = mu_core * size / servers
+        assert per_request <= mu_core * max(current, 1.0) + 1e-9
+
+
+def test_more_than_max_servers_are_capped_in_servers_and_capacity() -> None:
+    """A pod of 128 times the current cores is 64 servers of a current pod's speed: its
+    capacity is theirs, not 128 cores'."""
+    est = QueueEstimate(10.0, 1.0)
+    cfg = WorkloadConfig(4, 1.0)
+    pred = ExplicitLatency(est, 0.9, cfg, parallel_sizes=True)
+    batch = CandidateBatch.of([WorkloadConfig(1, 128.0)])
+    assert math.isinf(pred.predict(batch, 0.95 * 64 * 10.0).mean[0])
+    assert math.isfinite(pred.predict(batch, 0.5 * 64 * 10.0).mean[0])
+    assert pred.predict(batch, 1.0).mean[0] >= 1.0 + 1000.0 * math.log(10.0) / 10.0 - 1e-6

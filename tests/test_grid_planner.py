@@ -17,6 +17,7 @@ from actuators import registry
 from knowledge.connect import open_knowledge_base
 from planner.domain.admin import AdminConfig, CpuBounds, ReplicaBounds
 from planner.domain.intents import parse_intent, parse_profile
+from planner.domain.plan import Plan
 from planner.domain.state import ClusterSnapshot, NodeState, PodState, WorkloadConfig, WorkloadState
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
 from planner.planners.base import PlanningContext
@@ -661,36 +662,51 @@ class OnlyABiggerSizeMeets(Predictor):
 
 def test_a_size_only_an_extrapolation_meets_the_objectives_with_is_tried_beside_the_workload(
 ) -> None:
-    """When no known configuration is feasible and the one predicted to meet the objectives is
-    another CPU size on the workload's own device and pool, that size is tried as a canary
-    (started although p95 is observed violated: a rescue), and the workload keeps its size,
-    sized by the explicit estimate; without a canary it is rolled over to the size, as before
-    (section 40, gen-5972, gen-4009 and gen-7779 rolled whole workloads over to unobserved
-    sizes this way)."""
-    def trial(actuators: tuple[str, ...]) -> PlanningContext:
-        return context(replicas=12, cpu=1.0, rate=300.0, latency=100.0, cpu_sizes=(1.0, 4.0),
-                       actuators=actuators)
+    """When no known configuration is feasible and the cheapest predicted to meet the
+    objectives is another CPU size on the workload's own device and pool, that size is tried
+    as a canary (started although p95 is observed violated: a rescue), and the workload keeps
+    its size, sized by the explicit estimate; without a canary it is rolled over to the size,
+    as before (section 40, gen-5972, gen-4009 and gen-7779 rolled whole workloads over to
+    unobserved sizes this way). Where a canary cannot be judged (no per-pod request rates, as
+    on a cluster without per-pod request metrics) or its trial ended unjudged, the workload is
+    rolled over as before; while pods are starting, neither happens yet."""
+    def trial(actuators: tuple[str, ...], rates: bool = True, ready: int = 12,
+              now: float = 1000.0) -> PlanningContext:
+        ctx = context(replicas=12, cpu=1.0, rate=300.0, latency=100.0, cpu_sizes=(1.0, 4.0),
+                      actuators=actuators)
+        pods = tuple(replace(p, ready=i < ready, cpu_utilization=0.5,
+                             request_rate=25.0 if rates else None)
+                     for i, p in enumerate(ctx.workload.pods))
+        return replace(ctx, workload=replace(ctx.workload, pods=pods), now=now)
 
-    ctx = trial(("replicas", "cpu", "canary"))
-    plan = planner_with(OnlyABiggerSizeMeets()).plan(ctx)
+    def started(plan: Plan) -> list[dict[str, Any]]:
+        return [a.params["canary"] for a in plan.actions
+                if a.actuator == "canary" and a.params["canary"]]
+
+    with_canary = ("replicas", "cpu", "canary")
+    nxt = planner_with(OnlyABiggerSizeMeets())
+    plan = nxt.plan(trial(with_canary))
     assert plan.target.cpu == 1.0 and plan.target.replicas >= 12 and not plan.exploratory
     assert not any(a.actuator == "cpu" for a in plan.actions)
-    started = [a for a in plan.actions if a.actuator == "canary" and a.params["canary"]]
-    assert len(started) == 1 and started[0].params["canary"]["cpu"] == 4.0
-    assert started[0].params["canary"]["replicas"] < 12
-    assert "the only size predicted to meet every objective" in plan.reason
+    assert len(started(plan)) == 1 and started(plan)[0]["cpu"] == 4.0
+    assert started(plan)[0]["replicas"] < 12
+    assert "the cheapest size predicted to meet every objective" in plan.reason
     # The trial is a rescue: the violation already observed does not stop it next cycle.
-    nxt = planner_with(OnlyABiggerSizeMeets())
-    nxt.plan(ctx)
-    again = nxt.plan(replace(ctx, now=ctx.now + 15.0))
+    again = nxt.plan(trial(with_canary, now=1015.0))
     assert not any(a.actuator == "canary" and not a.params["canary"] for a in again.actions)
-    # A trial that ended (its pods never appeared) is not started again right away.
-    late = replace(ctx, now=ctx.now + ctx.admin.canary.timeout_s + 30.0)
-    gone = nxt.plan(late)
+    assert again.target.cpu == 1.0 and not started(again)
+    # Its pods never appear: the trial ends unjudged, and the workload is rolled over.
+    late = 1000.0 + trial(with_canary).admin.canary.timeout_s + 30.0
+    gone = nxt.plan(trial(with_canary, now=late))
     assert "never appeared" in gone.reason
-    for later in (gone, nxt.plan(replace(late, now=late.now + 15.0))):
-        assert not any(a.actuator == "canary" and a.params["canary"] for a in later.actions)
-        assert later.target.cpu == 1.0
+    moved = nxt.plan(trial(with_canary, now=late + 15.0))
+    assert moved.exploratory and moved.target.cpu == 4.0 and not started(moved)
+    # No per-pod request rates: no canary could be judged, the workload is rolled over.
+    blind = planner_with(OnlyABiggerSizeMeets()).plan(trial(with_canary, rates=False))
+    assert blind.exploratory and blind.target.cpu == 4.0 and not started(blind)
+    # Pods still starting: neither a canary nor a roll-over yet.
+    starting = planner_with(OnlyABiggerSizeMeets()).plan(trial(with_canary, ready=8))
+    assert starting.target.cpu == 1.0 and not started(starting)
     rolled = planner_with(OnlyABiggerSizeMeets()).plan(trial(("replicas", "cpu")))
     assert rolled.exploratory and rolled.target.cpu == 4.0
 

@@ -29,16 +29,16 @@ class ExplicitLatency(Predictor):
     """A latency percentile with each pod an M/M/1 queue served at the estimate's rate per core
     times its CPU size (:mod:`planner.models.queue_estimate`).
 
-    ``parallel_sizes``: a pod's whole cores beyond the current pods' serve requests side by
-    side, not each request sooner. A pod of ``k`` whole cores, where the current pods have
-    ``j``, is ``floor(k / j)`` servers (an M/M/c queue) with the same total rate, each as fast
-    per request as a current pod; a pod of at most one core (a share of a core: its quota slows
-    every request) stays one server as fast as its share. So a latency target below what the
-    current pods' service time allows is not predicted met by a bigger pod on the assumption
-    alone (a workload whose requests each use one core is served no sooner by more cores).
-    Sizes up to the current one's, and up to one core, are the M/M/1 either way. Off (the
-    default), every size is one server: the textbook estimate the ``queueing`` planner plans
-    with."""
+    ``parallel_sizes``: no request is served sooner than a current pod serves it, or than one
+    whole core does when a current pod has less (a share of a core: its quota slows every
+    request). With ``u`` that speed in cores (the current pods' size, at least 1), a pod of
+    ``k > u`` cores is ``ceil(k / u)`` servers (an M/M/c queue) sharing the same total rate
+    (at most :data:`MAX_SERVERS` servers of ``u`` cores each), not one server ``k`` times as
+    fast: only the capacity of a bigger pod is assumed, not a faster request. So a latency
+    target below what the current pods' service time allows is not predicted met by a bigger
+    pod on the assumption alone (a workload whose requests each use one core is served no
+    sooner by more cores). Sizes up to ``u`` are the M/M/1 either way. Off (the default),
+    every size is one server: the textbook estimate the ``queueing`` planner plans with."""
 
     kind = "explicit"
 
@@ -59,13 +59,14 @@ class ExplicitLatency(Predictor):
         with np.errstate(divide="ignore", invalid="ignore"):
             q = self.base_ms + 1000.0 * math.log(1.0 / (1.0 - self.quantile)) / (mu - lam)
         if self.parallel_sizes:
-            whole = np.maximum(np.floor(batch.cpu), 1.0)
-            servers = np.minimum(np.floor(whole / max(math.floor(self.current.cpu), 1)),
-                                 MAX_SERVERS)
+            unit = max(self.current.cpu, 1.0)
+            servers = np.ceil(batch.cpu / unit - 1e-9)
+            mu = np.minimum(mu, MAX_SERVERS * unit * self.estimate.mu_per_core)
+            stable &= lam < MAX_UTILIZATION * mu
             many = np.flatnonzero(stable & (servers >= 2.0))
             if many.size:
-                q[many] = self.base_ms + sojourn_quantile(self.quantile, lam[many], mu[many],
-                                                          servers[many])
+                q[many] = self.base_ms + sojourn_quantile(
+                    self.quantile, lam[many], mu[many], np.minimum(servers[many], MAX_SERVERS))
         mean = np.where(stable, q, np.inf)
         return Prediction(mean, mean * (1.0 + self.margin), _supported(batch, self.current))
 

@@ -604,17 +604,28 @@ def propose(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
         ReasonPart("exploration", f"canary {describe(shape)} started: {why}")]
 
 
+def can_judge_size(ctx: PlanningContext, shape: WorkloadConfig) -> bool:
+    """Whether a canary of ``shape`` (another CPU size in the workload's place) could start
+    now and be judged: room for one pod of it, and ready pods of the workload's size whose
+    request rates are known (:func:`capacity_ratio` compares against them; a backend without
+    per-pod request metrics has none)."""
+    cpu = ctx.config.cpu
+    return (free_slots(ctx.snapshot, shape.with_(replicas=1)) > 0
+            and any(p.ready and p.request_rate is not None and math.isclose(p.cpu, cpu)
+                    for p in ctx.workload.pods))
+
+
 def try_size(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
              shape: WorkloadConfig, why: str, rescue: bool = False
              ) -> tuple[list[Action], list[ReasonPart]]:
     """Start a canary of ``shape``, a CPU size the models have not observed on the
     workload's own device and pool (one the explorer proposed,
-    :meth:`planner.planners.feedback.Explorer.propose`, or the only size predicted to meet the
-    objectives), instead of rolling every pod over to it: :func:`canary_size` pods (at most
-    what the pool's free room schedules), judged against the workload's pods of their size.
-    ``rescue``: an objective is observed violated already, which does not stop the trial. No
-    actions when there is no room for one pod of it (looked at again while it stays
-    untried)."""
+    :meth:`planner.planners.feedback.Explorer.propose`, or, where no known configuration is,
+    one predicted to meet the objectives), instead of rolling every pod over to it:
+    :func:`canary_size` pods (at most what the pool's free room schedules), judged against the
+    workload's pods of their size. ``rescue``: an objective is observed violated already,
+    which does not stop the trial. No actions when there is no room for one pod of it (looked
+    at again while it stays untried)."""
     cfg = ctx.config
     room = free_slots(ctx.snapshot, shape.with_(replicas=1))
     if room <= 0:

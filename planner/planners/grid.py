@@ -978,8 +978,7 @@ class GridPlanner(Planner):
                 # pod rolled over to it (and back) costs a restart each and the room of both.
                 gain = 1.0 - float(scored.score[probe] / scored.score[idx])
                 c = scored.batch.config(probe)
-                if (not canary_on and not trying
-                        and not mem.explorer.was_tried(key, feedback.shape_of(c), ctx.now)):
+                if not canary_on and not trying:
                     trying, trying_why = canary.try_size(
                         ctx, mem.explorer, tester, c,
                         f"{c.cpu:g} cpu not observed yet, predicted {gain:.0%} cheaper than "
@@ -1008,18 +1007,27 @@ class GridPlanner(Planner):
                                                                    supported)).any():
             idx = int(np.flatnonzero(novel)[np.argmin(scored.score[novel])])
             c = scored.batch.config(idx)
-            if tester is not None and cfg.replicas >= 2 and _another_size_only(cfg, c):
-                # Only a CPU size never observed is predicted to meet the objectives, on what
-                # a model extrapolates: tried beside the workload (a canary, not stopped by a
-                # violation already observed), as the explorer's sizes are, not by rolling
-                # every pod over to it (not again soon after a trial of it ended); the
-                # workload is sized by the explicit estimate meanwhile.
-                if (not canary_on and not trying
-                        and not mem.explorer.was_tried(key, feedback.shape_of(c), ctx.now)):
+            beside = (tester is not None and cfg.replicas >= 2 and _another_size_only(cfg, c)
+                      and key not in mem.explorer.trials)
+            waiting = beside and (canary_on or bool(trying)
+                                  or feedback.rollout_in_progress(ctx))
+            if beside and not waiting and (
+                    mem.explorer.was_tried(key, feedback.shape_of(c), ctx.now)
+                    or not canary.can_judge_size(ctx, c)):
+                # A trial of the size ended unjudged lately, or none could be judged (no room
+                # for a pod of it, no per-pod request rates): the workload moves, as below.
+                beside = False
+            if beside:
+                # Only CPU sizes never observed are predicted to meet the objectives, on what a
+                # model extrapolates: the cheapest is tried beside the workload (a canary, not
+                # stopped by a violation already observed), as the explorer's sizes are, not by
+                # rolling every pod over to it; while a canary or a rollout is under way, it
+                # waits. The workload is sized by the explicit estimate meanwhile.
+                if not waiting and tester is not None:
                     trying, trying_why = canary.try_size(
                         ctx, mem.explorer, tester, c,
-                        f"{c.cpu:g} cpu not observed yet, the only size predicted to meet "
-                        "every objective", rescue=violated)
+                        f"{c.cpu:g} cpu not observed yet, the cheapest size predicted to meet "
+                        "every objective where no known configuration is", rescue=violated)
                 fb, fb_why = fallback.explicit_sizing(ctx, mem.predictors.estimate, rate)
                 scored = self.score(ctx, CandidateBatch.of([fb]), rate, inp)
                 idx = 0
