@@ -70,26 +70,55 @@ def test_the_textbook_estimate_takes_a_bigger_pod_as_faster_per_request() -> Non
     assert parallel >= one * (1 - 1e-9)
 
 
+def _mmc(lam: float, mu: float, servers: int, base: float, q: float) -> float:
+    """The simulator's M/M/c quantile (closed form, bisection): ms."""
+    arr = np.asarray(pod_components(lam, mu, servers, lam, base, 1e9, False))
+    out = quantile(Components(arr[:, 0], arr[:, 1], arr[:, 2]), q)
+    assert out is not None
+    return out
+
+
 @pytest.mark.parametrize(("current", "size", "servers"), [
     (1.0, 2.0, 2), (1.0, 4.0, 4), (2.0, 4.0, 2), (0.5, 2.0, 2), (2.0, 3.0, 2), (1.0, 1.5, 2),
-    (4.0, 6.0, 2)])
+    (4.0, 6.0, 2), (2.0, 2.5, 2), (1.0, 1.25, 2), (1.5, 2.0, 2), (1.0, 3.5, 4)])
 def test_a_bigger_pod_is_the_m_m_c_queue_of_the_simulator(current: float, size: float,
                                                           servers: int) -> None:
-    """The rows are the M/M/c quantile with ``ceil(size / max(current, 1))`` servers sharing
-    the pod's rate, as the simulator's own closed form and bisection give it
-    (:mod:`simulator.queueing`); sizes that are no whole multiple of the current one (3 cpu
-    beside 2) get servers no faster per request than a current pod."""
+    """The rows are the M/M/c quantile with ``ceil(size / u)`` servers sharing the pod's rate
+    (``u = max(current, 1)``), as the simulator's own closed form and bisection give it
+    (:mod:`simulator.queueing`); where the size is no whole multiple of ``u`` (3 cpu beside 2),
+    the sooner of that and ``floor(size / u)`` servers of ``u`` cores each. No server is
+    faster per request than ``u`` cores."""
     mu_core, base, q = 40.0, 3.0, 0.95
     est = QueueEstimate(mu_core, base)
     cfg = WorkloadConfig(10, current)
+    unit = max(current, 1.0)
+    whole = math.floor(size / unit + 1e-9)
     for lam in (1.0, 0.5 * mu_core * size, 0.85 * mu_core * size):
         got = ExplicitLatency(est, q, cfg, parallel_sizes=True).predict(
             CandidateBatch.of([WorkloadConfig(1, size)]), lam).mean[0]
-        arr = np.asarray(pod_components(lam, mu_core * size, servers, lam, base, 1e9, False))
-        want = quantile(Components(arr[:, 0], arr[:, 1], arr[:, 2]), q)
-        assert want is not None and got == pytest.approx(want, rel=1e-4)
-        per_request = mu_core * size / servers
-        assert per_request <= mu_core * max(current, 1.0) + 1e-9
+        want = _mmc(lam, mu_core * size, servers, base, q)
+        if whole < servers and lam < 0.9 * whole * unit * mu_core:
+            want = min(want, _mmc(lam, whole * unit * mu_core, whole, base, q))
+        assert got == pytest.approx(want, rel=1e-4)
+        assert mu_core * size / servers <= mu_core * unit + 1e-9
+
+
+@settings(max_examples=60, deadline=None)
+@given(current=st.sampled_from([0.5, 1.0, 1.5, 2.0, 3.0]), load=st.floats(0.0, 200.0),
+       quantile_=st.sampled_from([0.5, 0.95, 0.99]))
+def test_a_bigger_pod_is_never_predicted_slower(current: float, load: float,
+                                               quantile_: float) -> None:
+    """Over sizes from the current one up, the prediction at a given load per pod never rises
+    with the size (a 1.25-cpu pod beside 1-cpu ones is no slower than they are)."""
+    est = QueueEstimate(40.0, 3.0)
+    cfg = WorkloadConfig(10, current)
+    sizes = sorted({current, *(x for x in (1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 6.0, 8.0)
+                               if x > current)})
+    batch = CandidateBatch.of([WorkloadConfig(1, c) for c in sizes])
+    mean = ExplicitLatency(est, quantile_, cfg, parallel_sizes=True).predict(batch, load).mean
+    finite = mean[np.isfinite(mean)]
+    assert (np.diff(finite) <= 1e-9 * finite[1:]).all()
+    assert np.isfinite(mean).tolist() == sorted(np.isfinite(mean).tolist())
 
 
 def test_more_than_max_servers_are_capped_in_servers_and_capacity() -> None:

@@ -669,7 +669,7 @@ def test_a_size_only_an_extrapolation_meets_the_objectives_with_is_tried_beside_
     as before (section 40, gen-5972, gen-4009 and gen-7779 rolled whole workloads over to
     unobserved sizes this way). Where a canary cannot be judged (no per-pod request rates, as
     on a cluster without per-pod request metrics) or its trial ended unjudged, the workload is
-    rolled over as before; while pods are starting, neither happens yet."""
+    rolled over as before; while a change of shape rolls out, neither happens yet."""
     def trial(actuators: tuple[str, ...], rates: bool = True, ready: int = 12,
               now: float = 1000.0) -> PlanningContext:
         ctx = context(replicas=12, cpu=1.0, rate=300.0, latency=100.0, cpu_sizes=(1.0, 4.0),
@@ -704,9 +704,24 @@ def test_a_size_only_an_extrapolation_meets_the_objectives_with_is_tried_beside_
     # No per-pod request rates: no canary could be judged, the workload is rolled over.
     blind = planner_with(OnlyABiggerSizeMeets()).plan(trial(with_canary, rates=False))
     assert blind.exploratory and blind.target.cpu == 4.0 and not started(blind)
-    # Pods still starting: neither a canary nor a roll-over yet.
+    # Pods of another shape still serving (a change of shape rolling out): it waits.
+    rolling = trial(with_canary)
+    pods = tuple(replace(p, cpu=0.5) if i < 4 else p for i, p in enumerate(rolling.workload.pods))
+    rolling = replace(rolling, workload=replace(rolling.workload, pods=pods))
+    waits = planner_with(OnlyABiggerSizeMeets()).plan(rolling)
+    assert waits.target.cpu == 1.0 and not started(waits) and not waits.exploratory
+    assert "once the canary or rollout under way ends" in waits.reason
+    # Pods of its own shape starting do not hold it back (a crash-looping pod would for ever).
     starting = planner_with(OnlyABiggerSizeMeets()).plan(trial(with_canary, ready=8))
-    assert starting.target.cpu == 1.0 and not started(starting)
+    assert starting.target.cpu == 1.0 and len(started(starting)) == 1
+    # Started while every objective held (the models predicted every known configuration to
+    # miss): a violation that follows does not stop it either.
+    calm = planner_with(OnlyABiggerSizeMeets())
+    first = calm.plan(replace(trial(with_canary), current={"p95": 50.0}))
+    assert len(started(first)) == 1
+    worse = calm.plan(trial(with_canary, now=1015.0))
+    assert not any(a.actuator == "canary" and not a.params["canary"] for a in worse.actions)
+    assert worse.target.cpu == 1.0
     rolled = planner_with(OnlyABiggerSizeMeets()).plan(trial(("replicas", "cpu")))
     assert rolled.exploratory and rolled.target.cpu == 4.0
 

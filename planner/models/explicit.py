@@ -34,7 +34,9 @@ class ExplicitLatency(Predictor):
     request). With ``u`` that speed in cores (the current pods' size, at least 1), a pod of
     ``k > u`` cores is ``ceil(k / u)`` servers (an M/M/c queue) sharing the same total rate
     (at most :data:`MAX_SERVERS` servers of ``u`` cores each), not one server ``k`` times as
-    fast: only the capacity of a bigger pod is assumed, not a faster request. So a latency
+    fast: only the capacity of a bigger pod is assumed, not a faster request. Where ``k`` is no
+    whole multiple of ``u``, the sooner of that and ``floor(k / u)`` servers of ``u`` cores
+    each, so a bigger pod is never predicted slower than a smaller one. So a latency
     target below what the current pods' service time allows is not predicted met by a bigger
     pod on the assumption alone (a workload whose requests each use one core is served no
     sooner by more cores). Sizes up to ``u`` are the M/M/1 either way. Off (the default),
@@ -67,6 +69,17 @@ class ExplicitLatency(Predictor):
             if many.size:
                 q[many] = self.base_ms + sojourn_quantile(
                     self.quantile, lam[many], mu[many], np.minimum(servers[many], MAX_SERVERS))
+                # Not a whole multiple of ``unit``: also its whole multiple, that many servers
+                # of ``unit`` cores each (less capacity, faster servers), whichever is sooner,
+                # so a bigger pod is never predicted slower than a smaller one.
+                whole = np.minimum(np.floor(batch.cpu[many] / unit + 1e-9), MAX_SERVERS)
+                part = (whole < servers[many]) & (whole >= 1.0)
+                cap = whole * unit * self.estimate.mu_per_core
+                part &= lam[many] < MAX_UTILIZATION * cap
+                if part.any():
+                    rows = many[part]
+                    q[rows] = np.minimum(q[rows], self.base_ms + sojourn_quantile(
+                        self.quantile, lam[rows], cap[part], whole[part]))
         mean = np.where(stable, q, np.inf)
         return Prediction(mean, mean * (1.0 + self.margin), _supported(batch, self.current))
 

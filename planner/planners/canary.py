@@ -354,6 +354,15 @@ def optimistic_speeds(ctx: PlanningContext, places: list[Place]) -> dict[Place, 
     return out
 
 
+def _capacities(pods: Sequence[PodState], floor: bool) -> list[float]:
+    """Requests per second over CPU utilisation of the ready pods with a known request rate
+    (``floor``: a pod busy less than :data:`MIN_UTILIZATION` counts as that busy; otherwise it
+    is left out, too idle to measure)."""
+    return [p.request_rate / max(p.cpu_utilization, MIN_UTILIZATION) for p in pods
+            if p.ready and p.request_rate and p.cpu_utilization is not None
+            and (floor or p.cpu_utilization > MIN_UTILIZATION)]
+
+
 def capacity_ratio(canary: CanaryState, workload: WorkloadState,
                    versus: float | None = None) -> float | None:
     """The canary pods' capacity per pod over that of the workload's own pods of the same CPU
@@ -368,9 +377,7 @@ def capacity_ratio(canary: CanaryState, workload: WorkloadState,
     size's, and :class:`MeasuredShapes` applies a place's speed at equal CPU size; a size
     trial's ratio is the size's speed, and is applied to that size alone."""
     def per_pod(pods: Sequence[PodState], floor: bool) -> float | None:
-        caps = [p.request_rate / max(p.cpu_utilization, MIN_UTILIZATION) for p in pods
-                if p.ready and p.request_rate and p.cpu_utilization is not None
-                and (floor or p.cpu_utilization > MIN_UTILIZATION)]
+        caps = _capacities(pods, floor)
         return float(np.median(caps)) if caps else None
 
     size = canary.config.cpu if versus is None else versus
@@ -606,13 +613,13 @@ def propose(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
 
 def can_judge_size(ctx: PlanningContext, shape: WorkloadConfig) -> bool:
     """Whether a canary of ``shape`` (another CPU size in the workload's place) could start
-    now and be judged: room for one pod of it, and ready pods of the workload's size whose
-    request rates are known (:func:`capacity_ratio` compares against them; a backend without
+    now and be judged: room for one pod of it, and ready, busy pods of the workload's size whose
+    request rates are known (what :func:`capacity_ratio` compares against; a backend without
     per-pod request metrics has none)."""
     cpu = ctx.config.cpu
     return (free_slots(ctx.snapshot, shape.with_(replicas=1)) > 0
-            and any(p.ready and p.request_rate is not None and math.isclose(p.cpu, cpu)
-                    for p in ctx.workload.pods))
+            and bool(_capacities([p for p in ctx.workload.pods if math.isclose(p.cpu, cpu)],
+                                 floor=False)))
 
 
 def try_size(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,

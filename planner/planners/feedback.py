@@ -90,16 +90,22 @@ def unobserved_shapes(batch: CandidateBatch, supported: NDArray[np.bool_]) -> ND
     return out
 
 
+def other_shapes_serving(ctx: PlanningContext) -> bool:
+    """Pods of another shape than the configuration's still run: a change of shape is rolling
+    out (or back)."""
+    cfg = ctx.config
+    return any(cpu != cfg.cpu or device != cfg.device
+               or (cfg.pool is not None and pool is not None and pool != cfg.pool)
+               for cpu, device, pool, _, _ in ctx.workload.pod_counts)
+
+
 def rollout_in_progress(ctx: PlanningContext) -> bool:
     """Pods of another shape still serve, or not every pod is ready yet."""
-    cfg = ctx.config
     pods = ctx.workload.pods
     if not pods:
         return False
-    stale = any(cpu != cfg.cpu or device != cfg.device
-                or (cfg.pool is not None and pool is not None and pool != cfg.pool)
-                for cpu, device, pool, _, _ in ctx.workload.pod_counts)
-    return stale or ctx.workload.ready_replicas < min(cfg.replicas, len(pods))
+    return other_shapes_serving(ctx) or ctx.workload.ready_replicas < min(ctx.config.replicas,
+                                                                          len(pods))
 
 
 def serving_as_configured(ctx: PlanningContext) -> bool:

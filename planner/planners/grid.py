@@ -18,8 +18,10 @@ within ``tolerance`` and nothing is cheaper by more than ``hysteresis``: no flap
 scale-in goes to the fewest replicas (of the cheapest shape) that also hold at
 ``SCALE_IN_MARGIN`` more load, so the next cycle's noise does not bring it back.
 When no configuration the models know is feasible, the planner takes the best-predicted
-unexplored one and marks the plan exploratory; when none at all is, it sizes the current shape
-by the explicit queueing estimate (:mod:`planner.planners.fallback`), never the admin's maximum.
+unexplored one and marks the plan exploratory (another CPU size alone is tried beside the
+workload first, as a canary, where one can be judged); when none at all is, it sizes the
+current shape by the explicit queueing estimate (:mod:`planner.planners.fallback`), never the
+admin's maximum.
 
 Feedback (:mod:`planner.planners.feedback`): while every objective holds it occasionally tries
 a configuration shape its model has not observed but predicts much cheaper (marked
@@ -1009,29 +1011,33 @@ class GridPlanner(Planner):
             c = scored.batch.config(idx)
             beside = (tester is not None and cfg.replicas >= 2 and _another_size_only(cfg, c)
                       and key not in mem.explorer.trials)
-            waiting = beside and (canary_on or bool(trying)
-                                  or feedback.rollout_in_progress(ctx))
+            waiting = beside and (canary_on or bool(trying) or feedback.other_shapes_serving(ctx))
             if beside and not waiting and (
                     mem.explorer.was_tried(key, feedback.shape_of(c), ctx.now)
                     or not canary.can_judge_size(ctx, c)):
-                # A trial of the size ended unjudged lately, or none could be judged (no room
-                # for a pod of it, no per-pod request rates): the workload moves, as below.
+                # A trial of the size ended unjudged lately (its pods never ran, or had nothing
+                # to be compared with), or none could be judged (no room for a pod of it, no
+                # per-pod request rates): the workload moves, as below.
                 beside = False
             if beside:
                 # Only CPU sizes never observed are predicted to meet the objectives, on what a
-                # model extrapolates: the cheapest is tried beside the workload (a canary, not
-                # stopped by a violation already observed), as the explorer's sizes are, not by
-                # rolling every pod over to it; while a canary or a rollout is under way, it
-                # waits. The workload is sized by the explicit estimate meanwhile.
+                # model extrapolates: the cheapest is tried beside the workload (a canary, which
+                # a violation does not stop: every known configuration is predicted to miss),
+                # as the explorer's sizes are, not by rolling every pod over to it; while
+                # another canary runs or a change of shape rolls out, it waits. The workload is
+                # sized by the explicit estimate meanwhile.
                 if not waiting and tester is not None:
                     trying, trying_why = canary.try_size(
                         ctx, mem.explorer, tester, c,
                         f"{c.cpu:g} cpu not observed yet, the cheapest size predicted to meet "
-                        "every objective where no known configuration is", rescue=violated)
+                        "every objective where no known configuration is", rescue=True)
                 fb, fb_why = fallback.explicit_sizing(ctx, mem.predictors.estimate, rate)
                 scored = self.score(ctx, CandidateBatch.of([fb]), rate, inp)
                 idx = 0
-                why = f"no known configuration is predicted feasible: {fb_why}"
+                why = (f"no known configuration is predicted feasible; {c.cpu:g} cpu (not "
+                       "observed yet) is, and is tried beside the workload"
+                       + (" once the canary or rollout under way ends" if waiting else "")
+                       + f": {fb_why}")
             else:
                 exploratory, why_kind = True, "exploration"
                 why = "exploratory: no known configuration is feasible; trying an unexplored one"

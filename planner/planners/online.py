@@ -72,7 +72,8 @@ def explicit_predictors(ctx: PlanningContext, est: QueueEstimate,
                         parallel_sizes: bool = False) -> dict[str, Predictor]:
     """One explicit predictor per objective it can predict (latency, throughput,
     availability); other KPI types are left out. ``parallel_sizes``: a bigger pod's latency as
-    several servers each as fast as a current pod (:class:`ExplicitLatency`)."""
+    several servers, none faster per request than a current pod or one whole core
+    (:class:`ExplicitLatency`)."""
     out: dict[str, Predictor] = {}
     for o in ctx.intent.spec.objectives:
         spec = ctx.profiles[o.name].spec

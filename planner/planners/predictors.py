@@ -62,8 +62,9 @@ class CurrentSizeOnly(Predictor):
     another size are still predicted but marked unsupported: reached by exploration (a trial
     while every objective holds, or when no known configuration is feasible), not chosen as
     known. :class:`PredictorSource` gives it explicit predictors that take a bigger pod as
-    more servers, not faster ones (``parallel_sizes``), so a target the current pods' service
-    time misses is not predicted met by a bigger size either."""
+    more servers, none faster per request than a current pod (or one whole core, where a
+    current pod has a share of one: ``parallel_sizes``), so a target the current pods' service
+    time misses is not predicted met by a bigger size of one core or more either."""
 
     def __init__(self, inner: Predictor, cpu: float) -> None:
         self.inner = inner
