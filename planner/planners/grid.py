@@ -1034,10 +1034,10 @@ class GridPlanner(Planner):
                 fb, fb_why = fallback.explicit_sizing(ctx, mem.predictors.estimate, rate)
                 scored = self.score(ctx, CandidateBatch.of([fb]), rate, inp)
                 idx = 0
+                when = ("" if not waiting else " (a canary is on trial)"
+                        if canary_on or trying else " once the rollout under way ends")
                 why = (f"no known configuration is predicted feasible; {c.cpu:g} cpu (not "
-                       "observed yet) is, and is tried beside the workload"
-                       + (" once the canary or rollout under way ends" if waiting else "")
-                       + f": {fb_why}")
+                       f"observed yet) is, and is tried beside the workload{when}: {fb_why}")
             else:
                 exploratory, why_kind = True, "exploration"
                 why = "exploratory: no known configuration is feasible; trying an unexplored one"
