@@ -37,7 +37,7 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import optuna
@@ -220,10 +220,25 @@ def _first_step_carries(ctx: PlanningContext, target: WorkloadConfig, reached: i
     return reached * target.cpu >= min(fits, cur.replicas) * cur.cpu
 
 
-def _another_size_only(cfg: WorkloadConfig, shape: WorkloadConfig) -> bool:
-    """``shape`` differs from ``cfg`` in CPU size alone (same device and pool)."""
-    return (shape.cpu != cfg.cpu and shape.device == cfg.device
-            and (shape.pool or None) == (cfg.pool or None))
+def _size_trial(ctx: PlanningContext, explorer: feedback.Explorer,
+                tester: CanaryActuator | None, shape: WorkloadConfig,
+                busy: bool) -> Literal["start", "wait"] | None:
+    """How ``shape``, unobserved and the cheapest configuration predicted to meet the
+    objectives where no known one is, is reached: ``None``, the workload is rolled over to it
+    (it differs in more than its CPU size, or no trial could tell anything: no canary actuator,
+    one pod, no room for a pod of it, no per-pod request rates, or a trial of it ended unjudged
+    lately); ``"wait"``, a canary of it waits (``busy``: another canary is on, or one stopped
+    this cycle; or a change of shape rolls out); ``"start"``, a canary of it starts."""
+    cfg, key = ctx.config, ctx.intent.key
+    if (tester is None or cfg.replicas < 2 or shape.cpu == cfg.cpu
+            or place_of(shape) != place_of(cfg) or key in explorer.trials):
+        return None
+    if busy or feedback.other_shapes_serving(ctx):
+        return "wait"
+    if (explorer.was_tried(key, feedback.shape_of(shape), ctx.now)
+            or not canary.can_judge_size(ctx, shape)):
+        return None
+    return "start"
 
 
 def _resizing_in_place(ctx: PlanningContext, target: WorkloadConfig) -> bool:
@@ -913,6 +928,13 @@ class GridPlanner(Planner):
             lambda b, ps: self._feasibility(ctx, b, rate, replace(inp, preds=dict(ps))),
             best_score, rescue)
 
+    def _sized_by_estimate(self, ctx: PlanningContext, mem: Recall, rate: float,
+                           inp: Inputs) -> tuple[Scored, str]:
+        """The current shape sized by the explicit estimate (:func:`fallback.explicit_sizing`,
+        never a scale-in), scored, and why."""
+        fb, why = fallback.explicit_sizing(ctx, mem.predictors.estimate, rate)
+        return self.score(ctx, CandidateBatch.of([fb]), rate, inp), why
+
     def shape_options(self, ctx: PlanningContext) -> list[ShapeOption] | None:
         """The fewest replicas per shape predicted to meet every objective (known shapes
         only, within the cluster's GPUs and the budget), at the load :meth:`plan` would plan
@@ -1009,38 +1031,28 @@ class GridPlanner(Planner):
                                                                    supported)).any():
             idx = int(np.flatnonzero(novel)[np.argmin(scored.score[novel])])
             c = scored.batch.config(idx)
-            beside = (tester is not None and cfg.replicas >= 2 and _another_size_only(cfg, c)
-                      and key not in mem.explorer.trials)
-            waiting = beside and (canary_on or bool(trying) or feedback.other_shapes_serving(ctx))
-            if beside and not waiting and (
-                    mem.explorer.was_tried(key, feedback.shape_of(c), ctx.now)
-                    or not canary.can_judge_size(ctx, c)):
-                # A trial of the size ended unjudged lately (its pods never ran, or had nothing
-                # to be compared with), or none could be judged (no room for a pod of it, no
-                # per-pod request rates): the workload moves, as below.
-                beside = False
-            if beside:
+            busy = canary_on or bool(trying)
+            how_tried = _size_trial(ctx, mem.explorer, tester, c, busy)
+            if how_tried is None:
+                exploratory, why_kind = True, "exploration"
+                why = "exploratory: no known configuration is feasible; trying an unexplored one"
+            else:
                 # Only CPU sizes never observed are predicted to meet the objectives, on what a
                 # model extrapolates: the cheapest is tried beside the workload (a canary, which
                 # a violation does not stop: every known configuration is predicted to miss),
-                # as the explorer's sizes are, not by rolling every pod over to it; while
-                # another canary runs or a change of shape rolls out, it waits. The workload is
-                # sized by the explicit estimate meanwhile.
-                if not waiting and tester is not None:
+                # as the explorer's sizes are, not by rolling every pod over to it. The
+                # workload is sized by the explicit estimate meanwhile.
+                if how_tried == "start" and tester is not None:
                     trying, trying_why = canary.try_size(
                         ctx, mem.explorer, tester, c,
                         f"{c.cpu:g} cpu not observed yet, the cheapest size predicted to meet "
                         "every objective where no known configuration is", rescue=True)
-                fb, fb_why = fallback.explicit_sizing(ctx, mem.predictors.estimate, rate)
-                scored = self.score(ctx, CandidateBatch.of([fb]), rate, inp)
+                scored, fb_why = self._sized_by_estimate(ctx, mem, rate, inp)
                 idx = 0
-                when = ("" if not waiting else " (a canary is on trial)"
-                        if canary_on or trying else " once the rollout under way ends")
+                when = ("" if how_tried == "start" else " (a canary is on trial)" if busy
+                        else " once the rollout under way ends")
                 why = (f"no known configuration is predicted feasible; {c.cpu:g} cpu (not "
                        f"observed yet) is, and is tried beside the workload{when}: {fb_why}")
-            else:
-                exploratory, why_kind = True, "exploration"
-                why = "exploratory: no known configuration is feasible; trying an unexplored one"
         else:
             # Nothing is predicted feasible: the models cannot be trusted here (a target below
             # what they think possible, a load beyond anything seen). Size the current shape
@@ -1053,8 +1065,7 @@ class GridPlanner(Planner):
                 trying, trying_why = self._propose_canary(ctx, mem, tester, space, scored,
                                                           supported, rate, inp, math.inf,
                                                           rescue=violated)
-            fb, fb_why = fallback.explicit_sizing(ctx, mem.predictors.estimate, rate)
-            scored = self.score(ctx, CandidateBatch.of([fb]), rate, inp)
+            scored, fb_why = self._sized_by_estimate(ctx, mem, rate, inp)
             idx = 0
             why = f"no configuration is predicted feasible: {fb_why}"
         best = scored.batch.config(idx)
