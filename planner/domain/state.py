@@ -11,6 +11,11 @@ from typing import Any
 from planner.domain.cluster_facts import ClusterFacts
 
 
+def _set_attributes(obj: object, values: dict[str, Any]) -> None:
+    """``obj``'s attributes set to ``values`` at once, frozen dataclass or not."""
+    object.__setattr__(obj, "__dict__", values)
+
+
 @dataclass(frozen=True)
 class NodeState:
     name: str
@@ -44,8 +49,12 @@ class WorkloadConfig:
                 "pool": self.pool}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class PodState:
+    """One pod as observed. Frozen; built with one write of its attribute dictionary (the
+    generated ``__init__`` of a frozen dataclass sets each field through
+    ``object.__setattr__``, twice the cost, and a backend builds one per pod per cycle)."""
+
     name: str
     node: str | None
     cpu: float
@@ -59,6 +68,15 @@ class PodState:
     request_rate: float | None = None
     """Requests per second the pod served over the metrics window, if known (per-pod request
     metrics: a service mesh's or the application's own)."""
+
+    def __init__(self, name: str, node: str | None, cpu: float, device: str = "cpu",
+                 ready: bool = True, restarts: int = 0, started_at: float = 0.0,
+                 cpu_utilization: float | None = None, pool: str | None = None,
+                 request_rate: float | None = None) -> None:
+        _set_attributes(self, {"name": name, "node": node, "cpu": cpu, "device": device,
+                               "ready": ready, "restarts": restarts, "started_at": started_at,
+                               "cpu_utilization": cpu_utilization, "pool": pool,
+                               "request_rate": request_rate})
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "node": self.node, "cpu": self.cpu, "device": self.device,
