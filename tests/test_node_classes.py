@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 from typing import Any
 
 import numpy as np
@@ -351,3 +352,51 @@ def test_the_mix_a_device_last_had_is_planner_memory() -> None:
     assert PredictorMemory.recall(doc).mixes == {"cpu": {"near": 0.5, "far": 0.5}}
     assert PredictorMemory.recall({}).mixes == {}
     assert PredictorMemory.recall({"mixes": "junk"}).mixes == {}
+
+
+def _device_rows(pairs: list[tuple[float, int]], seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of pods all on one of two node classes: ``(gpu, class)`` per row, at loads
+    between a third and four fifths of the pods' capacity (GPU pods 10x as fast)."""
+    rng = np.random.default_rng(seed)
+    rows, ys = [], []
+    for gpu, cls in pairs:
+        replicas = int(rng.integers(2, 10))
+        mu = 24.0 * (10.0 if gpu else 1.0) * (2.0 if cls else 1.0)
+        rate = float(rng.uniform(0.3, 0.8)) * mu * replicas
+        rows.append([rate, replicas, 1.0, gpu, -1.0, float(cls == 0), float(cls == 1)])
+        ys.append(20.0 + 1000.0 * np.log(20.0) / (mu - rate / replicas))
+    return np.asarray(rows), np.asarray(ys)
+
+
+def _one_row(gpu: float, cls: int) -> np.ndarray:
+    return np.array([[50.0, 4, 1.0, gpu, -1.0, float(cls == 0), float(cls == 1)]])
+
+
+def test_a_device_is_vouched_for_only_on_classes_it_ran_on_until_a_class_ran_both() -> None:
+    """GPU pods seen only on class 1 and CPU pods only on class 0: nothing tells class 1's speed
+    from the GPU's, so CPU pods on class 1 (and GPU pods on class 0) are not supported. Once a
+    class has run both devices, the GPU's factor is measured there and every seen class is
+    supported for either device (the model's speeds multiply)."""
+    X, y = _device_rows([(0.0, 0)] * 8 + [(1.0, 1)] * 8, seed=3)
+    est = QueueingLatencyRegressor(n_bootstrap=0).fit(X, y)
+    assert (est.cpu_classes_, est.gpu_classes_) == ([0], [1])
+    support = {(gpu, cls): bool(est.supported(_one_row(gpu, cls))[0])
+               for gpu in (0.0, 1.0) for cls in (0, 1)}
+    assert support == {(0.0, 0): True, (0.0, 1): False, (1.0, 0): False, (1.0, 1): True}
+    # The rule survives the model's trip through the knowledge base.
+    again = serialization.loads(serialization.dumps(est))
+    assert again.supported(np.vstack([_one_row(0.0, 1), _one_row(1.0, 1)])).tolist() == [
+        False, True]
+    # CPU pods on class 1 as well: the classes are tied together.
+    X2, y2 = _device_rows([(0.0, 0)] * 8 + [(1.0, 1)] * 8 + [(0.0, 1)] * 4, seed=4)
+    both = QueueingLatencyRegressor(n_bootstrap=0).fit(X2, y2)
+    assert all(bool(both.supported(_one_row(gpu, cls))[0])
+               for gpu in (0.0, 1.0) for cls in (0, 1))
+
+
+def test_a_stored_model_naming_classes_it_never_saw_for_a_device_is_refused() -> None:
+    X, y = _device_rows([(0.0, 0)] * 8 + [(1.0, 0)] * 4, seed=5)
+    doc = json.loads(serialization.dumps(QueueingLatencyRegressor(n_bootstrap=0).fit(X, y)))
+    doc["fitted"]["gpu_classes_"] = [1]          # class 1 was never seen at all
+    with pytest.raises(serialization.ModelRefused, match="gpu_classes_"):
+        serialization.loads(json.dumps(doc).encode())

@@ -360,6 +360,7 @@ def test_prediction_with_support_and_the_cached_ensemble(case: Any, lo: float, o
     k = est.n_classes_
     est.seen_gpu_, est.seen_cpu_device_ = data.draw(st.booleans()), True
     est.seen_classes_ = sorted(data.draw(st.sets(st.integers(0, k - 1))))
+    est.cpu_classes_ = est.gpu_classes_ = list(est.seen_classes_)   # both devices on each
     est.cpu_range_ = (lo, lo) if one_size else (lo, 4.0)
     est.cpu_sizes_ = [lo] if one_size else [lo, 4.0]
     odd = X.copy()     # CPU sizes at and near the one seen (a NaN size is not predicted)

@@ -378,6 +378,9 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         self.seen_gpu_ = bool((X[:, 3] > 0.5).any())
         self.seen_cpu_device_ = bool((X[:, 3] < 0.5).any())
         self.seen_classes_ = [int(i) for i in np.flatnonzero(shares.sum(axis=0) > 0)]
+        on_gpu = X[:, 3] > 0.5
+        self.cpu_classes_ = [int(i) for i in np.flatnonzero(shares[~on_gpu].sum(axis=0) > 0)]
+        self.gpu_classes_ = [int(i) for i in np.flatnonzero(shares[on_gpu].sum(axis=0) > 0)]
         self.cpu_range_ = (float(X[:, 2].min()), float(X[:, 2].max()))
         self.cpu_sizes_ = sorted({float(c) for c in X[:, 2]})
         # Speeds and offsets are relative to the class most pods ran on (the base latency
@@ -465,6 +468,11 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         if not all(float(i).is_integer() and 0 <= i < k for i in self.seen_classes_):
             raise ValueError("seen_classes_ must be class indices")
         self.seen_classes_ = [int(i) for i in self.seen_classes_]
+        for name in ("cpu_classes_", "gpu_classes_"):
+            seen = getattr(self, name)
+            if not all(float(i).is_integer() and int(i) in self.seen_classes_ for i in seen):
+                raise ValueError(f"{name} must be indices of seen classes")
+            setattr(self, name, [int(i) for i in seen])
         if len(self.cpu_range_) != 2:
             raise ValueError("cpu_range_ must be (min, max)")
 
@@ -553,6 +561,14 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         else:
             known = shares.sum(axis=1) > 0
         class_ok = known & ~(shares[:, unseen] > 0).any(axis=1)
+        if not set(self.cpu_classes_) & set(self.gpu_classes_):
+            # No node class has run pods of both devices: a class's speed and the GPU's
+            # factor are told apart by nothing (a class seen only with GPU pods could be fast
+            # or its GPU very fast), so a device is vouched for only on the classes it ran on.
+            own = np.zeros((2, self.n_classes_), dtype=bool)
+            own[0, self.cpu_classes_] = True
+            own[1, self.gpu_classes_] = True
+            class_ok &= ~((shares > 0) & ~own[gpu.astype(int)]).any(axis=1)
         lo, hi = self.cpu_range_
         if len(self.cpu_sizes_) < 2:
             # One CPU size seen: how latency scales with CPU is unknown; do not extrapolate.
