@@ -20,17 +20,7 @@ each time.
   been (the window's earlier part had more ready pods, so what was observed is a lower bound
   on what this configuration does). The limit is the highest request rate over the KPI window
   and the next cycle's, divided by the replicas: the most load per pod the violation can be
-  blamed on. While the shape scales (pods added or removed, not all ready yet), a violation
-  is its own too when the shape alone has served for the KPI window (no other shape's pods,
-  no canary, no restart, cycles without a gap): then the replicas are the fewest pods seen
-  ready at the cycles over the window, the first at or before its start (pods become ready
-  or are removed between cycles; the count seen at the next cycle bounds the interval
-  before it). Every instant of the window had at least that many pods serving and at most
-  the highest rate, so some instant violated at no more load per pod than the limit (a
-  percentile over a window is at most the largest of its instants'), and more load per pod
-  only adds latency. On a rising load the planner adds pods every cycle and no configuration
-  stays in place for a window; a shape that a model overrates would otherwise never be
-  limited (the rate is measured over a shorter interval than the KPI, so on a steep rise the
+  blamed on (the rate is measured over a shorter interval than the KPI, so on a steep rise the
   next cycle's rate is the one that caused it). It is recorded at that next cycle, and only
   above the highest load per pod the shape was observed holding (a violation at a load the
   shape has held is not the load's doing: a slow dependency, noise). A shape keeps the lowest
@@ -144,11 +134,6 @@ class ObservedLimits:
     configuration that had been in place with every pod ready for the KPI window."""
     pending: Pending | None = None
     """A violation seen this cycle, recorded at the next (:meth:`_record`)."""
-    serving: tuple[tuple[float, int, int], ...] = ()
-    """(time, ready pods, restarts) at each cycle while the current shape alone has served,
-    from the last at or before the KPI window's start (:meth:`_fewest_serving`)."""
-    serving_shape: feedback.Shape | None = None
-    """The shape :attr:`serving` counts."""
 
     # ---------------------------------------------------------------- observations
     def observe(self, ctx: PlanningContext, peak_rate: float | None,
@@ -168,15 +153,10 @@ class ObservedLimits:
             self._record(self.pending, peak_rate)
         self.pending = None
         restarts = ctx.workload.restarts
-        fewest = self._fewest_serving(ctx, gap)
-        verdicts = _latency_verdicts(ctx)
-        shape = feedback.shape_of(cfg)
         if (gap or cfg.replicas <= 0 or not feedback.serving_as_configured(ctx)
                 or ctx.workload.canary is not None):
             # Not the configuration's own behaviour: judged again from its next steady cycle.
             self.config, self.by_scale_in = None, False
-            if False in verdicts and fewest and peak_rate:
-                self.pending = Pending(shape, fewest, peak_rate, now)
             return
         if cfg != self.config:
             self.by_scale_in = (self.config is not None and cfg.replicas < self.config.replicas
@@ -188,11 +168,11 @@ class ObservedLimits:
         self.restarts = restarts
         steady = max(self.since, ctx.workload.newest_start)
         whole_window = now - steady >= feedback.KPI_WINDOW_S
+        verdicts = _latency_verdicts(ctx)
         strict = _latency_verdicts(ctx, strict=True)
+        shape = feedback.shape_of(cfg)
         if False in verdicts and (whole_window or self.by_scale_in) and peak_rate:
             self.pending = Pending(shape, cfg.replicas, peak_rate, now)
-        elif False in verdicts and fewest and peak_rate:
-            self.pending = Pending(shape, fewest, peak_rate, now)
         elif (verdicts and all(v is True for v in verdicts) and whole_window
               and low_rate is not None):
             per_pod = low_rate / cfg.replicas
@@ -203,28 +183,6 @@ class ObservedLimits:
                 self.vouch[shape] = Limit(per_pod, now)
             if shape in self.limits and per_pod >= self.limits[shape].per_pod:
                 del self.limits[shape]
-
-    def _fewest_serving(self, ctx: PlanningContext, gap: bool) -> int | None:
-        """Note this cycle's ready pods in :attr:`serving` and return the fewest over the KPI
-        window, when the current shape alone has served it (``None``: it has not, or too
-        briefly to tell)."""
-        cfg, now, workload = ctx.config, ctx.now, ctx.workload
-        alone = (not gap and cfg.replicas > 0 and workload.canary is None
-                 and not feedback.other_shapes_serving(ctx))
-        shape = feedback.shape_of(cfg)
-        seen = self.serving
-        if (not alone or self.serving_shape != shape
-                or (seen and seen[-1][2] != workload.restarts)):
-            seen = ()
-        seen = (*seen, (now, workload.ready_replicas, workload.restarts)) if alone else ()
-        self.serving_shape = shape if alone else None
-        start = now - feedback.KPI_WINDOW_S
-        first = max((i for i, (t, _, _) in enumerate(seen) if t <= start), default=None)
-        self.serving = seen if first is None else seen[first:]
-        if first is None:
-            return None
-        fewest = min(ready for _, ready, _ in self.serving)
-        return fewest if fewest > 0 else None
 
     def _record(self, seen: Pending, peak_rate: float | None) -> None:
         """Record a violation seen last cycle at the highest rate of both windows: the rate
@@ -315,8 +273,6 @@ class ObservedLimits:
             "pending": None if self.pending is None else [
                 *self.pending.shape, self.pending.replicas, self.pending.peak_rate,
                 self.pending.at],
-            "serving": [list(s) for s in self.serving],
-            "serving_shape": None if self.serving_shape is None else list(self.serving_shape),
         }
 
     @staticmethod
@@ -332,11 +288,7 @@ class ObservedLimits:
             seen_at=None if at is None else float(at),
             by_scale_in=bool(memory.get("by_scale_in")),
             pending=None if seen is None else Pending(_shape(seen[:3]), int(seen[3]),
-                                                      float(seen[4]), float(seen[5])),
-            serving=tuple((float(t), int(ready), int(restarts))
-                          for t, ready, restarts in memory.get("serving") or ()),
-            serving_shape=None if memory.get("serving_shape") is None
-            else _shape(memory["serving_shape"]))
+                                                      float(seen[4]), float(seen[5])))
 
 
 def _shape(row: Any) -> feedback.Shape:
