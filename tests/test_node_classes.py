@@ -400,3 +400,6 @@ def test_a_stored_model_naming_classes_it_never_saw_for_a_device_is_refused() ->
     doc["fitted"]["gpu_classes_"] = [1]          # class 1 was never seen at all
     with pytest.raises(serialization.ModelRefused, match="gpu_classes_"):
         serialization.loads(json.dumps(doc).encode())
+    doc["fitted"]["gpu_classes_"] = doc["fitted"]["cpu_classes_"] = []   # seen with no device
+    with pytest.raises(serialization.ModelRefused, match="cover the seen classes"):
+        serialization.loads(json.dumps(doc).encode())

@@ -473,6 +473,8 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
             if not all(float(i).is_integer() and int(i) in self.seen_classes_ for i in seen):
                 raise ValueError(f"{name} must be indices of seen classes")
             setattr(self, name, [int(i) for i in seen])
+        if set(self.cpu_classes_) | set(self.gpu_classes_) != set(self.seen_classes_):
+            raise ValueError("cpu_classes_ and gpu_classes_ must cover the seen classes")
         if len(self.cpu_range_) != 2:
             raise ValueError("cpu_range_ must be (min, max)")
 
@@ -518,8 +520,9 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         return out
 
     def supported(self, X: Any) -> NDArray[np.bool_]:
-        """Rows like something seen in training: device and node classes observed, CPU size
-        observed (or within a margin of the observed range once two sizes have been seen)."""
+        """Rows like something seen in training: device and node classes observed (each class
+        with the row's device, unless some class ran pods of both devices), CPU size observed
+        (or within a margin of the observed range once two sizes have been seen)."""
         X = np.asarray(X, dtype=float)
         return self._supported(X, self._shares(X))
 
