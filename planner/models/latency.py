@@ -375,10 +375,10 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
             raise ValueError("need at least 3 observations below saturation with known node "
                              f"classes, got {int((~cens).sum())}")
         k = self.n_classes_
-        self.seen_gpu_ = bool((X[:, 3] > 0.5).any())
+        on_gpu = X[:, 3] > 0.5
+        self.seen_gpu_ = bool(on_gpu.any())
         self.seen_cpu_device_ = bool((X[:, 3] < 0.5).any())
         self.seen_classes_ = [int(i) for i in np.flatnonzero(shares.sum(axis=0) > 0)]
-        on_gpu = X[:, 3] > 0.5
         self.cpu_classes_ = [int(i) for i in np.flatnonzero(shares[~on_gpu].sum(axis=0) > 0)]
         self.gpu_classes_ = [int(i) for i in np.flatnonzero(shares[on_gpu].sum(axis=0) > 0)]
         self.cpu_range_ = (float(X[:, 2].min()), float(X[:, 2].max()))
