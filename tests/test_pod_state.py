@@ -16,21 +16,13 @@ from hypothesis import strategies as st
 
 from planner.domain.state import PodState
 
-
-@dataclasses.dataclass(frozen=True)
-class _Generated:
-    """The same fields with the ``__init__`` dataclasses generates: the reference."""
-
-    name: str
-    node: str | None
-    cpu: float
-    device: str = "cpu"
-    ready: bool = True
-    restarts: int = 0
-    started_at: float = 0.0
-    cpu_utilization: float | None = None
-    pool: str | None = None
-    request_rate: float | None = None
+_Generated = dataclasses.make_dataclass(
+    "_Generated",
+    [(f.name, f.type) if f.default is dataclasses.MISSING
+     else (f.name, f.type, dataclasses.field(default=f.default))
+     for f in dataclasses.fields(PodState)],
+    frozen=True)
+"""PodState's fields with the ``__init__`` dataclasses generates: the reference."""
 
 
 def test_the_constructor_takes_every_field_in_order_with_its_default() -> None:
@@ -40,9 +32,6 @@ def test_the_constructor_takes_every_field_in_order_with_its_default() -> None:
     assert [p.default for p in params] == [
         inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default
         for f in fields]
-    # The reference above is PodState's fields as they are (a field added to one only fails).
-    assert [(f.name, f.default) for f in fields] == [
-        (f.name, f.default) for f in dataclasses.fields(_Generated)]
 
 
 values = st.tuples(st.text(max_size=5), st.none() | st.text(max_size=5),
