@@ -965,3 +965,44 @@ def test_a_resize_rollout_ends_once_the_new_size_ready_holds_the_load() -> None:
     # not the rollout's new ones, and dropping the count would remove the wrong pods.
     step, why, actions = GridPlanner()._safe_step(_resizing(1.0, 6), target, 400.0, holds)
     assert not any("rollout finished" in a.reason for a in actions), [a.reason for a in actions]
+
+
+def _gpu_switch(old: int, pending: int, util: float, p95: float, now: float,
+                switched: bool = True) -> PlanningContext:
+    """``old`` one-core CPU pods serving ``util`` busy on the CPU pool ``a``; ``switched``: the
+    Deployment was switched to 4-core GPU pods, one of which runs on the cluster's only GPU
+    (pool ``g``) while ``pending`` wait for one."""
+    pods = [PodState(f"old-{i}", "a0", 1.0, "cpu", True, pool="a", cpu_utilization=util)
+            for i in range(old)]
+    cfg = WorkloadConfig(old, 1.0, "cpu", None)
+    if switched:
+        cfg = WorkloadConfig(1 + pending, 4.0, "gpu", None)
+        pods += [PodState("gpu-0", "g0", 4.0, "gpu", True, pool="g", cpu_utilization=0.02),
+                 *(PodState(f"pend-{i}", None, 4.0, "gpu", False) for i in range(pending))]
+    wl = WorkloadState("ns", "w", cfg, tuple(pods), request_rate=40.0 * old,
+                       cpu_utilization=util)
+    nodes = (NodeState("a0", "a", "eu", 64.0, float(old), 0, 0, 0.04, 2.0),
+             NodeState("g0", "g", "eu", 16.0, 4.0 if switched else 0.0, 1,
+                       1 if switched else 0, 0.04, 1.0))
+    return replace(_context(wl, nodes, ("replicas", "cpu", "device"), p95),
+                   now=now, snapshot=ClusterSnapshot(now, nodes, {"ns/w": wl}))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(2, 30), st.integers(1, 30), st.floats(0.95, 1.0))
+def test_a_stuck_switch_to_gpu_is_rolled_back_while_the_cpu_pods_that_serve_are_saturated(
+        old: int, pending: int, util: float) -> None:
+    # gen-360 seed 3: a switch to GPU pods with one GPU in the cluster, the CPU pods that
+    # served saturated and p90 near its 5 s timeout. Rule 4 rolled the switch back to CPU;
+    # rule 1 held the rollback back as a device switch while overloaded. Stuck for 18 minutes.
+    mem: dict[str, Any] = {}
+    ctx = _gpu_switch(old, pending, 0.5, 50.0, 985.0, switched=False)
+    _, mem = safety.guard(ctx, Plan("ns/w", "any", ctx.config, ctx.config), mem)
+    for cycle in range(safety.STUCK_CYCLES + 1):
+        ctx = _gpu_switch(old, pending, util, 150.0, 1000.0 + 15.0 * cycle)
+        plan, mem = safety.guard(ctx, Plan("ns/w", "any", ctx.config, ctx.config), mem)
+    assert "stuck" in plan.reason, plan.reason
+    assert plan.target.device == "cpu" and plan.target.cpu == 1.0, plan.reason
+    # Rule 1 still holds for the rollback: at least the proportional rule's pods.
+    assert plan.target.replicas >= safety.proportional(old + 1, util), plan.reason
+    assert any(a.params.get("device") == "cpu" for a in plan.actions), plan.actions

@@ -8,7 +8,10 @@ the order they are applied to a plan's target:
    (latency, availability, throughput) is observed violated and the pods are saturated
    (mean CPU utilisation >= :data:`SATURATED_UTILIZATION`), the target has at least as much
    capacity as HPA's proportional rule asks for: ``ceil(ready * utilisation / target)`` pods
-   of the current size (converted to the target's CPU size), whatever a model predicts.
+   of the current size (converted to the target's CPU size), whatever a model predicts; the
+   device does not switch then, except in rule 4's rollback of a stuck rollout (its pods are
+   the ones that serve: gen-360 seed 3 kept a stuck switch to GPU for 18 minutes, its
+   rollback to CPU held back as a switch while the CPU pods that served were saturated).
 2. **No scale-in while violated.** While a capacity objective is observed violated, the
    target keeps at least the pods that are scheduled now.
 3. **Never beyond what the cluster can schedule.** The target's replicas are capped at what
@@ -242,7 +245,7 @@ def guard(ctx: PlanningContext, plan: Plan, memory: Memory,
     obs = observe(ctx)
     cur = ctx.config
     target, why, mode = _shape_rules(ctx, obs, watch, plan.target, plan.target_speed)
-    target, sized = _size_rules(ctx, obs, target, plan.target_speed)
+    target, sized = _size_rules(ctx, obs, target, plan.target_speed, mode == "rollback")
     why.extend(sized)
     target, fitted = _fit_rules(ctx, target, mode == "rollback")
     parts = list(plan.reason_parts)
@@ -420,14 +423,17 @@ def replica_cap(ctx: PlanningContext, cfg: WorkloadConfig) -> int:
 
 
 def _size_rules(ctx: PlanningContext, obs: Observation, target: WorkloadConfig,
-                speed: float | None = None) -> tuple[WorkloadConfig, list[str]]:
+                speed: float | None = None, rolling_back: bool = False
+                ) -> tuple[WorkloadConfig, list[str]]:
     """Rules 1 and 2. ``speed``: the capacity of one pod of ``target``'s device and pool over
     one current pod's, where measured (:attr:`Plan.target_speed`); a device change is then a
-    scale-in only below the current pods' capacity in it, not below their count."""
+    scale-in only below the current pods' capacity in it, not below their count.
+    ``rolling_back``: ``target`` is rule 4's rollback, which is not held back as a device
+    switch while overloaded: its device is the one the pods that serve run on."""
     cur = ctx.config
     why: list[str] = []
     if obs.violated and obs.saturated and obs.utilization is not None:
-        if target.device != cur.device:
+        if target.device != cur.device and not rolling_back:
             # Cores do not compare across devices; no device switch while overloaded.
             why.append(f"{', '.join(obs.violated)} violated at saturation: no switch to "
                        f"{target.device} now")
