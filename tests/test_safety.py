@@ -1006,3 +1006,40 @@ def test_a_stuck_switch_to_gpu_is_rolled_back_while_the_cpu_pods_that_serve_are_
     # Rule 1 still holds for the rollback: at least the proportional rule's pods.
     assert plan.target.replicas >= safety.proportional(old + 1, util), plan.reason
     assert any(a.params.get("device") == "cpu" for a in plan.actions), plan.actions
+
+
+@pytest.mark.parametrize("waiting", [0, 1, 44])
+def test_while_a_shape_change_waits_old_pods_that_serve_are_not_removed_for_pods_waiting_for_room(
+        waiting: int) -> None:
+    """gen-360 seed 3, traced: a switch to 4-core GPU pods with one GPU in the cluster; the
+    GPU pod ran, 44 waited for a GPU, 45 four-core CPU pods served. The plan turned back to
+    CPU pods, the resize waited for its cooldown, and the current shape was sized by the model
+    at one GPU pod: three steps removed 33 of the CPU pods that served (p90 at 5 s), since
+    pods waiting for room are not starting. Old pods that serve are kept while any pod of the
+    current shape is missing. With none waiting (the rollout done: here two GPUs, both GPU
+    pods ready, no CPU pod left), the scale-in to one GPU pod goes ahead."""
+    from planner.planners.grid import GridPlanner, Inputs
+
+    old, gpus = (45, 1) if waiting else (0, 2)
+    cfg = WorkloadConfig(gpus + waiting, 4.0, "gpu", None)
+    pods = (*(PodState(f"c-{i}", "a0", 4.0, "cpu", True, pool="a", cpu_utilization=0.2)
+              for i in range(old)),
+            *(PodState(f"gpu-{i}", "g0", 4.0, "gpu", True, pool="g", cpu_utilization=0.02)
+              for i in range(gpus)),
+            *(PodState(f"w-{i}", None, 4.0, "gpu", False) for i in range(waiting)))
+    wl = WorkloadState("ns", "w", cfg, pods, request_rate=500.0, cpu_utilization=0.2)
+    nodes = (NodeState("a0", "a", "eu", 256.0, 4.0 * old, 0, 0, 0.04, 0.0),
+             NodeState("g0", "g", "eu", 64.0, 4.0 * gpus, gpus, gpus, 0.04, 1.0))
+    ctx = _context(wl, nodes, ("replicas", "cpu", "device"), 50.0, max_step=11,
+                   cooldown_s=300.0)
+    ctx = replace(ctx, actuator_memory={"cpu": {"last_change": ctx.now - 30.0},
+                                        "device": {"last_change": ctx.now - 30.0}})
+    observe_all(ctx.actuators.values(), ctx.snapshot)
+    inp = Inputs({"p95": _Capacity(15.0, 10.0)}, 0.0)    # one GPU pod holds 600 req/s
+    step, why, actions = GridPlanner()._safe_step(ctx, WorkloadConfig(30, 1.0, "cpu", None),
+                                                  500.0, inp)
+    if waiting:
+        assert step == cfg and "scale-in waits for the rollout" in why, why
+        assert not any(a.actuator == "replicas" for a in actions)
+    else:
+        assert step == cfg.with_(replicas=1), why

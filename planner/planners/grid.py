@@ -831,10 +831,15 @@ class GridPlanner(Planner):
         need = self._sized_current(ctx, rate, inp)
         if need is None:          # no count of it is predicted to: the explicit estimate's
             need = fallback.explicit_sizing(ctx, inp.estimate, rate)[0].replicas
-        if need < cur.replicas and capacity.starting(ctx.workload, cur):
+        if need < cur.replicas and (capacity.starting(ctx.workload, cur)
+                                    or _old_pods_serving(ctx, cur) > 0):
             # The current shape's own rollout is under way: its old pods serve until the new
             # ones are ready, and a scale-in now would remove them (gen-2110: 19 -> 11 while
-            # the GPU pods started, p95 0.5 s).
+            # the GPU pods started, p95 0.5 s). Also while its new pods wait for room: the
+            # count was sized for pods of the current shape, and the old ones serve instead
+            # (gen-360 seed 3: one GPU pod ready, 44 waiting for a GPU, sized at one GPU pod;
+            # 33 four-core CPU pods that served removed in three steps, p90 at 5 s). A rollout
+            # that cannot progress is rule 4's to finish or undo.
             step = cur
             return step, (f"until the resize to {target.cpu:g} cpu can start, the current size "
                           "as it is: scale-in waits for the rollout"), steps_towards(ctx, step)
