@@ -831,22 +831,54 @@ class GridPlanner(Planner):
         need = self._sized_current(ctx, rate, inp)
         if need is None:          # no count of it is predicted to: the explicit estimate's
             need = fallback.explicit_sizing(ctx, inp.estimate, rate)[0].replicas
-        if need < cur.replicas and (capacity.starting(ctx.workload, cur)
-                                    or _old_pods_serving(ctx, cur) > 0):
+        if need < cur.replicas and capacity.starting(ctx.workload, cur):
             # The current shape's own rollout is under way: its old pods serve until the new
             # ones are ready, and a scale-in now would remove them (gen-2110: 19 -> 11 while
-            # the GPU pods started, p95 0.5 s). Also while its new pods wait for room: the
-            # count was sized for pods of the current shape, and the old ones serve instead
-            # (gen-360 seed 3: one GPU pod ready, 44 waiting for a GPU, sized at one GPU pod;
-            # 33 four-core CPU pods that served removed in three steps, p90 at 5 s). A rollout
-            # that cannot progress is rule 4's to finish or undo.
+            # the GPU pods started, p95 0.5 s).
             step = cur
             return step, (f"until the resize to {target.cpu:g} cpu can start, the current size "
                           "as it is: scale-in waits for the rollout"), steps_towards(ctx, step)
+        old_need = self._sized_old(ctx, rate, inp) if need < cur.replicas else 0
+        if old_need is None or old_need > need:
+            # Its new pods wait for room and old pods serve: the count was sized for pods of
+            # the current shape, and the old ones take their share of the requests at every
+            # step on the way. It is sized for the slowest of them too (gen-360 seed 3: one
+            # GPU pod ready, 44 waiting for a GPU, sized at one GPU pod; three steps removed
+            # 33 of the CPU pods that served, p90 at 5 s). A rollout that cannot progress is
+            # rule 4's to finish or undo.
+            keep = (cur.replicas if old_need is None
+                    else min(max(old_need, need), cur.replicas))
+            step = cur.with_(replicas=_within(ctx, keep))
+            why_kept = ("no count of them is predicted to hold the load" if old_need is None
+                        else f"they need {old_need}")
+            return step, (f"until the resize to {target.cpu:g} cpu can start, {step.replicas} "
+                          "replica(s) for the old pods that serve while new ones wait for room "
+                          f"({why_kept})"), steps_towards(ctx, step)
         step = cur.with_(replicas=_within(ctx, need))
         return step, (f"until the resize to {target.cpu:g} cpu can start, "
                       f"{_sized_text(step.replicas, need, 'the current size')}"
                       ), steps_towards(ctx, step)
+
+    def _sized_old(self, ctx: PlanningContext, rate: float, inp: Inputs) -> int | None:
+        """While pods of the current shape wait for room (none starting) and pods of other
+        shapes serve: the most replicas any of those shapes needs to hold ``rate`` alone
+        (:meth:`_sized_current`; their pool the current pin where they run in it, else
+        unpinned); ``None`` when one of them holds it at no count; 0 when no pod waits or
+        none of another shape serves."""
+        cur = ctx.config
+        if not any(p.node is None and p.cpu == cur.cpu and p.device == cur.device
+                   for p in ctx.workload.pods):
+            return 0
+        shapes = {(p.cpu, p.device, cur.pool if p.pool == cur.pool else None)
+                  for p in ctx.workload.pods if p.ready and not capacity.runs(p, cur)}
+        most = 0
+        for cpu, device, pool in sorted(shapes, key=str):
+            n = self._sized_current(ctx, rate, inp, cur.with_(cpu=cpu, device=device,
+                                                               pool=pool))
+            if n is None:
+                return None
+            most = max(most, n)
+        return most
 
     def _reached_whole(self, ctx: PlanningContext, scored: Scored, reach: int,
                        stay: WorkloadConfig) -> WorkloadConfig | None:
@@ -863,10 +895,11 @@ class GridPlanner(Planner):
         limit = float(prices(ctx.snapshot, CandidateBatch.of([stay]))[0]) * (1 - HYSTERESIS)
         return scored.batch.config(i) if float(scored.cost[i]) < limit else None
 
-    def _sized_current(self, ctx: PlanningContext, rate: float, inp: Inputs) -> int | None:
-        """The fewest replicas of the current shape predicted to meet every objective at
-        ``rate``; ``None`` when no count of it is."""
-        cur = ctx.config
+    def _sized_current(self, ctx: PlanningContext, rate: float, inp: Inputs,
+                       shape: WorkloadConfig | None = None) -> int | None:
+        """The fewest replicas of the current shape (or ``shape``'s) predicted to meet every
+        objective at ``rate``; ``None`` when no count of it is."""
+        cur = ctx.config if shape is None else shape
         reps = np.asarray(space_for(ctx).replicas, dtype=float)
         n = len(reps)
         batch = CandidateBatch(reps, np.full(n, cur.cpu),
