@@ -725,7 +725,10 @@ class GridPlanner(Planner):
         schedule (same device); while a shape change waits, the current shape is sized by the
         models (the explicit estimate where no count is predicted to hold), capped at what the
         cluster can schedule of it (the cap never removing a pod on a node), and a rollout of it
-        under way is not scaled in. Where such a move waits, another shape among
+        under way is not scaled in: not while its new pods start, nor, while they wait for
+        room, below what each shape of the old pods that serve needs to hold the load alone
+        (:meth:`_sized_old`: they take their share of the requests at every step on the way).
+        Where such a move waits, another shape among
         ``scored``'s known candidates that the same step reaches whole, and that costs less
         than the current shape sized, is moved to instead (:meth:`_reached_whole`).
         """
@@ -846,35 +849,39 @@ class GridPlanner(Planner):
             # GPU pod ready, 44 waiting for a GPU, sized at one GPU pod; three steps removed
             # 33 of the CPU pods that served, p90 at 5 s). A rollout that cannot progress is
             # rule 4's to finish or undo.
-            keep = (cur.replicas if old_need is None
-                    else min(max(old_need, need), cur.replicas))
+            keep = cur.replicas if old_need is None else min(old_need, cur.replicas)
             step = cur.with_(replicas=_within(ctx, keep))
             why_kept = ("no count of them is predicted to hold the load" if old_need is None
                         else f"they need {old_need}")
-            return step, (f"until the resize to {target.cpu:g} cpu can start, {step.replicas} "
-                          "replica(s) for the old pods that serve while new ones wait for room "
-                          f"({why_kept})"), steps_towards(ctx, step)
+            return step, (f"until the change to {safety.shape_text(target)} can start, "
+                          f"{step.replicas} replica(s) for the old pods that serve while new "
+                          f"ones wait for room ({why_kept})"), steps_towards(ctx, step)
         step = cur.with_(replicas=_within(ctx, need))
         return step, (f"until the resize to {target.cpu:g} cpu can start, "
                       f"{_sized_text(step.replicas, need, 'the current size')}"
                       ), steps_towards(ctx, step)
 
     def _sized_old(self, ctx: PlanningContext, rate: float, inp: Inputs) -> int | None:
-        """While pods of the current shape wait for room (none starting) and pods of other
-        shapes serve: the most replicas any of those shapes needs to hold ``rate`` alone
-        (:meth:`_sized_current`; their pool the current pin where they run in it, else
-        unpinned); ``None`` when one of them holds it at no count; 0 when no pod waits or
-        none of another shape serves."""
+        """While pods of the current shape wait for room and pods of other shapes serve (the
+        caller has checked that none of the current shape is starting): the most replicas any
+        of those shapes needs to hold ``rate`` alone, by the models and the observed limits,
+        whether or not the shape is vetoed or its GPUs free (its pods run already; their pool
+        the current pin where they run in it, else unpinned); ``None`` when one of them holds
+        it at no count; 0 when no pod waits or none of another shape serves."""
         cur = ctx.config
-        if not any(p.node is None and p.cpu == cur.cpu and p.device == cur.device
-                   for p in ctx.workload.pods):
+        counts = ctx.workload.pod_counts
+        if not any(not on_node and cpu == cur.cpu and device == cur.device
+                   for (cpu, device, _, on_node, _) in counts):
             return 0
-        shapes = {(p.cpu, p.device, cur.pool if p.pool == cur.pool else None)
-                  for p in ctx.workload.pods if p.ready and not capacity.runs(p, cur)}
+        shapes = {(cpu, device, cur.pool if pool == cur.pool else None)
+                  for (cpu, device, pool, on_node, ready) in counts
+                  if on_node and ready and not capacity.runs_shape(cpu, device, pool, cur)}
+        unvetoed = replace(ctx, vetoed=())
         most = 0
         for cpu, device, pool in sorted(shapes, key=str):
-            n = self._sized_current(ctx, rate, inp, cur.with_(cpu=cpu, device=device,
-                                                               pool=pool))
+            n = self._sized_current(unvetoed, rate, inp, cur.with_(cpu=cpu, device=device,
+                                                                    pool=pool),
+                                    monotone_only=True)
             if n is None:
                 return None
             most = max(most, n)
@@ -896,15 +903,18 @@ class GridPlanner(Planner):
         return scored.batch.config(i) if float(scored.cost[i]) < limit else None
 
     def _sized_current(self, ctx: PlanningContext, rate: float, inp: Inputs,
-                       shape: WorkloadConfig | None = None) -> int | None:
+                       shape: WorkloadConfig | None = None,
+                       monotone_only: bool = False) -> int | None:
         """The fewest replicas of the current shape (or ``shape``'s) predicted to meet every
-        objective at ``rate``; ``None`` when no count of it is."""
+        objective at ``rate``; ``None`` when no count of it is. ``monotone_only``: without the
+        budget and the GPU count (:meth:`score`)."""
         cur = ctx.config if shape is None else shape
         reps = np.asarray(space_for(ctx).replicas, dtype=float)
         n = len(reps)
         batch = CandidateBatch(reps, np.full(n, cur.cpu),
                                np.full(n, 1.0 if cur.device == "gpu" else 0.0), (cur.pool,) * n)
-        ok = np.flatnonzero(self.score(ctx, batch, rate, inp).feasible)
+        ok = np.flatnonzero(self.score(ctx, batch, rate, inp,
+                                       monotone_only=monotone_only).feasible)
         return int(reps[ok[0]]) if ok.size else None
 
     # ---------------------------------------------------------------- plan

@@ -9,9 +9,10 @@ the order they are applied to a plan's target:
    (mean CPU utilisation >= :data:`SATURATED_UTILIZATION`), the target has at least as much
    capacity as HPA's proportional rule asks for: ``ceil(ready * utilisation / target)`` pods
    of the current size (converted to the target's CPU size), whatever a model predicts; the
-   device does not switch then, except in rule 4's rollback of a stuck rollout (its pods are
-   the ones that serve: gen-360 seed 3 kept a stuck switch to GPU for 18 minutes, its
-   rollback to CPU held back as a switch while the CPU pods that served were saturated).
+   device does not switch then, except in rule 4's rollback of a stuck rollout, which goes
+   back to the shape the pods ran before the change, and in whose size the ready pods are
+   counted (gen-360 seed 3 kept a stuck switch to GPU for 18 minutes, its rollback to CPU
+   held back as a switch while the CPU pods that served were saturated).
 2. **No scale-in while violated.** While a capacity objective is observed violated, the
    target keeps at least the pods that are scheduled now.
 3. **Never beyond what the cluster can schedule.** The target's replicas are capped at what
@@ -428,18 +429,23 @@ def _size_rules(ctx: PlanningContext, obs: Observation, target: WorkloadConfig,
     """Rules 1 and 2. ``speed``: the capacity of one pod of ``target``'s device and pool over
     one current pod's, where measured (:attr:`Plan.target_speed`); a device change is then a
     scale-in only below the current pods' capacity in it, not below their count.
-    ``rolling_back``: ``target`` is rule 4's rollback, which is not held back as a device
-    switch while overloaded: its device is the one the pods that serve run on."""
+    ``rolling_back``: ``target`` is rule 4's rollback (or the shape it keeps), the shape the
+    pods ran before the stuck change (or the one more scheduled pods run): it is not held
+    back as a device switch while overloaded, and the pods that serve are counted in its own
+    size (they run it), not in the stuck shape's."""
     cur = ctx.config
     why: list[str] = []
+    # The CPU size of the pods that serve: the current shape's, or the rollback's.
+    size = target.cpu if rolling_back else cur.cpu
     if obs.violated and obs.saturated and obs.utilization is not None:
         if target.device != cur.device and not rolling_back:
-            # Cores do not compare across devices; no device switch while overloaded.
+            # Cores do not compare across devices; no device switch while overloaded (a
+            # rollback goes back to the device its serving pods run on).
             why.append(f"{', '.join(obs.violated)} violated at saturation: no switch to "
                        f"{target.device} now")
             target = _same_cores(cur, target)
         base = obs.ready if obs.ready > 0 else cur.replicas
-        floor_cores = proportional(base, obs.utilization) * cur.cpu
+        floor_cores = proportional(base, obs.utilization) * size
         floor = max(base + 1, math.ceil(floor_cores / target.cpu - 1e-9))
         if target.replicas < floor:
             why.append(f"{', '.join(obs.violated)} violated at {obs.utilization:.0%} CPU: "
@@ -456,14 +462,14 @@ def _size_rules(ctx: PlanningContext, obs: Observation, target: WorkloadConfig,
     if held is not None:
         need = held
     elif target.device == cur.device:
-        need = math.ceil(keep * cur.cpu / target.cpu - 1e-9)
+        need = math.ceil(keep * size / target.cpu - 1e-9)
     else:
         need = keep
     if obs.violated and target.replicas < need:
         why.append(f"{', '.join(obs.violated)} violated: no scale-in " + (
             f"(at least {need} x {shape_text(target)}: the work of the pods serving now, "
             f"measured {speed:.3g}x as fast there)" if held is not None else
-            f"(at least {keep} x {cur.cpu:g} cpu kept)"))
+            f"(at least {keep} x {size:g} cpu kept)"))
         # A smaller size that cannot hold those cores within the admin's bounds waits: the
         # current shape, with at least the cores asked for.
         target = target.with_(replicas=need) if need <= ctx.admin.replicas.max else \
