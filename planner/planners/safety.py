@@ -431,12 +431,14 @@ def _size_rules(ctx: PlanningContext, obs: Observation, target: WorkloadConfig,
     scale-in only below the current pods' capacity in it, not below their count.
     ``rolling_back``: ``target`` is rule 4's rollback (or the shape it keeps), the shape the
     pods ran before the stuck change (or the one more scheduled pods run): it is not held
-    back as a device switch while overloaded, and the pods that serve are counted in its own
-    size (they run it), not in the stuck shape's."""
+    back as a device switch while overloaded, and the ready pods are counted in their own
+    CPU size (those of the rollback's device: cores do not compare across devices), not in
+    the stuck shape's."""
     cur = ctx.config
     why: list[str] = []
-    # The CPU size of the pods that serve: the current shape's, or the rollback's.
-    size = target.cpu if rolling_back else cur.cpu
+    # The CPU size of the pods that serve: the current shape's, or (rolling back) the mean
+    # size of the ready pods of the rollback's device.
+    size = _ready_size(ctx, target) if rolling_back else cur.cpu
     if obs.violated and obs.saturated and obs.utilization is not None:
         if target.device != cur.device and not rolling_back:
             # Cores do not compare across devices; no device switch while overloaded (a
@@ -475,6 +477,17 @@ def _size_rules(ctx: PlanningContext, obs: Observation, target: WorkloadConfig,
         target = target.with_(replicas=need) if need <= ctx.admin.replicas.max else \
             _same_cores(cur, asked)
     return clip_target(ctx, target), why
+
+
+def _ready_size(ctx: PlanningContext, target: WorkloadConfig) -> float:
+    """The mean CPU size of the workload's ready pods of ``target``'s device (``target``'s
+    size when none is ready)."""
+    pods = cores = 0.0
+    for (cpu, device, _, _, ready), n in ctx.workload.pod_counts.items():
+        if ready and device == target.device:
+            pods += n
+            cores += cpu * n
+    return cores / pods if pods > 0 else target.cpu
 
 
 def work_in(ctx: PlanningContext, target: WorkloadConfig, speed: float) -> int | None:
