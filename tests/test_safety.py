@@ -1055,3 +1055,34 @@ def test_while_a_shape_change_waits_the_old_pods_that_serve_keep_what_they_need(
             in why, why
     else:
         assert step == cfg.with_(replicas=1), why
+
+
+def test_a_rollback_counts_the_ready_pods_in_their_own_cpu_size() -> None:
+    """gen-7779 seed 1: a stuck resize to 4-core pods in a full pool, 20 four-core and 24
+    one-core pods ready, saturated and violated. The rollback to one-core pods holds the
+    proportional rule's cores of the pods that serve (their mean size, 104 / 44 cores), not
+    one one-core pod per ready pod (608675e) nor four (the stuck shape's size)."""
+    def ctx_at(now: float, stuck: bool) -> PlanningContext:
+        cfg = WorkloadConfig(60, 4.0, "cpu", "b") if stuck else WorkloadConfig(44, 1.0, "cpu", None)
+        pods = [PodState(f"o-{i}", "a0", 1.0, "cpu", True, pool="a", cpu_utilization=0.95)
+                for i in range(24 if stuck else 44)]
+        if stuck:
+            pods += [PodState(f"n-{i}", "b0", 4.0, "cpu", True, pool="b", cpu_utilization=0.95)
+                     for i in range(20)]
+            pods += [PodState(f"w-{i}", None, 4.0, "cpu", False) for i in range(16)]
+        wl = WorkloadState("ns", "w", cfg, tuple(pods), request_rate=1000.0,
+                           cpu_utilization=0.95 if stuck else 0.5)
+        nodes = (NodeState("a0", "a", "eu", 400.0, 24.0 if stuck else 44.0, 0, 0, 0.04, 0.0),
+                 NodeState("b0", "b", "eu", 80.0, 80.0 if stuck else 0.0, 0, 0, 0.04, 0.0))
+        base = _context(wl, nodes, ("replicas", "cpu", "placement"), 150.0 if stuck else 50.0,
+                        max_replicas=400)
+        return replace(base, now=now, snapshot=ClusterSnapshot(now, nodes, {"ns/w": wl}))
+
+    ctx = ctx_at(985.0, stuck=False)
+    _, mem = safety.guard(ctx, Plan("ns/w", "any", ctx.config, ctx.config), {})
+    for cycle in range(safety.STUCK_CYCLES + 1):
+        ctx = ctx_at(1000.0 + 15.0 * cycle, stuck=True)
+        plan, mem = safety.guard(ctx, Plan("ns/w", "any", ctx.config, ctx.config), mem)
+    assert "stuck" in plan.reason and plan.target.cpu == 1.0, plan.reason
+    want = math.ceil(safety.proportional(44, 0.95) * (24 + 4 * 20) / 44 - 1e-9)
+    assert plan.target.replicas == max(want, 60), plan.reason

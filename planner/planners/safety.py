@@ -10,9 +10,10 @@ the order they are applied to a plan's target:
    capacity as HPA's proportional rule asks for: ``ceil(ready * utilisation / target)`` pods
    of the current size (converted to the target's CPU size), whatever a model predicts; the
    device does not switch then, except in rule 4's rollback of a stuck rollout, which goes
-   back to the shape the pods ran before the change, and in whose size the ready pods are
-   counted (gen-360 seed 3 kept a stuck switch to GPU for 18 minutes, its rollback to CPU
-   held back as a switch while the CPU pods that served were saturated).
+   back to the shape the pods ran before the change; there the ready pods of the rollback's
+   device are counted in their own mean CPU size, not the stuck shape's (gen-360 seed 3
+   kept a stuck switch to GPU for 18 minutes, its rollback to CPU held back as a switch while
+   the CPU pods that served were saturated).
 2. **No scale-in while violated.** While a capacity objective is observed violated, the
    target keeps at least the pods that are scheduled now.
 3. **Never beyond what the cluster can schedule.** The target's replicas are capped at what
