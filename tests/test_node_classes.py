@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from typing import Any
 
 import numpy as np
@@ -94,6 +95,44 @@ def test_learns_node_speeds_and_beats_the_model_without_them() -> None:
     # All pods on the fast class carry more than all on the slow one.
     cap = with_mix.capacity(np.array([[0, 8, 2.0, 0, -1, 1, 0], [0, 8, 2.0, 0, -1, 0, 1]]))
     assert cap[1] / cap[0] == pytest.approx(2.0, rel=0.1)
+
+
+def _rows_at(shares_fast: list[float], seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of 10 pods at half their capacity, with these shares of the pods on the fast
+    class, and the simulator's latency for each."""
+    rng = np.random.default_rng(seed)
+    rows, ys = [], []
+    for fast in shares_fast:
+        rate = float(rng.uniform(0.3, 0.7)) * 24.0 * (10 + 10 * fast)
+        rows.append([rate, 10, 2.0, 0.0, -1.0, 1 - fast, fast])
+        ys.append(truth(rate, 10, fast))
+    return np.asarray(rows), np.asarray(ys)
+
+
+def test_a_class_glimpsed_in_a_few_rows_is_not_fitted_nor_vouched_for_beyond_its_share(
+        ) -> None:
+    """A class whose pods carried less than three rows' worth (its share summed over the rows)
+    keeps the reference class's speed and offset, and the model vouches for no larger share of
+    the pods on it than it was seen with: one row whose latency is off (here 60 % slow, with
+    a tenth of the pods on the fast class) would otherwise fit two free parameters of that
+    class and be extrapolated to configurations with every pod on it. Once the class carried
+    enough rows, its speed is learned and any share is vouched for."""
+    X, y = _rows_at([0.0] * 30 + [0.1], 7)
+    y[-1] *= 1.6
+    est = QueueingLatencyRegressor(n_bootstrap=2).fit(X, y)
+    assert est.theta_[6] == pytest.approx(0.0, abs=1e-6)      # the fast class's log speed
+    assert est.theta_[8] == pytest.approx(0.0, abs=1e-6)      # and its offset
+    assert est.share_limit_ == pytest.approx([1.0, 0.1])
+    probe = np.array([[100.0, 10, 2.0, 0.0, -1.0, 1 - f, f] for f in (0.0, 0.1, 0.5, 1.0)])
+    assert est.supported(probe).tolist() == [True, True, False, False]
+    back = serialization.loads(serialization.dumps(est))
+    assert back.supported(probe).tolist() == [True, True, False, False]
+    # Rows with half and all of the pods on the fast class: 15 rows' worth, learned.
+    X2, y2 = _rows_at([0.0] * 20 + [0.5] * 10 + [1.0] * 10, 8)
+    learned = QueueingLatencyRegressor(n_bootstrap=2).fit(X2, y2)
+    assert learned.share_limit_ == [1.0, 1.0]
+    assert learned.supported(probe).all()
+    assert math.exp(learned.theta_[6]) == pytest.approx(2.0, rel=0.15)
 
 
 def test_round_trip_with_classes_and_inconsistent_documents_refused() -> None:
@@ -220,8 +259,10 @@ def _small_model_document() -> str:
     lambda b: b["fitted"].update(residual_scale_=1e3),
     lambda b: b["fitted"]["bootstrap_thetas_"]["__array__"][0].__setitem__(0, float("nan")),
     lambda b: b["fitted"].update(seen_classes_=[7]),
+    lambda b: b["fitted"].update(share_limit_=[1.0]),
+    lambda b: b["fitted"].update(share_limit_=[1.0, 1.5]),
 ], ids=["quantile-text", "quantile-1", "bound-quantile-2", "huge-residual", "nan-bootstrap",
-        "class-out-of-range"])
+        "class-out-of-range", "share-limits-short", "share-limit-above-1"])
 def test_documents_that_would_fail_at_predict_time_are_refused_at_load(mutate: Any) -> None:
     import json
 
