@@ -165,7 +165,6 @@ def test_measured_shapes_predict_several_rates_as_each_alone(case: Any, seed: in
     est.seen_classes_ = (list(range(k)) if rng.random() < 0.6 else
                          sorted(set(rng.integers(0, k, int(rng.integers(1, k + 1))).tolist())))
     est.cpu_classes_ = est.gpu_classes_ = list(est.seen_classes_)   # both devices on each
-    est.share_limit_ = [1.0 if i in est.seen_classes_ else 0.0 for i in range(k)]
     est.cpu_sizes_ = sorted(set(rng.choice([0.5, 1.0, 2.0, 4.0], int(rng.integers(1, 3)))))
     est.cpu_range_ = (est.cpu_sizes_[0], est.cpu_sizes_[-1])
     p, _ = learned(est, X, seed)

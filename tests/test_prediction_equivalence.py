@@ -361,7 +361,6 @@ def test_prediction_with_support_and_the_cached_ensemble(case: Any, lo: float, o
     est.seen_gpu_, est.seen_cpu_device_ = data.draw(st.booleans()), True
     est.seen_classes_ = sorted(data.draw(st.sets(st.integers(0, k - 1))))
     est.cpu_classes_ = est.gpu_classes_ = list(est.seen_classes_)   # both devices on each
-    est.share_limit_ = [1.0 if i in est.seen_classes_ else 0.0 for i in range(k)]
     est.cpu_range_ = (lo, lo) if one_size else (lo, 4.0)
     est.cpu_sizes_ = [lo] if one_size else [lo, 4.0]
     odd = X.copy()     # CPU sizes at and near the one seen (a NaN size is not predicted)

@@ -58,7 +58,8 @@ CLASS_EVIDENCE_ROWS = 3.0
 """Rows' worth of a node class's pods (its share summed over the rows below saturation) before
 its own speed and offset are fitted: as many as the model as a whole needs (:meth:`fit`
 refuses fewer than 3 rows below saturation). Below it the class is taken as the reference
-class, and vouched for only up to the share of the pods it was seen with."""
+class (speed 1, no offset): the node class the model knows best, not two parameters fitted to
+a row's noise."""
 STACKED_ROWS = 20_000
 """Rows per stacked quantile solve when several parameter vectors are evaluated (bounds the
 memory of one solve; a planner's batches are far smaller, so an ensemble is one solve)."""
@@ -399,7 +400,6 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         identified[ref] = True
         free = identified.copy()
         free[ref] = False
-        self.share_limit_ = np.where(identified, 1.0, shares.max(axis=0)).tolist()
         alpha = float(self.cpu_exponent_prior)
         alpha_lo, alpha_hi = (0.3, 1.2) if len(self.cpu_sizes_) > 1 else (alpha, alpha)
         # Start: service rate from the measured utilisations (the utilisation law), else from
@@ -485,12 +485,6 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
             setattr(self, name, [int(i) for i in seen])
         if set(self.cpu_classes_) | set(self.gpu_classes_) != set(self.seen_classes_):
             raise ValueError("cpu_classes_ and gpu_classes_ must cover the seen classes")
-        limit = self.share_limit_
-        if (len(limit) != k or not all(0.0 <= v <= 1.0 for v in limit)
-                or {i for i in range(k) if limit[i] > 0} != set(self.seen_classes_)):
-            raise ValueError(f"share_limit_ must hold {k} shares in [0, 1], above 0 exactly "
-                             "for the seen classes")
-        self.share_limit_ = [float(v) for v in limit]
         if len(self.cpu_range_) != 2:
             raise ValueError("cpu_range_ must be (min, max)")
 
@@ -537,9 +531,7 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
 
     def supported(self, X: Any) -> NDArray[np.bool_]:
         """Rows like something seen in training: device and node classes observed (each class
-        with the row's device, unless some class ran pods of both devices; a class seen in
-        too few rows to learn its own speed and offset, :data:`CLASS_EVIDENCE_ROWS`, up to the
-        share of the pods it was seen with), CPU size observed
+        with the row's device, unless some class ran pods of both devices), CPU size observed
         (or within a margin of the observed range once two sizes have been seen)."""
         X = np.asarray(X, dtype=float)
         return self._supported(X, self._shares(X))
@@ -574,16 +566,14 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         """:meth:`supported` from ``X`` as floats and its rows' :meth:`_shares`."""
         gpu = X[:, 3] > 0.5
         dev_ok = np.where(gpu, self.seen_gpu_, self.seen_cpu_device_)
+        unseen = np.ones(self.n_classes_, dtype=bool)
+        unseen[self.seen_classes_] = False
         if self.share_columns_ == 0:
             codes = X[:, 4].astype(int)
             known = (codes >= -1) & (codes < self.n_classes_ - 1)
         else:
             known = shares.sum(axis=1) > 0
-        # A class never seen (limit 0), or seen with too few rows to learn its own speed and
-        # offset (limit: the largest share of the pods it was seen with), vouches for no
-        # larger share of a configuration's pods.
-        limit = np.asarray(self.share_limit_, dtype=float) + 1e-9
-        class_ok = known & ~(shares > limit).any(axis=1)
+        class_ok = known & ~(shares[:, unseen] > 0).any(axis=1)
         if not set(self.cpu_classes_) & set(self.gpu_classes_):
             # No node class has run pods of both devices: a class's speed and the GPU's
             # factor are told apart by nothing (a class seen only with GPU pods could be fast

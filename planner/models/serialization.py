@@ -19,9 +19,9 @@ from planner.models.availability import AvailabilityRegressor
 from planner.models.latency import QueueingLatencyRegressor
 
 FORMAT = "intent-planner/estimator-json"
-FORMAT_VERSION = 4
+FORMAT_VERSION = 3
 """2: latency models learn per-node-class speeds and a dispatch exponent; 3: and note the node
-classes each device ran on; 4: and the share of the pods each class is vouched for."""
+classes each device ran on."""
 
 # class name -> (class, fitted attribute -> kind); kinds: float, int, bool, array, list
 ALLOWED: dict[str, tuple[type[BaseEstimator], dict[str, str]]] = {
@@ -30,7 +30,6 @@ ALLOWED: dict[str, tuple[type[BaseEstimator], dict[str, str]]] = {
         "n_samples_": "int", "n_classes_": "int", "share_columns_": "int", "seen_gpu_": "bool",
         "seen_cpu_device_": "bool", "seen_classes_": "list", "cpu_range_": "list",
         "cpu_sizes_": "list", "cpu_classes_": "list", "gpu_classes_": "list",
-        "share_limit_": "list",
     }),
     "AvailabilityRegressor": (AvailabilityRegressor, {
         "loss_": "array", "spread_": "array", "counts_": "array", "n_samples_": "int",
