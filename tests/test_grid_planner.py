@@ -753,3 +753,37 @@ def test_choosing_predictors_remembers_where_each_device_ran() -> None:
     mem = PredictorMemory(mixes={"gpu": {"gpu-pool": 1.0}})
     PredictorSource(None).predictors(ctx, mem)
     assert mem.mixes == {"cpu": {"general": 1.0}, "gpu": {"gpu-pool": 1.0}}
+
+
+def _on_nodes(ctx: PlanningContext, free_on_third: float) -> PlanningContext:
+    """``ctx``'s 4 x 1 cpu pods over two 3.5-core nodes (two pods each) and a third node with
+    ``free_on_third`` cores."""
+    nodes = (NodeState("n0", "general", "eu", 3.5, cpu_allocated=2.0),
+             NodeState("n1", "general", "eu", 3.5, cpu_allocated=2.0),
+             NodeState("n2", "general", "eu", free_on_third))
+    pods = tuple(PodState(f"p{i}", f"n{i // 2}", 1.0) for i in range(4))
+    wl = replace(ctx.workload, pods=pods)
+    return replace(ctx, workload=wl, snapshot=replace(ctx.snapshot, nodes=nodes,
+                                                      workloads={"ns/w": wl}))
+
+
+def test_the_cheapest_configuration_that_fits_the_cluster_is_chosen_over_one_that_does_not(
+        ) -> None:
+    """4 x 1 cpu pods at a load they miss the objective at (TrueLatency: 7 x 1, 3 x 2 or
+    1 x 4 cpu meet it; one 4-cpu pod is the cheapest), on nodes none of which can hold a 4-cpu
+    pod. With 3 free cores on the third node, the plan is the cheapest configuration that fits
+    (3 x 2 cpu, one per node), not the 4-cpu pod the safety layer would refuse (keeping the 4
+    pods that miss), and it says why. With half a core there, nothing that meets the
+    objective fits: the current shape, as many as the model says it needs (the safety layer
+    caps it at what the cluster can schedule), not the 4-cpu pod the safety layer would turn
+    into the current shape with as many cores (4 pods that miss)."""
+    ctx = context(replicas=4, rate=300.0, latency=123.0)
+    unconstrained = replace(ctx, snapshot=replace(ctx.snapshot, nodes=(
+        NodeState("big", "general", "eu", 64.0, cpu_allocated=4.0),)))
+    assert planner_with(TrueLatency()).plan(unconstrained).target == WorkloadConfig(1, 4.0)
+    plan = planner_with(TrueLatency()).plan(_on_nodes(ctx, 3.0))
+    assert plan.target == WorkloadConfig(3, 2.0)
+    assert "1 x 4 cpu cpu costs less but does not fit the cluster (room for 0)" in plan.reason
+    full = planner_with(TrueLatency()).plan(_on_nodes(ctx, 0.5))
+    assert full.target == WorkloadConfig(7, 1.0)
+    assert "no configuration predicted to meet every objective fits the cluster" in full.reason

@@ -887,6 +887,29 @@ class GridPlanner(Planner):
             most = max(most, n)
         return most
 
+    @staticmethod
+    def _cheapest_fitting(ctx: PlanningContext, scored: Scored, known: NDArray[np.bool_]
+                          ) -> tuple[int | None, str]:
+        """The best-scored of ``scored``'s ``known`` candidates whose replicas the cluster
+        can schedule (:func:`capacity.schedulable_replicas`, looked up once per shape, in
+        score order until one fits: one look-up when the best fits), or ``None``; and what
+        kept the cheaper ones out (empty when the best fits)."""
+        order = np.flatnonzero(known)[np.argsort(scored.score[known], kind="stable")]
+        room: dict[tuple[float, str, str | None], int] = {}
+        unfit = ""
+        for i in order.tolist():
+            c = scored.batch.config(i)
+            key = (c.cpu, c.device, c.pool)
+            if key not in room:
+                room[key] = capacity.schedulable_replicas(ctx.workload, ctx.snapshot, c)
+            if c.replicas <= room[key]:
+                return i, unfit
+            if not unfit:
+                unfit = (f"{c.replicas} x {c.cpu:g} cpu {c.device}"
+                         + (f" in {c.pool}" if c.pool else "")
+                         + f" costs less but does not fit the cluster (room for {room[key]})")
+        return None, unfit
+
     def _reached_whole(self, ctx: PlanningContext, scored: Scored, reach: int,
                        stay: WorkloadConfig) -> WorkloadConfig | None:
         """The cheapest of ``scored``'s known feasible candidates of another shape with at
@@ -1032,10 +1055,27 @@ class GridPlanner(Planner):
         if known.any():
             idx = int(np.flatnonzero(known)[np.argmin(scored.score[known])])
             why = "cheapest configuration predicted to meet every objective"
-            cheapest = scored.batch.config(idx)
+            fitting, unfit = self._cheapest_fitting(ctx, scored, known)
+            here = known & feedback.shape_mask(scored.batch, feedback.shape_of(cfg))
+            if fitting is not None and fitting != idx:
+                # The cheapest does not fit the cluster (the safety layer would keep the
+                # current shape with as many cores, sized for another place): the cheapest
+                # that fits.
+                idx = fitting
+                why = ("cheapest configuration predicted to meet every objective that fits "
+                       "the cluster")
+                unreachable.append(ReasonPart("capacity", unfit))
+            elif fitting is None and here.any() and not here[idx]:
+                # None fits: the current shape, at the count the models say it needs (the
+                # safety layer caps it at what the cluster can schedule), not another place
+                # the safety layer would refuse (keeping the current shape with as many
+                # cores, sized for that place).
+                idx = int(np.flatnonzero(here)[np.argmin(scored.score[here])])
+                why = ("no configuration predicted to meet every objective fits the cluster; "
+                       "the current shape, as many as it needs")
+                unreachable.append(ReasonPart("capacity", unfit))
             if (violated and tester is not None and not canary_on and not trying
-                    and "learned" in kinds and capacity.schedulable_replicas(
-                        ctx.workload, ctx.snapshot, cheapest) < cheapest.replicas):
+                    and "learned" in kinds and fitting is None):
                 # What is known to meet the objectives does not fit the cluster: as when
                 # nothing known meets them, a place never observed may.
                 trying, trying_why = self._propose_canary(ctx, mem, tester, space, scored,
