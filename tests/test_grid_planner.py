@@ -15,11 +15,13 @@ import pytest
 
 from actuators import registry
 from knowledge.connect import open_knowledge_base
+from planner.control import contention
 from planner.domain.admin import AdminConfig, CpuBounds, ReplicaBounds
 from planner.domain.intents import parse_intent, parse_profile
 from planner.domain.plan import Plan
 from planner.domain.state import ClusterSnapshot, NodeState, PodState, WorkloadConfig, WorkloadState
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
+from planner.planners import safety
 from planner.planners.base import PlanningContext
 from planner.planners.feedback import EXPLORE_GAIN
 from planner.planners.grid import SCALE_IN_MARGIN, GridPlanner
@@ -781,9 +783,14 @@ def test_the_cheapest_configuration_that_fits_the_cluster_is_chosen_over_one_tha
     unconstrained = replace(ctx, snapshot=replace(ctx.snapshot, nodes=(
         NodeState("big", "general", "eu", 64.0, cpu_allocated=4.0),)))
     assert planner_with(TrueLatency()).plan(unconstrained).target == WorkloadConfig(1, 4.0)
-    plan = planner_with(TrueLatency()).plan(_on_nodes(ctx, 3.0))
+    roomy = _on_nodes(ctx, 3.0)
+    plan = planner_with(TrueLatency()).plan(roomy)
     assert plan.target == WorkloadConfig(3, 2.0)
-    assert "1 x 4 cpu cpu costs less but does not fit the cluster (room for 0)" in plan.reason
-    full = planner_with(TrueLatency()).plan(_on_nodes(ctx, 0.5))
+    assert "1 x 4 cpu" in plan.reason and "does not fit the cluster (room for 0)" in plan.reason
+    assert safety.guard(roomy, plan, {})[0].target == WorkloadConfig(3, 2.0)
+    assert not contention.is_capped(plan)     # nothing was capped: no contention planning
+    full_ctx = _on_nodes(ctx, 0.5)
+    full = planner_with(TrueLatency()).plan(full_ctx)
     assert full.target == WorkloadConfig(7, 1.0)
     assert "no configuration predicted to meet every objective fits the cluster" in full.reason
+    assert safety.guard(full_ctx, full, {})[0].target == WorkloadConfig(6, 1.0)

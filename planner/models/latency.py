@@ -389,16 +389,15 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         self.gpu_classes_ = [int(i) for i in np.flatnonzero(shares[on_gpu].sum(axis=0) > 0)]
         self.cpu_range_ = (float(X[:, 2].min()), float(X[:, 2].max()))
         self.cpu_sizes_ = sorted({float(c) for c in X[:, 2]})
-        # Speeds and offsets are relative to the class most pods ran on (the base latency
-        # is that class's); classes never seen keep speed 1 and offset 0. What the data
+        # Speeds and offsets are relative to the class most pods ran on below saturation (the
+        # base latency is that class's); classes never seen keep speed 1 and offset 0. What the data
         # cannot tell stays at its prior: the CPU exponent until two sizes were seen, a
         # class's own speed and offset until its pods carried enough rows to tell them (a
         # class glimpsed in one row, with a tenth of the pods, would otherwise fit that row's
         # noise into two free parameters and extrapolate it to configurations all on it).
-        ref = int(np.argmax(shares.sum(axis=0)))
-        identified = shares[~cens].sum(axis=0) >= CLASS_EVIDENCE_ROWS
-        identified[ref] = True
-        free = identified.copy()
+        evidence = shares[~cens].sum(axis=0)
+        ref = int(np.argmax(evidence))
+        free = evidence >= CLASS_EVIDENCE_ROWS
         free[ref] = False
         alpha = float(self.cpu_exponent_prior)
         alpha_lo, alpha_hi = (0.3, 1.2) if len(self.cpu_sizes_) > 1 else (alpha, alpha)
@@ -430,7 +429,8 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         warm = None if start is None else np.asarray(start, dtype=float).reshape(-1)
         if warm is not None and warm.shape == initial.shape and np.isfinite(warm).all():
             # Free parameters start where the previous fit ended, inside their bounds; those
-            # the data pins (bounds of width ~0) start as a cold fit's do.
+            # the data pins (bounds of width ~0: a class below CLASS_EVIDENCE_ROWS, the CPU
+            # exponent with one size seen) start as a cold fit's do.
             width = hi - lo
             inside = np.clip(warm, lo + 1e-3 * width, hi - 1e-3 * width)
             initial = np.where(width > 1e-6, inside, initial)

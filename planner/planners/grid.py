@@ -891,24 +891,35 @@ class GridPlanner(Planner):
     def _cheapest_fitting(ctx: PlanningContext, scored: Scored, known: NDArray[np.bool_]
                           ) -> tuple[int | None, str]:
         """The best-scored of ``scored``'s ``known`` candidates whose replicas the cluster
-        can schedule (:func:`capacity.schedulable_replicas`, looked up once per shape, in
-        score order until one fits: one look-up when the best fits), or ``None``; and what
-        kept the cheaper ones out (empty when the best fits)."""
-        order = np.flatnonzero(known)[np.argsort(scored.score[known], kind="stable")]
-        room: dict[tuple[float, str, str | None], int] = {}
+        can take, or ``None``; and what kept the best one out (empty when it fits). A shape's
+        room is looked up once (:func:`capacity.schedulable_replicas`; the current shape's is
+        :func:`safety.replica_cap`, as the safety layer caps it and never refuses it), shapes in
+        the order of their best candidate, until no shape left can beat the best that fits:
+        one look-up when the best candidate fits."""
+        batch = scored.batch
+        left = known.copy()
+        found: int | None = None
         unfit = ""
-        for i in order.tolist():
-            c = scored.batch.config(i)
-            key = (c.cpu, c.device, c.pool)
-            if key not in room:
-                room[key] = capacity.schedulable_replicas(ctx.workload, ctx.snapshot, c)
-            if c.replicas <= room[key]:
-                return i, unfit
-            if not unfit:
-                unfit = (f"{c.replicas} x {c.cpu:g} cpu {c.device}"
-                         + (f" in {c.pool}" if c.pool else "")
-                         + f" costs less but does not fit the cluster (room for {room[key]})")
-        return None, unfit
+        here = feedback.shape_of(ctx.config)
+        while left.any():
+            i = int(np.flatnonzero(left)[np.argmin(scored.score[left])])
+            if found is not None and scored.score[i] >= scored.score[found]:
+                break
+            c = batch.config(i)
+            shape = feedback.shape_of(c)
+            room = (safety.replica_cap(ctx, c) if shape == here
+                    else capacity.schedulable_replicas(ctx.workload, ctx.snapshot, c))
+            in_shape = feedback.shape_mask(batch, shape)
+            fit = left & in_shape & (batch.replicas <= room)
+            if fit.any():
+                j = int(np.flatnonzero(fit)[np.argmin(scored.score[fit])])
+                if found is None or scored.score[j] < scored.score[found]:
+                    found = j
+            if found != i and not unfit:
+                unfit = (f"{c.replicas} x {safety.shape_text(c)} costs less but does not fit "
+                         f"the cluster (room for {room})")
+            left &= ~in_shape
+        return found, unfit
 
     def _reached_whole(self, ctx: PlanningContext, scored: Scored, reach: int,
                        stay: WorkloadConfig) -> WorkloadConfig | None:
@@ -1052,6 +1063,7 @@ class GridPlanner(Planner):
         probe: int | None = None
         why_kind = "choice"
         unreachable: list[ReasonPart] = []
+        fit_parts: list[ReasonPart] = []      # a cheaper configuration that does not fit
         if known.any():
             idx = int(np.flatnonzero(known)[np.argmin(scored.score[known])])
             why = "cheapest configuration predicted to meet every objective"
@@ -1060,11 +1072,12 @@ class GridPlanner(Planner):
             if fitting is not None and fitting != idx:
                 # The cheapest does not fit the cluster (the safety layer would keep the
                 # current shape with as many cores, sized for another place): the cheapest
-                # that fits.
+                # that fits, of another shape or (when the current shape's count does not
+                # fit) leaving the current shape.
                 idx = fitting
                 why = ("cheapest configuration predicted to meet every objective that fits "
                        "the cluster")
-                unreachable.append(ReasonPart("capacity", unfit))
+                fit_parts.append(ReasonPart("search", unfit))
             elif fitting is None and here.any() and not here[idx]:
                 # None fits: the current shape, at the count the models say it needs (the
                 # safety layer caps it at what the cluster can schedule), not another place
@@ -1073,7 +1086,7 @@ class GridPlanner(Planner):
                 idx = int(np.flatnonzero(here)[np.argmin(scored.score[here])])
                 why = ("no configuration predicted to meet every objective fits the cluster; "
                        "the current shape, as many as it needs")
-                unreachable.append(ReasonPart("capacity", unfit))
+                fit_parts.append(ReasonPart("search", unfit))
             if (violated and tester is not None and not canary_on and not trying
                     and "learned" in kinds and fitting is None):
                 # What is known to meet the objectives does not fit the cluster: as when
@@ -1195,6 +1208,7 @@ class GridPlanner(Planner):
             f"({how}, {'+'.join(kinds)} models, {rate:.0f} req/s planned"
             + (f" (forecast +{fc.pct_per_min:.0f} %/min over {fc.horizon_s:.0f} s)"
                if fc.raised else "") + ")"))]
+        parts.extend(fit_parts)
         parts.extend(unreachable)
         if inp.limits.excluded(scored.batch, rate).any():
             parts.append(ReasonPart("correction", inp.limits.describe()))
