@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from planner.domain.state import ClusterSnapshot, NodeState, PodState, WorkloadConfig, WorkloadState
 from planner.models import serialization
 from planner.models.effects import KIND_LATENCY, EffectModel, from_document, to_document
-from planner.models.latency import QueueingLatencyRegressor
+from planner.models.latency import N_FIXED, QueueingLatencyRegressor
 from planner.models.mix import expected_mix, observed_mix
 from planner.models.observations import dataset
 from planner.models.predictor import CandidateBatch
@@ -109,7 +109,7 @@ def _rows_at(shares_fast: list[float], seed: int) -> tuple[np.ndarray, np.ndarra
     return np.asarray(rows), np.asarray(ys)
 
 
-def test_a_class_glimpsed_in_a_few_rows_keeps_the_reference_class_speed_and_offset() -> None:
+def test_a_class_glimpsed_in_one_row_keeps_the_reference_class_speed_and_offset() -> None:
     """A class whose pods carried less than three rows' worth below saturation (its share
     summed over the rows) keeps the reference class's speed and offset: one row whose latency
     is off (here 60 % slow, with a tenth of the pods on the fast class) would otherwise fit two
@@ -118,15 +118,15 @@ def test_a_class_glimpsed_in_a_few_rows_keeps_the_reference_class_speed_and_offs
     X, y = _rows_at([0.0] * 30 + [0.1], 7)
     y[-1] *= 1.6
     est = QueueingLatencyRegressor(n_bootstrap=2).fit(X, y)
-    assert est.theta_[6] == pytest.approx(0.0, abs=1e-6)      # the fast class's log speed
-    assert est.theta_[8] == pytest.approx(0.0, abs=1e-6)      # and its offset
+    assert est.theta_[N_FIXED + 1] == pytest.approx(0.0, abs=1e-6)   # the fast class's log speed
+    assert est.theta_[N_FIXED + 2 + 1] == pytest.approx(0.0, abs=1e-6)   # and its offset
     on_it = np.array([[100.0, 10, 2.0, 0.0, -1.0, 0.0, 1.0], [100.0, 10, 2.0, 0.0, -1.0, 1.0, 0.0]])
     pred = est.predict(on_it)
     assert pred[0] == pytest.approx(pred[1])                  # predicted as the reference
     # Rows with half and all of the pods on the fast class: 15 rows' worth, learned.
     X2, y2 = _rows_at([0.0] * 20 + [0.5] * 10 + [1.0] * 10, 8)
     learned = QueueingLatencyRegressor(n_bootstrap=2).fit(X2, y2)
-    assert math.exp(learned.theta_[6]) == pytest.approx(2.0, rel=0.15)
+    assert math.exp(learned.theta_[N_FIXED + 1]) == pytest.approx(2.0, rel=0.15)
 
 
 def test_round_trip_with_classes_and_inconsistent_documents_refused() -> None:
