@@ -149,6 +149,33 @@ def test_a_class_whose_share_never_changed_keeps_the_reference_class_speed_and_o
     assert est.predict(on_it)[0] > 0
 
 
+def test_a_class_seen_only_saturated_is_no_faster_than_its_saturated_rows_allow() -> None:
+    """Thirty rows with every pod on the fast class below saturation, four with every pod on
+    a class half as fast, saturated (censored at the timeout). Those four rows say only that
+    the slow class carried less than it was given: its speed may fall below the reference's,
+    to the fastest the censored rows allow, and its offset stays the reference's. Pinned at
+    the reference, the class was predicted to carry 300 requests a second where it saturated
+    at 264; fitted free below it, the solve stopped anywhere under the bound."""
+    rng = np.random.default_rng(5)
+    rows, ys = [], []
+    for _ in range(30):
+        rate = float(rng.uniform(0.3, 0.8)) * 48.0 * 10
+        rows.append([rate, 10, 2.0, 0.0, -1.0, 0.0, 1.0])
+        ys.append(truth(rate, 10, 1.0))
+    for over in (1.1, 1.3, 1.5, 1.2):
+        rows.append([over * 24.0 * 10, 10, 2.0, 0.0, -1.0, 1.0, 0.0])
+        ys.append(4000.0)
+    X, y = np.asarray(rows), np.asarray(ys)
+    est = QueueingLatencyRegressor(n_bootstrap=2).fit(X, y, censored=y >= 4000.0)
+    speed = math.exp(est.theta_[N_FIXED])                 # the slow class (column 0)
+    assert 0.4 < speed < 0.7                                # truth 0.5, the bound 264/480
+    assert est.theta_[N_FIXED + 2] == pytest.approx(0.0, abs=1e-6)   # its offset
+    cap = est.capacity(np.array([[0.0, 10, 2.0, 0.0, -1.0, 1.0, 0.0],
+                                 [0.0, 10, 2.0, 0.0, -1.0, 0.0, 1.0]]))
+    assert cap[0] < 1.1 * 24.0 * 10 * 1.05 and cap[1] > 1.6 * cap[0]
+    assert not np.isfinite(est.predict(np.array([[300.0, 10, 2.0, 0.0, -1.0, 1.0, 0.0]]))[0])
+
+
 @given(st.lists(st.floats(0.0, 1.0), min_size=2, max_size=60), st.integers(0, 2))
 @settings(max_examples=60, deadline=None)
 def test_identifiable_classes_follow_the_variation_of_their_shares(

@@ -305,9 +305,14 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
 
     def _fit_theta(self, X: FloatArray, y: FloatArray, shares: FloatArray, start: FloatArray,
                    lo: FloatArray, hi: FloatArray, censored: NDArray[np.bool_],
-                   max_nfev: int = 200, util: FloatArray | None = None) -> FloatArray:
+                   max_nfev: int = 200, util: FloatArray | None = None,
+                   pull: NDArray[np.intp] | None = None) -> FloatArray:
         """Robust least squares on log latency, and on log utilisation where ``util`` says
-        which rows' utilisation is a measure (finite there, NaN elsewhere)."""
+        which rows' utilisation is a measure (finite there, NaN elsewhere). The parameters
+        at ``pull`` get one more residual each, the parameter itself: a prior at 0 worth one
+        row, for parameters only an inequality bounds (a class's log speed that only
+        saturated rows tell: the fit then stops at the fastest speed they allow, not
+        anywhere below it)."""
         logy = np.log(y)
         measured = np.zeros(len(y), dtype=bool) if util is None else np.isfinite(util)
         logu = None if util is None or not measured.any() else np.log(util[measured])
@@ -333,6 +338,8 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
 
         def with_util(r: FloatArray, thetas: FloatArray) -> FloatArray:
             """``r`` (``(m, n)``) and the log-utilisation residuals of ``thetas``."""
+            if pull is not None and pull.size:
+                r = np.concatenate([r, thetas[:, pull]], axis=1)
             if logu is None:
                 return r
             u = self._utilization_many(thetas, Xu, su)
@@ -428,6 +435,11 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         # noise into two free parameters and extrapolate it to configurations all on it).
         ref = int(np.argmax(shares[~cens].sum(axis=0)))
         free = identifiable_classes(shares[~cens], ref)
+        # A class whose share varied enough only counting the saturated rows: those rows say
+        # its pods carried less than the load they were given, an upper bound on its speed
+        # and nothing on its offset, so its speed may only fall below the reference's.
+        slower = (identifiable_classes(shares, ref) & ~free if cens.any()
+                  else np.zeros_like(free))
         alpha = float(self.cpu_exponent_prior)
         alpha_lo, alpha_hi = (0.3, 1.2) if len(self.cpu_sizes_) > 1 else (alpha, alpha)
         # Start: service rate from the measured utilisations (the utilisation law), else from
@@ -450,7 +462,7 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
                 else float(np.min(y_obs)) * 0.5
         eps = 1e-9
         lo = np.concatenate([[math.log(1e-3), alpha_lo - eps, -1.0 if self.seen_gpu_ else -eps,
-                              0.0, 0.0], np.where(free, -SPEED_BOUND, -eps),
+                              0.0, 0.0], np.where(free | slower, -SPEED_BOUND, -eps),
                              np.where(free, -1e3, -eps)])
         hi = np.concatenate([[math.log(1e6), alpha_hi + eps, 6.0 if self.seen_gpu_ else eps,
                               float(np.max(y_obs)), 1.0], np.where(free, SPEED_BOUND, eps),
@@ -464,7 +476,8 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
             inside = np.clip(warm, lo + 1e-3 * width, hi - 1e-3 * width)
             initial = np.where(width > 1e-6, inside, initial)
         initial = np.clip(initial, lo + 1e-12, hi - 1e-12)
-        self.theta_ = self._fit_theta(X, y, shares, initial, lo, hi, cens, util=util)
+        pull = N_FIXED + np.flatnonzero(slower)
+        self.theta_ = self._fit_theta(X, y, shares, initial, lo, hi, cens, util=util, pull=pull)
         pred = self._forward(self.theta_, X, shares)
         ok = np.isfinite(pred) & ~cens
         resid = np.log(np.maximum(pred[ok], 1e-6)) - np.log(y[ok])
@@ -478,7 +491,7 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
             while int((~cens[idx]).sum()) < 3:   # a resample needs rows below saturation
                 idx = rng.integers(0, len(y), len(y))
             thetas.append(self._fit_theta(X[idx], y[idx], shares[idx], self.theta_, lo, hi,
-                                          cens[idx], max_nfev=40, util=util[idx]))
+                                          cens[idx], max_nfev=40, util=util[idx], pull=pull))
         self.bootstrap_thetas_ = np.asarray(thetas, dtype=float).reshape(-1, len(self.theta_))
         return self
 
