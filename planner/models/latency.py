@@ -55,45 +55,15 @@ UTILIZATION_RANGE = (0.02, 0.9)
 """Utilisations that measure a CPU pod's service rate: above the metrics' noise (an idle pod's
 ratio is noise) and below saturation (where the queue, not the service, sets it)."""
 CLASS_EVIDENCE_ROWS = 3.0
-"""Rows' worth of contrast in a node class's share (:func:`identifiable_classes`) before its
-own speed and offset are fitted: as many as the model as a whole needs (:meth:`fit` refuses
-fewer than 3 rows below saturation). Below it the class is taken as the reference class
-(speed 1, no offset): the node class the model knows best, not two parameters fitted to a
-row's noise or to a share that never changed."""
+"""Rows' worth of a node class's pods (its share summed over the rows below saturation) before
+its own speed and offset are fitted: as many as the model as a whole needs (:meth:`fit`
+refuses fewer than 3 rows below saturation). Below it the class is taken as the reference
+class (speed 1, no offset): the node class the model knows best, not two parameters fitted to
+a row's noise. Counting the saturated rows too, a class with that many rows' worth that the
+rows below saturation do not free gets a speed bounded by the reference's (:meth:`fit`)."""
 STACKED_ROWS = 20_000
 """Rows per stacked quantile solve when several parameter vectors are evaluated (bounds the
 memory of one solve; a planner's batches are far smaller, so an ensemble is one solve)."""
-
-def identifiable_classes(shares: FloatArray, ref: int) -> NDArray[np.bool_]:
-    """Which node classes' own speed and offset the rows can tell apart from the reference
-    class ``ref`` (``shares``: the rows below saturation, one column per class).
-
-    What tells a class's parameters is how its share *varies* across the rows, not how much
-    of it there was: rows that always had 5 % of the pods on it show only that 5 % mix, and
-    any speed fits them as well as another. The measure is the sum of squared deviations of
-    the class's share from its mean, after the part the classes freed before it explain is
-    taken out (a linear model's information on the class's coefficient, in rows where every
-    pod switched): one row with all pods on the class among many without counts about 1, a
-    constant share 0, a share that follows another free class's 0. Classes are taken in order
-    of their own contrast; each one with :data:`CLASS_EVIDENCE_ROWS` left is freed."""
-    free = np.zeros(shares.shape[1], dtype=bool)
-    if shares.shape[0] < 2:
-        return free
-    centred = shares - shares.mean(axis=0)
-    own = (centred * centred).sum(axis=0)
-    basis: list[FloatArray] = []          # orthonormal directions of the freed classes
-    for c in np.argsort(-own, kind="stable"):
-        if c == ref or own[c] < CLASS_EVIDENCE_ROWS:
-            continue
-        v = centred[:, c].copy()
-        for b in basis:
-            v -= float(b @ v) * b
-        left = float(v @ v)
-        if left >= CLASS_EVIDENCE_ROWS:
-            free[c] = True
-            basis.append(v / math.sqrt(left))
-    return free
-
 
 def higher_quantile(a: FloatArray, q: float) -> FloatArray:
     """``np.quantile(a, q, axis=0, method="higher")`` of a 2-D array (the same values: the
@@ -433,13 +403,15 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         # class's own speed and offset until its pods carried enough rows to tell them (a
         # class glimpsed in one row, with a tenth of the pods, would otherwise fit that row's
         # noise into two free parameters and extrapolate it to configurations all on it).
-        ref = int(np.argmax(shares[~cens].sum(axis=0)))
-        free = identifiable_classes(shares[~cens], ref)
-        # A class whose share varied enough only counting the saturated rows: those rows say
-        # its pods carried less than the load they were given, an upper bound on its speed
-        # and nothing on its offset, so its speed may only fall below the reference's.
-        slower = (identifiable_classes(shares, ref) & ~free if cens.any()
-                  else np.zeros_like(free))
+        evidence = shares[~cens].sum(axis=0)
+        ref = int(np.argmax(evidence))
+        free = evidence >= CLASS_EVIDENCE_ROWS
+        free[ref] = False
+        # A class with enough rows' worth only counting the saturated rows: those rows say its
+        # pods carried less than the load they were given, an upper bound on its speed and
+        # nothing on its offset, so its speed may only fall below the reference's.
+        slower = (shares.sum(axis=0) >= CLASS_EVIDENCE_ROWS) & ~free
+        slower[ref] = False
         alpha = float(self.cpu_exponent_prior)
         alpha_lo, alpha_hi = (0.3, 1.2) if len(self.cpu_sizes_) > 1 else (alpha, alpha)
         # Start: service rate from the measured utilisations (the utilisation law), else from
