@@ -133,10 +133,10 @@ def test_a_class_seen_only_saturated_is_no_faster_than_its_saturated_rows_allow(
     """Thirty rows with every pod on the fast class below saturation, four with every pod on
     a class half as fast, saturated (censored at the timeout). Those four rows say only that
     the slow class carried less than it was given: its speed may fall below the reference's,
-    to about the fastest the censored rows allow, and its offset stays the reference's. Pinned at
-    the reference, the class was predicted to carry 300 requests a second where it saturated
-    at 264; fitted free
-    below it, the solve stopped anywhere under the bound (speed 0.115)."""
+    to about the fastest the censored rows allow, and its offset stays the reference's.
+    Pinned at the reference, the class was predicted to carry 300 requests a second where it
+    saturated at 264; fitted free below it, the solve stopped anywhere under the bound (speed
+    0.115)."""
     rng = np.random.default_rng(5)
     rows, ys = [], []
     for _ in range(30):
