@@ -3,7 +3,8 @@ case is fitted with every seen class free, then the standard error of the predic
 latency with every pod on the second class is taken from the fit's Jacobian (sigma^2 (J'J)^-1,
 sigma the residual scale, parameters at their bounds' width ~0 left out). Cases: one glimpse
 row, a constant small share, a steady half-and-half mix with varying load, a few rows with
-every pod moved. Usage, from a checkout's root: PYTHONPATH=.:tests python
+every pod moved. Beside it, the spread of the same prediction over the model's own 8
+bootstrap fits. Usage, from a checkout's root: PYTHONPATH=.:tests python
 docs/experiments/54/speed_uncertainty.py"""
 import math
 import numpy as np
@@ -70,8 +71,18 @@ X, y = _rows_at([0.0] * 30 + [1.0] * 3, 8)
 cases.append(("30 rows at 0 %, 3 at 100 %", X, y, 2.0))
 X, y = _rows_at([0.0] * 20 + [0.5] * 10 + [1.0] * 10, 8)
 cases.append(("20 at 0 %, 10 at 50 %, 10 at 100 %", X, y, 2.0))
+def bootstrap_spread(est, X):
+    """The standard deviation of the log latency with every pod on the second class over the
+    model's own bootstrap fits (the default 8), where every one is finite and positive."""
+    probe = X[:1].copy(); probe[0, 0] = float(np.median(X[:, 0])); probe[0, 5:] = 0; probe[0, 6] = 1
+    preds = np.array([est._forward(t, probe, est._shares(probe))[0] for t in est.bootstrap_thetas_])
+    if not (np.isfinite(preds).all() and (preds > 0).all()):
+        return math.inf
+    return float(np.std(np.log(preds)))
+
+
 for name, X, y, true_speed in cases:
-    est = L.QueueingLatencyRegressor(n_bootstrap=0).fit(X, y)
+    est = L.QueueingLatencyRegressor().fit(X, y)
     se, pred = se_all_on(est, X, y, 1)
     print(f"{name:40s} speed {math.exp(est.theta_[L.N_FIXED + 1]):6.3f} (truth {true_speed:.2f})"
-          f"  SE of log latency, every pod on it: {se:8.3f}")
+          f"  SE of log latency, every pod on it: {se:8.3f}; bootstrap spread {bootstrap_spread(est, X):8.3f}")
