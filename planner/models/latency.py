@@ -443,9 +443,9 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         warm = None if start is None else np.asarray(start, dtype=float).reshape(-1)
         if warm is not None and warm.shape == initial.shape and np.isfinite(warm).all():
             # Free parameters start where the previous fit ended, inside their bounds; those
-            # the data pins (bounds of width ~0: a class's offset and, unless it has saturated
-            # rows' worth, speed below CLASS_EVIDENCE_ROWS, the CPU exponent with one size
-            # seen) start as a cold fit's do.
+            # the data pins (bounds of width ~0: the offset of a class below
+            # CLASS_EVIDENCE_ROWS, and its speed unless saturated rows bound it; the CPU
+            # exponent with one size seen) start as a cold fit's do.
             width = hi - lo
             inside = np.clip(warm, lo + 1e-3 * width, hi - 1e-3 * width)
             initial = np.where(width > 1e-6, inside, initial)
@@ -464,8 +464,8 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         for _ in range(self.n_bootstrap):
             idx = rng.integers(0, len(y), len(y))
             # A resample that holds none of a slower class's saturated rows has only the prior
-            # for that class's speed, and gives it the reference's (about 1.4 % of resamples
-            # with 4 such rows in 34).
+            # for that class's speed, and gives it the reference's (with 4 such rows in 34,
+            # (30/34)^34: 1.4 % of resamples).
             while int((~cens[idx]).sum()) < 3:   # a resample needs rows below saturation
                 idx = rng.integers(0, len(y), len(y))
             thetas.append(self._fit_theta(X[idx], y[idx], shares[idx], self.theta_, lo, hi,
