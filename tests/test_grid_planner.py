@@ -794,3 +794,61 @@ def test_the_cheapest_configuration_that_fits_the_cluster_is_chosen_over_one_tha
     assert full.target == WorkloadConfig(7, 1.0)
     assert "no configuration predicted to meet every objective fits the cluster" in full.reason
     assert safety.guard(full_ctx, full, {})[0].target == WorkloadConfig(6, 1.0)
+
+
+class FlatAvailability(Predictor):
+    """An availability model as :class:`planner.models.availability.AvailabilityRegressor`
+    is: one value for every count of two or more pods (here below the target), and
+    ``gain`` more per pod when given (a model under which more pods do better)."""
+
+    kind = "learned"
+
+    def __init__(self, value: float = 0.976, gain: float = 0.0) -> None:
+        self.value, self.gain = value, gain
+
+    def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
+        p = np.where(batch.replicas >= 2, self.value + self.gain * batch.replicas, 0.9)
+        return Prediction(p, p, np.ones(len(batch), dtype=bool))
+
+
+def _with_availability(replicas: int, observed: float) -> PlanningContext:
+    """:func:`context` at ``replicas`` pods with an availability objective of 0.999 (5 %
+    tolerance) as well, observed at ``observed``."""
+    ctx = context(replicas=replicas, latency=20.0, rate=300.0)
+    intent = parse_intent({"kind": "Intent", "metadata": {"name": "w", "namespace": "ns"},
+                           "spec": {"targetRef": {"name": "w"}, "objectives": [
+                               {"name": "p95", "value": 60, "measuredBy": "lat"},
+                               {"name": "avail", "value": 0.999, "measuredBy": "av",
+                                "tolerance": 0.05}]}})
+    av = parse_profile({"kind": "KPIProfile", "metadata": {"name": "av", "namespace": "ns"},
+                        "spec": {"type": "availability"}})
+    return replace(ctx, intent=intent, profiles={**ctx.profiles, "avail": av},
+                   current={"p95": 20.0, "avail": observed})
+
+
+def _planner_with_availability(avail: Predictor) -> Remembering:
+    p = GridPlanner()
+    p.predictors = lambda ctx, mem: {"p95": TrueLatency(), "avail": avail}  # type: ignore[method-assign]
+    return Remembering(p)
+
+
+def test_an_objective_no_configuration_does_better_on_than_staying_does_not_lock_the_count(
+) -> None:
+    # Every count of two or more pods is predicted at 0.976 against a target of 0.999: the
+    # current 30 pods meet it only within tolerance, no other configuration meets it, and
+    # none does better. The objective cannot choose; latency does (about 5 pods carry
+    # 300 req/s): the count falls instead of being held (section 29's lock).
+    plan = _planner_with_availability(FlatAvailability()).plan(_with_availability(30, 0.9995))
+    assert plan.target.replicas < 30
+    assert plan.predicted["p95"] <= 60
+    assert "no worse than staying" in plan.reason
+    # Where more pods are predicted to do better, the objective still decides: the planner
+    # does not scale in to a count predicted worse than the current one.
+    better = _planner_with_availability(FlatAvailability(0.90, 0.002)).plan(
+        _with_availability(30, 0.9995))
+    assert better.target.replicas >= 30 and "no worse than staying" not in better.reason
+
+
+def test_no_objective_is_judged_against_staying_while_one_is_observed_violated() -> None:
+    plan = _planner_with_availability(FlatAvailability()).plan(_with_availability(30, 0.90))
+    assert plan.target.replicas >= 30 and "no worse than staying" not in plan.reason

@@ -131,6 +131,10 @@ class Inputs:
     estimate: QueueEstimate | None = None
     """The explicit estimate (:mod:`planner.planners.fallback` sizes by it when no count of
     a shape is predicted to meet the objectives)."""
+    anchors: dict[str, float] = field(default_factory=dict)
+    """Objectives judged against these values instead of their targets: those no candidate
+    is predicted to meet or to do better on than the current configuration, which meets
+    them within tolerance (see :func:`_no_better_than_staying`)."""
 
 
 @dataclass(frozen=True)
@@ -159,6 +163,42 @@ def _met(pred: NDArray[np.float64], target: float, minimize: bool, slack: float)
         np.bool_]:
     out: NDArray[np.bool_] = (pred <= target * (1 + slack)) if minimize else (
         pred >= target * (1 - slack))
+    return out
+
+
+ANCHOR_EPS = 1e-9
+"""Relative slack of an anchor (:func:`_no_better_than_staying`): the current configuration's
+own bound, predicted by another call, may differ in its last bits."""
+
+
+def _no_better_than_staying(ctx: PlanningContext, scored: Scored, current: Scored
+                            ) -> dict[str, float]:
+    """Objectives that cannot tell the candidates apart from staying: no candidate of
+    ``scored`` is predicted to meet the target, none is predicted to do better than the
+    current configuration, and the current configuration meets the target within its
+    tolerance. Each with the current configuration's bound (a little relaxed): judged against
+    it, a candidate must be no worse than staying.
+
+    Without this, the tolerance the current configuration is kept on holds for it alone: every
+    other configuration, cheaper ones predicted exactly as good included, fails the target, so
+    the count can rise and never fall (an availability model whose one loss for every count
+    of two or more pods sits below the target held 48 pods where 16 carried the load,
+    docs/benchmarks.md section 29)."""
+    out: dict[str, float] = {}
+    for o in ctx.intent.spec.objectives:
+        pr, cur = scored.predictions.get(o.name), current.predictions.get(o.name)
+        if pr is None or cur is None or not len(pr.bound):
+            continue
+        minimize = ctx.profiles[o.name].spec.minimizes
+        bound = float(cur.bound[0])
+        if not math.isfinite(bound) or _met(pr.bound, o.value, minimize, 0.0).any():
+            continue
+        if not _met(cur.bound, o.value, minimize, o.tolerance)[0]:
+            continue
+        best = float(np.min(pr.bound) if minimize else np.max(pr.bound))
+        if (best < bound) if minimize else (best > bound):
+            continue                     # a candidate does better: the objective decides
+        out[o.name] = bound * (1 + ANCHOR_EPS) if minimize else bound * (1 - ANCHOR_EPS)
     return out
 
 
@@ -406,9 +446,10 @@ class GridPlanner(Planner):
                 spec = ctx.profiles[o.name].spec
                 minimize = spec.minimizes
                 tol = o.tolerance if slack else 0.0
-                met = _met(pr.bound, o.value, minimize, tol)
+                target = inp.anchors.get(o.name, o.value)
+                met = _met(pr.bound, target, minimize, tol)
                 supported &= pr.supported
-                limit = o.value * (1 + tol) if minimize else o.value * (1 - tol)
+                limit = target * (1 + tol) if minimize else target * (1 - tol)
                 rel = (pr.bound / max(limit, 1e-12) - 1.0) if minimize else (
                     1.0 - pr.bound / max(limit, 1e-12))
                 if vouched is not None and minimize and spec.type is KPIType.LATENCY:
@@ -1054,6 +1095,16 @@ class GridPlanner(Planner):
         space = space_for(ctx)
         scored, how = self._search(ctx, space, rate, inp)
         current = self._current(ctx, scored, rate, inp)
+        anchored: list[ReasonPart] = []
+        if not violated and not scored.feasible.any() and (
+                anchors := _no_better_than_staying(ctx, scored, current)):
+            inp = replace(inp, anchors=anchors)
+            scored, how = self._search(ctx, space, rate, inp)
+            current = self._current(ctx, scored, rate, inp)
+            anchored.append(ReasonPart("search", "; ".join(
+                f"{n}: no configuration is predicted to meet its target or to do better than "
+                f"the current one ({b:.4g}, within tolerance); judged no worse than staying"
+                for n, b in anchors.items())))
         # The shape on trial counts as known until the retrained model covers it.
         supported = scored.supported | feedback.shape_mask(scored.batch, trial)
         keep_current = bool(current.feasible[0] and (current.supported[0]
@@ -1209,6 +1260,7 @@ class GridPlanner(Planner):
             + (f" (forecast +{fc.pct_per_min:.0f} %/min over {fc.horizon_s:.0f} s)"
                if fc.raised else "") + ")"))]
         parts.extend(fit_parts)
+        parts.extend(anchored)
         parts.extend(unreachable)
         if inp.limits.excluded(scored.batch, rate).any():
             parts.append(ReasonPart("correction", inp.limits.describe()))
