@@ -342,3 +342,41 @@ def test_first_rows_of_a_device_far_faster_than_the_prior_are_learned_not_called
     assert np.exp(est.theta_[2]) > 8.0
     pred = est.predict(gpu)
     assert np.isfinite(pred).all() and (pred < 30.0).all(), pred
+
+
+def test_availability_is_not_learned_from_windows_the_pods_saturated_in() -> None:
+    """gen-26, traced (docs/benchmarks.md sections 29 and 55): availability is a share over
+    the last minute, utilisation a mean over 15 s. Two kinds of row lost requests to an
+    overload and passed a filter on their own utilisation: the first pods ready after a
+    scale-out whose old pods had saturated until then, and a row at 0.59 whose last seconds
+    were a burst's first (the next event is saturated). One such row held every count below
+    the target; with the window's utilisation they are left out."""
+    from planner.domain.intents import KPIProfileSpec, KPIType
+    from planner.models.training import fit_effect
+
+    def ev(t: float, replicas: int, util: float, avail: float) -> dict[str, Any]:
+        pods = [{"ready": True, "cpu": 1.0, "device": "cpu"}] * replicas
+        return {"time": t, "config": {"replicas": replicas, "cpu": 1.0, "device": "cpu",
+                                      "pool": None},
+                "resources": {"ready_replicas": replicas}, "pods": pods,
+                "load": {"request_rate": 100.0, "cpu_utilization": util},
+                "current": {"avail": avail}}
+
+    calm = [ev(15.0 * i, 10, 0.4, 1.0) for i in range(20)]
+    burst = [ev(300.0, 10, 0.59, 0.914), ev(315.0, 10, 1.0, 0.80), ev(330.0, 10, 1.0, 0.75)]
+    # Scaled out at 330: the old pods saturate until the new ones are ready at 390.
+    out = [ev(345.0 + 15.0 * i, 30, 1.0, 0.7) for i in range(3)]
+    after = [ev(390.0 + 15.0 * i, 30, 0.12, a) for i, a in enumerate((0.92, 0.95, 0.99))]
+    later = [ev(450.0 + 15.0 * i, 30, 0.12, 1.0) for i in range(12)]
+    ds = dataset(calm + burst + out + after + later, "avail")
+    assert ds.window_utilization is not None
+    # Rows of the burst's start and of the scale-out's first minute have calm utilisation.
+    assert {0.914, 0.95, 0.99} <= set(ds.y[ds.utilization < 0.9].tolist())
+    spec = KPIProfileSpec(type=KPIType.AVAILABILITY)
+    model = fit_effect("ns/w", "avail", spec, ds, 600.0, 5).estimator
+    low, _ = model.predict_with_bound(np.array([[100.0, 30.0, 1.0, 0.0, -1.0]]))
+    assert low[0] >= 0.999
+    # Without the window (the row's own utilisation only) they pulled it below 0.999.
+    own = replace(ds, window_utilization=None)
+    assert fit_effect("ns/w", "avail", spec, own, 600.0, 5).estimator.predict(
+        np.array([[100.0, 30.0, 1.0, 0.0, -1.0]]))[0] < 0.999

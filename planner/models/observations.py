@@ -38,6 +38,9 @@ class Dataset:
     times: NDArray[np.float64]
     utilization: NDArray[np.float64]
     """Mean CPU utilisation of the pods (NaN: unknown), to tell saturated rows apart."""
+    window_utilization: NDArray[np.float64] | None = None
+    """The highest of :attr:`utilization` over the events whose measurements may overlap the
+    row's KPI window (see :func:`window_peaks`); ``None``: :attr:`utilization`."""
 
     def __len__(self) -> int:
         return int(self.y.size)
@@ -125,6 +128,35 @@ def node_mix(ev: Mapping[str, Any]) -> dict[str, float]:
     return {k: v / total for k, v in counts.items()}
 
 
+def _utilization(ev: Mapping[str, Any]) -> float:
+    util = (ev.get("load") or {}).get("cpu_utilization")
+    return float(util) if util is not None else float("nan")
+
+
+def window_peaks(times: NDArray[np.float64], at: NDArray[np.float64],
+                 utils: NDArray[np.float64], window_s: float) -> NDArray[np.float64]:
+    """For each time of ``times``: the highest utilisation of the events (``at``, sorted,
+    with ``utils``) within ``window_s`` before it, at it, and the next one after it (NaN
+    when none is known).
+
+    A KPI measured over a window (availability: the share of requests served in the last
+    minute) counts every second of it, while a row's utilisation is a mean over a shorter
+    window: a window in which the pods saturated for a while (the start-up of a scale-out's
+    pods) can end calm, and a burst that begins in the last seconds of a window barely moves
+    its mean; the next event shows it. Such a row's KPI carries the overload."""
+    out = np.full(len(times), np.nan)
+    if not len(at):
+        return out
+    lo = np.searchsorted(at, times - window_s, side="right")
+    hi = np.minimum(np.searchsorted(at, times, side="right") + 1, len(at))
+    for k in range(len(times)):
+        seg = utils[lo[k]:hi[k]]
+        seg = seg[~np.isnan(seg)]
+        if seg.size:
+            out[k] = float(seg.max())
+    return out
+
+
 def dataset(events: Iterable[Mapping[str, Any]], objective: str,
             settle_s: float = 60.0) -> Dataset:
     """Rows of (features, KPI value) for ``objective`` from ``events``."""
@@ -132,7 +164,8 @@ def dataset(events: Iterable[Mapping[str, Any]], objective: str,
     ys: list[float] = []
     times: list[float] = []
     utils: list[float] = []
-    evs = settled(list(events), settle_s)
+    every = sorted(events, key=lambda e: float(e["time"]))
+    evs = settled(every, settle_s)
     pools = tuple(sorted({str(e["config"]["pool"]) for e in evs if e["config"].get("pool")}))
     mixes = [node_mix(ev) for ev in evs]
     classes = tuple(sorted({k for m in mixes for k in m}))
@@ -147,8 +180,10 @@ def dataset(events: Iterable[Mapping[str, Any]], objective: str,
                      pool_code(cfg.get("pool"), pools), *(mix.get(c, 0.0) for c in classes)])
         ys.append(float(value))
         times.append(float(ev["time"]))
-        util = (ev.get("load") or {}).get("cpu_utilization")
-        utils.append(float(util) if util is not None else float("nan"))
+        utils.append(_utilization(ev))
     X = np.asarray(rows, dtype=float).reshape(-1, len(FEATURES) + len(classes))
-    return Dataset(X, np.asarray(ys, dtype=float), pools, classes,
-                   np.asarray(times, dtype=float), np.asarray(utils, dtype=float))
+    t = np.asarray(times, dtype=float)
+    peaks = window_peaks(t, np.asarray([float(e["time"]) for e in every], dtype=float),
+                         np.asarray([_utilization(e) for e in every], dtype=float), settle_s)
+    return Dataset(X, np.asarray(ys, dtype=float), pools, classes, t,
+                   np.asarray(utils, dtype=float), peaks)
