@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -380,3 +381,25 @@ def test_availability_is_not_learned_from_windows_the_pods_saturated_in() -> Non
     own = replace(ds, window_utilization=None)
     assert fit_effect("ns/w", "avail", spec, own, 600.0, 5).estimator.predict(
         np.array([[100.0, 30.0, 1.0, 0.0, -1.0]]))[0] < 0.999
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.one_of(st.floats(0.0, 2.0),
+                                                        st.just(math.nan))), max_size=30),
+       st.lists(st.integers(-5, 45), max_size=12), st.sampled_from((0.0, 1.0, 4.0, 60.0)))
+def test_window_peaks_are_the_highest_known_utilisation_in_each_window(
+        events: list[tuple[int, float]], rows: list[int], window: float) -> None:
+    """Against the definition: per row, the events after ``t - window`` up to ``t`` and the
+    next after ``t``; NaN where none of them knows its utilisation."""
+    from planner.models.observations import window_peaks
+
+    events = sorted(events, key=lambda e: e[0])
+    at = np.array([float(t) for t, _ in events])
+    utils = np.array([u for _, u in events])
+    got = window_peaks(np.array(rows, dtype=float), at, utils, window)
+    for k, t in enumerate(rows):
+        inside = [u for a, u in events if t - window < a <= t]
+        after = [u for a, u in events if a > t][:1]
+        known = [u for u in inside + after if not math.isnan(u)]
+        want = max(known) if known else math.nan
+        assert (math.isnan(got[k]) and math.isnan(want)) or got[k] == want

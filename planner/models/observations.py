@@ -144,16 +144,17 @@ def window_peaks(times: NDArray[np.float64], at: NDArray[np.float64],
     window: a window in which the pods saturated for a while (the start-up of a scale-out's
     pods) can end calm, and a burst that begins in the last seconds of a window barely moves
     its mean; the next event shows it. Such a row's KPI carries the overload."""
-    out = np.full(len(times), np.nan)
-    if not len(at):
-        return out
+    if not len(at) or not len(times):
+        return np.full(len(times), np.nan)
     lo = np.searchsorted(at, times - window_s, side="right")
-    hi = np.minimum(np.searchsorted(at, times, side="right") + 1, len(at))
-    for k in range(len(times)):
-        seg = utils[lo[k]:hi[k]]
-        seg = seg[~np.isnan(seg)]
-        if seg.size:
-            out[k] = float(seg.max())
+    hi = np.minimum(np.maximum(np.searchsorted(at, times, side="right") + 1, lo + 1), len(at))
+    # One reduction over [lo, hi) per row (every other segment of the interleaved bounds;
+    # fmax skips NaN); a NaN appended so that a row's last segment may end at the end. A row
+    # with no event in its span reads the event after it, or the NaN.
+    padded = np.append(utils, np.nan)
+    bounds = np.empty(2 * len(times), dtype=np.intp)
+    bounds[0::2], bounds[1::2] = lo, hi
+    out: NDArray[np.float64] = np.fmax.reduceat(padded, bounds)[0::2]
     return out
 
 
