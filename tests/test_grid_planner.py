@@ -849,6 +849,23 @@ def test_an_objective_no_configuration_does_better_on_than_staying_does_not_lock
     assert better.target.replicas >= 30 and "no worse than staying" not in better.reason
 
 
-def test_no_objective_is_judged_against_staying_while_one_is_observed_violated() -> None:
-    plan = _planner_with_availability(FlatAvailability()).plan(_with_availability(30, 0.90))
+@pytest.mark.parametrize("observed", [0.90, 0.995])
+def test_no_objective_is_judged_against_staying_unless_it_is_observed_meeting_its_target(
+        observed: float) -> None:
+    # 0.90: violated; 0.995: within the 5 % tolerance, so not violated, but below the target
+    # itself: staying is not known to meet it, so it does not vouch for cheaper pods.
+    plan = _planner_with_availability(FlatAvailability()).plan(_with_availability(30, observed))
     assert plan.target.replicas >= 30 and "no worse than staying" not in plan.reason
+
+
+def test_shape_options_judge_an_objective_that_cannot_choose_as_plans_do() -> None:
+    # The joint assignment of intents that share a pool asks for each intent's options: an
+    # intent whose availability model sits below the target everywhere has the same options
+    # as its plan (here the cheapest shape by latency), not none.
+    ctx = _with_availability(30, 0.9995)
+    planner = _planner_with_availability(FlatAvailability())
+    options = planner.planner.shape_options(ctx)
+    assert options and min(o.config.replicas for o in options) < 30
+    flat_low = _planner_with_availability(FlatAvailability()).planner.shape_options(
+        _with_availability(30, 0.995))
+    assert not flat_low

@@ -167,17 +167,19 @@ def _met(pred: NDArray[np.float64], target: float, minimize: bool, slack: float)
 
 
 ANCHOR_EPS = 1e-9
-"""Relative slack of an anchor (:func:`_no_better_than_staying`): the current configuration's
-own bound, predicted by another call, may differ in its last bits."""
+"""Slack of an anchor (:func:`_no_better_than_staying`), relative to the bound's size (at
+least 1): the current configuration's own bound, predicted by another call, may differ in its
+last bits."""
 
 
 def _no_better_than_staying(ctx: PlanningContext, scored: Scored, current: Scored
                             ) -> dict[str, float]:
     """Objectives that cannot tell the candidates apart from staying: no candidate of
     ``scored`` is predicted to meet the target, none is predicted to do better than the
-    current configuration, and the current configuration meets the target within its
-    tolerance. Each with the current configuration's bound (a little relaxed): judged against
-    it, a candidate must be no worse than staying.
+    current configuration, the current configuration meets the target within its tolerance
+    by its bound and is observed meeting the target itself (not just within tolerance). Each
+    with the current configuration's bound (a little relaxed): judged against it, a candidate
+    must be no worse than staying.
 
     Without this, the tolerance the current configuration is kept on holds for it alone: every
     other configuration, cheaper ones predicted exactly as good included, fails the target, so
@@ -191,14 +193,18 @@ def _no_better_than_staying(ctx: PlanningContext, scored: Scored, current: Score
             continue
         minimize = ctx.profiles[o.name].spec.minimizes
         bound = float(cur.bound[0])
-        if not math.isfinite(bound) or _met(pr.bound, o.value, minimize, 0.0).any():
+        seen = ctx.current.get(o.name)
+        if (not math.isfinite(bound) or seen is None
+                or not _met(np.array([seen]), o.value, minimize, 0.0)[0]
+                or _met(pr.bound, o.value, minimize, 0.0).any()
+                or not _met(cur.bound, o.value, minimize, o.tolerance)[0]):
             continue
-        if not _met(cur.bound, o.value, minimize, o.tolerance)[0]:
-            continue
-        best = float(np.min(pr.bound) if minimize else np.max(pr.bound))
+        known = pr.bound[~np.isnan(pr.bound)]
+        best = float(np.min(known) if minimize else np.max(known)) if known.size else bound
         if (best < bound) if minimize else (best > bound):
             continue                     # a candidate does better: the objective decides
-        out[o.name] = bound * (1 + ANCHOR_EPS) if minimize else bound * (1 - ANCHOR_EPS)
+        eps = ANCHOR_EPS * max(abs(bound), 1.0)
+        out[o.name] = bound + eps if minimize else bound - eps
     return out
 
 
@@ -1066,13 +1072,39 @@ class GridPlanner(Planner):
         taken = self._take_in(ctx, mem)
         if isinstance(taken, Plan):
             return None
-        inp = taken[0]
+        inp, violated, _ = taken
         rate, _, _ = self._planned_rate(ctx, mem, inp.preds)
         anywhere = replace(ctx, placement=None)
-        scored, _ = self._grid(anywhere, space_for(anywhere), rate, inp)
+        space = space_for(anywhere)
+        scored, _ = self._grid(anywhere, space, rate, inp)
+        # Objectives that cannot tell a shape from staying are judged as plan() judges them.
+        if not violated and not scored.feasible.any() and (anchors := _no_better_than_staying(
+                anywhere, scored, self._current(anywhere, scored, rate, inp))):
+            again, _ = self._grid(anywhere, space, rate, replace(inp, anchors=anchors))
+            scored = again if again.feasible.any() else scored
         ok = np.flatnonzero(scored.feasible & scored.supported)
         found = [ShapeOption(scored.batch.config(int(i)), float(scored.cost[i])) for i in ok]
         return sorted(found, key=lambda o: o.cost_per_hour)
+
+    def _anchored(self, ctx: PlanningContext, space: SearchSpace, rate: float, inp: Inputs,
+                  scored: Scored, current: Scored, violated: bool
+                  ) -> tuple[Inputs, Scored, str, Scored] | None:
+        """When nothing is predicted feasible and objectives cannot tell the candidates apart
+        from staying (:func:`_no_better_than_staying`): the inputs with those objectives
+        anchored, the search again and the current configuration scored with them; ``None``
+        when an objective is observed violated, there are no such objectives, or anchoring
+        them leaves nothing feasible (another objective, the budget or the GPUs rule every
+        candidate out: the plan falls back as before)."""
+        if violated or scored.feasible.any():
+            return None
+        anchors = _no_better_than_staying(ctx, scored, current)
+        if not anchors:
+            return None
+        inp = replace(inp, anchors=anchors)
+        again, how = self._search(ctx, space, rate, inp)
+        if not again.feasible.any():
+            return None
+        return inp, again, how, self._current(ctx, again, rate, inp)
 
     def _plan(self, ctx: PlanningContext, mem: Recall) -> Plan:
         cfg = ctx.config
@@ -1096,15 +1128,12 @@ class GridPlanner(Planner):
         scored, how = self._search(ctx, space, rate, inp)
         current = self._current(ctx, scored, rate, inp)
         anchored: list[ReasonPart] = []
-        if not violated and not scored.feasible.any() and (
-                anchors := _no_better_than_staying(ctx, scored, current)):
-            inp = replace(inp, anchors=anchors)
-            scored, how = self._search(ctx, space, rate, inp)
-            current = self._current(ctx, scored, rate, inp)
+        if (again := self._anchored(ctx, space, rate, inp, scored, current, violated)):
+            inp, scored, how, current = again
             anchored.append(ReasonPart("search", "; ".join(
                 f"{n}: no configuration is predicted to meet its target or to do better than "
-                f"the current one ({b:.4g}, within tolerance); judged no worse than staying"
-                for n, b in anchors.items())))
+                f"the current one ({b:.4g}, within tolerance; observed meeting it); judged no "
+                "worse than staying" for n, b in inp.anchors.items())))
         # The shape on trial counts as known until the retrained model covers it.
         supported = scored.supported | feedback.shape_mask(scored.batch, trial)
         keep_current = bool(current.feasible[0] and (current.supported[0]
@@ -1145,7 +1174,8 @@ class GridPlanner(Planner):
                 trying, trying_why = self._propose_canary(ctx, mem, tester, space, scored,
                                                           supported, rate, inp, math.inf,
                                                           rescue=True)
-            if "learned" in kinds and not violated:
+            if "learned" in kinds and not violated and not inp.anchors:
+                # (Not while an objective holds only within its tolerance: anchored.)
                 probe = mem.explorer.propose(ctx, scored.batch, scored.feasible, supported,
                                               scored.score, idx, same_place=tester is not None)
             if probe is not None and tester is not None and cfg.replicas >= 2:
@@ -1165,7 +1195,7 @@ class GridPlanner(Planner):
                     mem.explorer.cancel(key)
                 probe = None
             if (tester is not None and probe is None and not canary_on and not trying
-                    and "learned" in kinds and not violated):
+                    and "learned" in kinds and not violated and not inp.anchors):
                 best_score = float(scored.score[idx])
                 if keep_current:
                     best_score = min(best_score, float(current.score[0]))
