@@ -57,7 +57,8 @@ LOOK_S = 300.0
 
 def _subset(ds: Dataset, rows: np.ndarray) -> Dataset:
     return Dataset(ds.X[rows], ds.y[rows], ds.pools, ds.classes, ds.times[rows],
-                   ds.utilization[rows])
+                   ds.utilization[rows], None if ds.window_utilization is None
+                   else ds.window_utilization[rows])
 
 
 def sample_jobs(n: int, trials: int) -> list[FitJob]:

@@ -364,14 +364,17 @@ def test_availability_is_not_learned_from_windows_the_pods_saturated_in() -> Non
                 "current": {"avail": avail}}
 
     calm = [ev(15.0 * i, 10, 0.4, 1.0) for i in range(20)]
-    burst = [ev(300.0, 10, 0.59, 0.914), ev(315.0, 10, 1.0, 0.80), ev(330.0, 10, 1.0, 0.75)]
-    # Scaled out at 330: the old pods saturate until the new ones are ready at 390.
-    out = [ev(345.0 + 15.0 * i, 30, 1.0, 0.7) for i in range(3)]
-    after = [ev(390.0 + 15.0 * i, 30, 0.12, a) for i, a in enumerate((0.92, 0.95, 0.99))]
-    later = [ev(450.0 + 15.0 * i, 30, 0.12, 1.0) for i in range(12)]
-    ds = dataset(calm + burst + out + after + later, "avail")
+    onset = [ev(300.0, 10, 0.59, 0.914)]
+    # Scaled out at once (the planner's answer to that row): the old pods saturate until
+    # the new ones are ready, 60 s later.
+    out = [ev(315.0 + 15.0 * i, 30, 1.0, 0.7) for i in range(4)]
+    after = [ev(375.0 + 15.0 * i, 30, 0.12, a) for i, a in enumerate((0.92, 0.95, 0.99))]
+    later = [ev(420.0 + 15.0 * i, 30, 0.12, 1.0) for i in range(12)]
+    ds = dataset(calm + onset + out + after + later, "avail")
     assert ds.window_utilization is not None
-    # Rows of the burst's start and of the scale-out's first minute have calm utilisation.
+    # Rows of the burst's start and of the scale-out's first minute have calm utilisation;
+    # the newest row's window is not known to have ended calm (no next event yet).
+    assert ds.window_utilization[-1] == math.inf
     assert {0.914, 0.95, 0.99} <= set(ds.y[ds.utilization < 0.9].tolist())
     spec = KPIProfileSpec(type=KPIType.AVAILABILITY)
     model = fit_effect("ns/w", "avail", spec, ds, 600.0, 5).estimator
@@ -386,20 +389,27 @@ def test_availability_is_not_learned_from_windows_the_pods_saturated_in() -> Non
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 40), st.one_of(st.floats(0.0, 2.0),
                                                         st.just(math.nan))), max_size=30),
-       st.lists(st.integers(-5, 45), max_size=12), st.sampled_from((0.0, 1.0, 4.0, 60.0)))
+       st.lists(st.integers(-5, 45), max_size=12), st.sampled_from((0.0, 1.0, 4.0, 60.0)),
+       st.one_of(st.none(), st.lists(st.booleans(), min_size=30, max_size=30)))
 def test_window_peaks_are_the_highest_known_utilisation_in_each_window(
-        events: list[tuple[int, float]], rows: list[int], window: float) -> None:
+        events: list[tuple[int, float]], rows: list[int], window: float,
+        follows: list[bool] | None) -> None:
     """Against the definition: per row, the events after ``t - window`` up to ``t`` and the
-    next after ``t``; NaN where none of them knows its utilisation."""
+    next after ``t``; NaN where none of them knows its utilisation; with ``follows``, the
+    next only where it follows the one before it, and inf where there is no next."""
     from planner.models.observations import window_peaks
 
     events = sorted(events, key=lambda e: e[0])
     at = np.array([float(t) for t, _ in events])
     utils = np.array([u for _, u in events])
-    got = window_peaks(np.array(rows, dtype=float), at, utils, window)
+    cont = None if follows is None else np.array(follows[:len(events)], dtype=bool)
+    got = window_peaks(np.array(rows, dtype=float), at, utils, window, cont)
     for k, t in enumerate(rows):
         inside = [u for a, u in events if t - window < a <= t]
-        after = [u for a, u in events if a > t][:1]
+        nxt = [j for j, (a, _) in enumerate(events) if a > t][:1]
+        after = [events[j][1] for j in nxt if cont is None or cont[j]]
         known = [u for u in inside + after if not math.isnan(u)]
         want = max(known) if known else math.nan
+        if cont is not None and not nxt:
+            want = math.inf
         assert (math.isnan(got[k]) and math.isnan(want)) or got[k] == want

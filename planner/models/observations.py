@@ -39,8 +39,9 @@ class Dataset:
     utilization: NDArray[np.float64]
     """Mean CPU utilisation of the pods (NaN: unknown), to tell saturated rows apart."""
     window_utilization: NDArray[np.float64] | None = None
-    """The highest of :attr:`utilization` over the events whose measurements may overlap the
-    row's KPI window (see :func:`window_peaks`); ``None``: :attr:`utilization`."""
+    """The highest CPU utilisation of any event (settled or not) whose measurements may
+    overlap the row's KPI window, ``inf`` when the next event is not known yet (see
+    :func:`window_peaks`); ``None``: :attr:`utilization`."""
 
     def __len__(self) -> int:
         return int(self.y.size)
@@ -134,10 +135,14 @@ def _utilization(ev: Mapping[str, Any]) -> float:
 
 
 def window_peaks(times: NDArray[np.float64], at: NDArray[np.float64],
-                 utils: NDArray[np.float64], window_s: float) -> NDArray[np.float64]:
+                 utils: NDArray[np.float64], window_s: float,
+                 follows: NDArray[np.bool_] | None = None) -> NDArray[np.float64]:
     """For each time of ``times``: the highest utilisation of the events (``at``, sorted,
     with ``utils``) within ``window_s`` before it, at it, and the next one after it (NaN
-    when none is known).
+    when none is known). ``follows``: per event, whether it came within ``window_s`` of the
+    one before it; a next event that did not is left out (it tells nothing of the window's
+    end), and a time with no next event yet gets ``inf`` (whether its window ended calm is
+    not known yet).
 
     A KPI measured over a window (availability: the share of requests served in the last
     minute) counts every second of it, while a row's utilisation is a mean over a shorter
@@ -145,16 +150,22 @@ def window_peaks(times: NDArray[np.float64], at: NDArray[np.float64],
     pods) can end calm, and a burst that begins in the last seconds of a window barely moves
     its mean; the next event shows it. Such a row's KPI carries the overload."""
     if not len(at) or not len(times):
-        return np.full(len(times), np.nan)
+        return np.full(len(times), np.nan if follows is None else np.inf)
     lo = np.searchsorted(at, times - window_s, side="right")
-    hi = np.minimum(np.maximum(np.searchsorted(at, times, side="right") + 1, lo + 1), len(at))
+    nxt = np.searchsorted(at, times, side="right")
+    has_next = nxt < len(at)
+    use_next = has_next if follows is None else has_next & np.append(follows, False)[nxt]
+    hi = np.where(use_next, nxt + 1, nxt)
     # One reduction over [lo, hi) per row (every other segment of the interleaved bounds;
-    # fmax skips NaN); a NaN appended so that a row's last segment may end at the end. A row
-    # with no event in its span reads the event after it, or the NaN.
+    # fmax skips NaN), on the utilisations with a NaN appended: an empty span (lo == hi)
+    # reads a single element, replaced by NaN below.
     padded = np.append(utils, np.nan)
     bounds = np.empty(2 * len(times), dtype=np.intp)
     bounds[0::2], bounds[1::2] = lo, hi
-    out: NDArray[np.float64] = np.fmax.reduceat(padded, bounds)[0::2]
+    out: NDArray[np.float64] = np.where(hi > lo, np.fmax.reduceat(padded, bounds)[0::2],
+                                        np.nan)
+    if follows is not None:
+        out = np.where(has_next, out, np.inf)
     return out
 
 
@@ -184,7 +195,11 @@ def dataset(events: Iterable[Mapping[str, Any]], objective: str,
         utils.append(_utilization(ev))
     X = np.asarray(rows, dtype=float).reshape(-1, len(FEATURES) + len(classes))
     t = np.asarray(times, dtype=float)
-    peaks = window_peaks(t, np.asarray([float(e["time"]) for e in every], dtype=float),
-                         np.asarray([_utilization(e) for e in every], dtype=float), settle_s)
+    at = np.asarray([float(e["time"]) for e in every], dtype=float)
+    # Whether an event came within a KPI window of the one before it (whatever its
+    # configuration: the planner's answer to a burst's first row is another configuration).
+    follows = np.append(False, np.diff(at) <= settle_s)
+    peaks = window_peaks(t, at, np.asarray([_utilization(e) for e in every], dtype=float),
+                         settle_s, follows)
     return Dataset(X, np.asarray(ys, dtype=float), pools, classes, t,
                    np.asarray(utils, dtype=float), peaks)
