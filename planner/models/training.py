@@ -101,8 +101,8 @@ def fit_effect(intent: str, objective: str, spec: KPIProfileSpec, ds: Dataset, n
     else:
         # Saturation losses belong to the latency/capacity model; availability learns the
         # losses of a healthy, unsaturated configuration (failures, redundancy): rows whose
-        # KPI window may have seen the pods saturated are left out (one such row in a few
-        # dozen held every count below an availability target, docs/benchmarks.md 29, 55).
+        # KPI window may have seen the pods saturated are left out (five such rows in 118
+        # held every count below an availability target, docs/benchmarks.md 29, 55).
         peaks = ds.utilization if ds.window_utilization is None else ds.window_utilization
         calm = ~(peaks >= SATURATED_UTILIZATION)
         if calm.sum() < min_samples:

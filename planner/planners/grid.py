@@ -134,7 +134,7 @@ class Inputs:
     anchors: dict[str, float] = field(default_factory=dict)
     """Objectives judged against these values instead of their targets: those no candidate
     is predicted to meet or to do better on than the current configuration, which meets
-    them within tolerance (see :func:`_no_better_than_staying`)."""
+    them within tolerance and is observed meeting them (see :func:`_no_better_than_staying`)."""
 
 
 @dataclass(frozen=True)
