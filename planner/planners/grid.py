@@ -35,7 +35,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -195,7 +195,7 @@ def _no_better_than_staying(ctx: PlanningContext, scored: Scored, current: Score
         bound = float(cur.bound[0])
         seen = ctx.current.get(o.name)
         if (not math.isfinite(bound) or seen is None
-                or not _met(np.array([seen]), o.value, minimize, 0.0)[0]
+                or not (seen <= o.value if minimize else seen >= o.value)
                 or _met(pr.bound, o.value, minimize, 0.0).any()
                 or not _met(cur.bound, o.value, minimize, o.tolerance)[0]):
             continue
@@ -1078,30 +1078,33 @@ class GridPlanner(Planner):
         space = space_for(anywhere)
         scored, _ = self._grid(anywhere, space, rate, inp)
         # Objectives that cannot tell a shape from staying are judged as plan() judges them.
-        if not violated and not scored.feasible.any() and (anchors := _no_better_than_staying(
-                anywhere, scored, self._current(anywhere, scored, rate, inp))):
-            again, _ = self._grid(anywhere, space, rate, replace(inp, anchors=anchors))
-            scored = again if again.feasible.any() else scored
+        anchored = self._anchored(anywhere, rate, inp, scored,
+                                  self._current(anywhere, scored, rate, inp), violated,
+                                  lambda i: self._grid(anywhere, space, rate, i))
+        if anchored is not None:
+            scored = anchored[1]
         ok = np.flatnonzero(scored.feasible & scored.supported)
         found = [ShapeOption(scored.batch.config(int(i)), float(scored.cost[i])) for i in ok]
         return sorted(found, key=lambda o: o.cost_per_hour)
 
-    def _anchored(self, ctx: PlanningContext, space: SearchSpace, rate: float, inp: Inputs,
-                  scored: Scored, current: Scored, violated: bool
+    def _anchored(self, ctx: PlanningContext, rate: float, inp: Inputs, scored: Scored,
+                  current: Scored, violated: bool,
+                  search: Callable[[Inputs], tuple[Scored, str]]
                   ) -> tuple[Inputs, Scored, str, Scored] | None:
         """When nothing is predicted feasible and objectives cannot tell the candidates apart
         from staying (:func:`_no_better_than_staying`): the inputs with those objectives
-        anchored, the search again and the current configuration scored with them; ``None``
-        when an objective is observed violated, there are no such objectives, or anchoring
-        them leaves nothing feasible (another objective, the budget or the GPUs rule every
-        candidate out: the plan falls back as before)."""
+        anchored, ``search`` (the search that scored ``scored``) again and the current
+        configuration scored with them; ``None`` when an objective is observed violated,
+        there are no such objectives, or anchoring them leaves nothing feasible (another
+        objective, the budget or the GPUs rule every candidate out: the plan falls back as
+        before)."""
         if violated or scored.feasible.any():
             return None
         anchors = _no_better_than_staying(ctx, scored, current)
         if not anchors:
             return None
         inp = replace(inp, anchors=anchors)
-        again, how = self._search(ctx, space, rate, inp)
+        again, how = search(inp)
         if not again.feasible.any():
             return None
         return inp, again, how, self._current(ctx, again, rate, inp)
@@ -1128,7 +1131,8 @@ class GridPlanner(Planner):
         scored, how = self._search(ctx, space, rate, inp)
         current = self._current(ctx, scored, rate, inp)
         anchored: list[ReasonPart] = []
-        if (again := self._anchored(ctx, space, rate, inp, scored, current, violated)):
+        if (again := self._anchored(ctx, rate, inp, scored, current, violated,
+                                    lambda i: self._search(ctx, space, rate, i))):
             inp, scored, how, current = again
             anchored.append(ReasonPart("search", "; ".join(
                 f"{n}: no configuration is predicted to meet its target or to do better than "
