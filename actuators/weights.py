@@ -57,6 +57,16 @@ policies reject as incomplete (``slo`` without a predictor, ``orca`` and ``lvs``
 rate or a load metric): the pod keeps its last weight until its last valid data expires, or gets
 the mean weight if it never had any. A malformed value (NaN, negative, above 1) is passed on and
 rejected by the engine's checks, with the same effect.
+
+**A canary's pods** (:attr:`~planner.domain.state.WorkloadState.canary`: a second Deployment
+behind the same Service) are endpoints of the same load balancer but not of the engine: their
+speed is what the trial measures, so their weight comes from the trial's size, not from their
+metrics (:func:`with_canary`). A canary of fewer pods than ``canary.fraction`` of the
+workload's (a costly device: one GPU pod where the fraction is twenty CPU pods) gets the share
+of the load a canary of that many pods would carry (the workload's weights scaled down
+together where the data plane's largest weight is not enough); without that, one pod among
+two hundred gets half a percent of the load, and a device many times as fast sits too idle to
+be measured at all. A pod of the workload's weight changes for the canary are named as such.
 """
 
 from __future__ import annotations
@@ -80,8 +90,8 @@ from planner.domain.plan import Action
 from planner.domain.ports import ClusterBackend
 from planner.domain.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
 
-__all__ = ["BACKEND", "WeightsActuator", "WeightsMemory", "endpoint_metrics", "engine_config",
-           "traffic_shares"]
+__all__ = ["BACKEND", "WeightsActuator", "WeightsMemory", "endpoint_metrics",
+           "engine_config", "traffic_shares", "with_canary"]
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +128,38 @@ def endpoint_metrics(pod: PodState, request_rate: float | None, share: float | N
         return pw.EndpointMetrics(pod.name, now, ready=ready)
     rate = request_rate * share if request_rate is not None and share is not None else None
     return pw.EndpointMetrics(pod.name, now, ready=True, cpu_util=util, request_rate=rate)
+
+
+def with_canary(workload: WorkloadState, weights: Mapping[str, int], fraction: float,
+                max_weight: int) -> dict[str, int]:
+    """``weights`` (the workload's own pods') with weights for the ready pods of its canary:
+    together they get the share of the load ``ceil(fraction x n)`` pods would get among the
+    ``n`` ready pods of the workload at their mean weight. Where a canary pod's weight would
+    pass ``max_weight``, it is ``max_weight`` and the workload's weights are scaled down
+    together (each at least 1; 0 stays 0) to the same ratio: weights are relative, and the data
+    plane's range is bounded (HAProxy: 256). ``weights`` as they are (every canary pod then
+    gets the mean weight, as any new endpoint) when there is no canary, no ready pod on either
+    side, no positive weight to scale from, or the canary has at least that many pods."""
+    out = dict(weights)
+    canary = workload.canary
+    if canary is None:
+        return out
+    mine = [p.name for p in canary.pods if p.ready and p.node is not None]
+    theirs = [weights.get(p.name, 0) for p in workload.pods if p.ready and p.node is not None]
+    positive = [w for w in theirs if w > 0]
+    full = max(1, math.ceil(fraction * len(theirs)))
+    if not mine or not positive or len(mine) >= full:
+        return out
+    mean = sum(positive) / len(positive)
+    total = sum(w if w > 0 else mean for w in theirs)
+    share = full / (len(theirs) + full)
+    each = share * total / ((1.0 - share) * len(mine))
+    if each > max_weight:
+        scale = max_weight / each
+        out = {p: max(1, round(w * scale)) if w > 0 else w for p, w in out.items()}
+        each = max_weight
+    out.update(dict.fromkeys(mine, max(1, round(each))))
+    return out
 
 
 def engine_config(e: admin_config.EngineSettings) -> pw.EngineConfig:
@@ -198,7 +240,8 @@ class WeightsActuator(ClusterAware, Actuator):
         present = {p.name for p in ws.pods}
         for gone in set(eng.weights) - present:
             eng.forget(gone)
-        delivered = {s: {p: w for p, w in held.items() if p in present}
+        canary = {p.name for p in ws.canary.pods} if ws.canary is not None else set()
+        delivered = {s: {p: w for p, w in held.items() if p in present or p in canary}
                      for s, held in mem.delivered.items()}
         sinks = self.sinks.names(workload, not mem.no_backend)
         before = delivered.get(sinks[0], {}) if sinks else {}
@@ -226,6 +269,9 @@ class WeightsActuator(ClusterAware, Actuator):
         mem = self._memory(workload, self.observe(workload, now, memory))
         held_by_engine = mem.weights()
         desired = {p.name: held_by_engine.get(p.name, 0) for p in ws.pods}
+        desired = with_canary(ws, desired, self.admin.canary.fraction,
+                              self.dispatch.engine.max_weight)
+        trial = {p.name for p in ws.canary.pods} if ws.canary is not None else set()
         sinks = self.sinks.names(workload, not mem.no_backend)
         lagging = [s for s in sinks
                    if any(mem.delivered.get(s, {}).get(p) != v for p, v in desired.items())]
@@ -236,7 +282,15 @@ class WeightsActuator(ClusterAware, Actuator):
         for pod, weight in desired.items():
             if before.get(pod) == weight:
                 continue
-            d = mem.decisions.get(pod, {})
+            d: Mapping[str, str]
+            if pod in trial:
+                d = {"status": "canary", "reason": "a canary pod: the share of "
+                     f"{self.admin.canary.fraction:g} of the workload's pods"}
+            elif weight != held_by_engine.get(pod, 0):
+                d = {"status": "canary", "reason": f"the engine's {held_by_engine.get(pod, 0)}"
+                     ", scaled down with the others to give the canary its share"}
+            else:
+                d = mem.decisions.get(pod, {})
             changes.append({"pod": pod, "from": before.get(pod), "to": weight,
                             "status": d.get("status", "unknown"),
                             "reason": d.get("reason", "no decision")})

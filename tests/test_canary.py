@@ -200,7 +200,7 @@ def test_the_explorer_remembers_canaries_and_measured_speeds() -> None:
 
 # ---------------------------------------------------------------------- the planner
 def _run(speedup: float, gpu_price: float, minutes: int = 26, fraction: float | None = None,
-         **cluster: int) -> dict[str, Any]:
+         **cluster: Any) -> dict[str, Any]:
     """Per cycle of grid on the scenario: the device, the planned cost per hour and whether
     an objective was observed violated; the canaries started (their reasons, pod counts and
     the workload's replicas beside them) and stopped, and the speeds their verdicts
@@ -277,6 +277,22 @@ def test_a_canary_of_dearer_pods_is_the_fewest_that_reach_the_fraction_of_the_co
             1, math.ceil(0.1 * beside * 0.04 / 0.34 - 1e-9)), (pods, beside)
     assert out["judged"] and all(v == pytest.approx(30.0, rel=0.05) for v in out["judged"])
     assert out["devices"][-1] == "gpu"
+
+
+@pytest.mark.parametrize("weights", [False, True])
+def test_a_gpu_canary_too_fast_for_its_pods_share_is_measured_where_weights_give_it_more(
+        weights: bool) -> None:
+    # A GPU 300x as fast: one canary pod beside ~44 CPU pods gets 1/45 of 900 req/s, 20 req/s
+    # on 15,000 of capacity, 0.13 % busy: below canary.MIN_UTILIZATION, so the verdict is the
+    # lower bound it can tell (20 / 0.005 / 50 = 80x), not the speed. With dispatch weights the
+    # canary gets the share ceil(0.1 x n) pods would (about 9 %), and is measured at its speed.
+    actuators = ("replicas", "device", "placement") + (("weights",) if weights else ())
+    out = _run(300.0, 0.3, actuators=actuators)
+    assert out["judged"], out["started"]
+    if weights:
+        assert out["judged"][0] == pytest.approx(300.0, rel=0.05)
+    else:
+        assert out["judged"][0] < 0.5 * 300.0
 
 
 def test_a_gpu_that_is_not_cheaper_is_judged_and_not_moved_to() -> None:

@@ -31,7 +31,13 @@ from planner.domain.intents import KPIProfile, parse_profile
 from planner.domain.memory import EMPTY, Memory
 from planner.domain.plan import Action, Plan
 from planner.domain.ports import ClusterBackend, UnsupportedOperation
-from planner.domain.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
+from planner.domain.state import (
+    CanaryState,
+    ClusterSnapshot,
+    PodState,
+    WorkloadConfig,
+    WorkloadState,
+)
 from simulator import cluster as sim_cluster
 from simulator.cluster import SimulatedCluster, StepRecord, kpi_value
 from simulator.runner import ScenarioRun
@@ -645,6 +651,63 @@ def test_actuator_and_simulator_agree_on_the_dispatch_rule(
     np.testing.assert_allclose(list(mine.values()), theirs)
     if ready:
         assert sum(mine.values()) == pytest.approx(1.0)
+
+
+# -- a canary's share ------------------------------------------------------------------------
+
+
+def with_a_canary(weights: list[int], canary_pods: int) -> WorkloadState:
+    pods = tuple(pod(f"w{i}") for i in range(len(weights)))
+    trial = CanaryState(WorkloadConfig(canary_pods, 1.0, "gpu"),
+                        tuple(pod(f"c{i}") for i in range(canary_pods)))
+    return WorkloadState("video", "analytics", CFG.with_(replicas=len(pods)), pods,
+                         request_rate=90.0, canary=trial)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 256), min_size=1, max_size=300), st.integers(1, 4),
+       st.sampled_from([0.05, 0.1, 0.25, 0.5]))
+def test_a_canary_gets_the_share_of_a_canary_of_the_fraction_within_the_weight_range(
+        own: list[int], canary_pods: int, fraction: float) -> None:
+    ws = with_a_canary(own, canary_pods)
+    given_weights = {f"w{i}": w for i, w in enumerate(own)}
+    out = aw.with_canary(ws, given_weights, fraction, 256)
+    ready = [p.name for p in (*ws.pods, *ws.canary.pods)] if ws.canary else []
+    shares = aw.traffic_shares(ready, out)
+    share = sum(shares[f"c{i}"] for i in range(canary_pods))
+    natural = aw.traffic_shares(ready, given_weights)
+    before = sum(natural[f"c{i}"] for i in range(canary_pods))
+    full = max(1, math.ceil(fraction * len(own)))
+    assert all(0 <= w <= 256 for w in out.values())
+    assert all((out[k] > 0) == (w > 0) for k, w in given_weights.items())   # 0 stays 0
+    if canary_pods >= full or not any(own):
+        assert out == given_weights             # the canary's pods carry it by their count
+        return
+    target = full / (len(own) + full)
+    assert share >= before - 1e-12              # never less than a new endpoint's mean
+    # The target up to rounding: each weight is off by at most a half (and 1 at the least).
+    slack = (len(own) + canary_pods) * 0.5 / sum(out.values()) + 1e-9
+    assert share == pytest.approx(target, abs=slack)
+
+
+def test_the_canary_weights_are_written_with_the_workloads_and_named() -> None:
+    act = aw.WeightsActuator(admin())
+    drive = Driver(act)
+    ws = with_a_canary([REF] * 40, 1)
+    snap = ClusterSnapshot(0.0, (), {KEY: ws})
+    backend = RecordingBackend()
+    action = drive(backend, snap)
+    assert action is not None
+    held = backend.weights[KEY]
+    # ceil(0.1 x 40) = 4 pods' share, 4 / 44: one pod would weigh 4 x 64 = 256, in range.
+    assert held["c0"] == 4 * REF and all(held[f"w{i}"] == REF for i in range(40))
+    assert any(c["pod"] == "c0" and c["status"] == "canary" for c in action.params["changes"])
+    # Written once: the next cycle finds every sink holding it.
+    assert drive(backend, ClusterSnapshot(15.0, (), {KEY: ws})) is None
+    # Gone with the canary: the workload's pods alone.
+    plain = WorkloadState("video", "analytics", ws.config, ws.pods, request_rate=90.0)
+    drive(backend, ClusterSnapshot(30.0, (), {KEY: plain}))
+    assert "c0" not in drive.mem.delivered.get("backend", {})
 
 
 # -- end to end: pods of two speeds ----------------------------------------------------------

@@ -401,8 +401,11 @@ def canary_size(ctx: PlanningContext, shape: WorkloadConfig) -> int:
     workload's replicas (rounded up), and no more pods than it takes to reach that fraction of
     what the workload costs now (at least one). Pods of the workload's price: the fraction of
     the replicas. Dearer pods: fewer (a GPU pod priced as forty CPU pods is one pod, not a
-    tenth of the CPU pods in GPUs: its speed is judged per pod, and one serves its share as
-    well as fourteen). Free canary pods: the fraction of the replicas; a free workload: one."""
+    tenth of the CPU pods in GPUs: its speed is judged per pod). Free canary pods: the fraction
+    of the replicas; a free workload: one. Where dispatch weights are written (the ``weights``
+    actuator), the fewer pods get the share of the load the fraction's pods would
+    (:func:`actuators.weights.with_canary`): one pod's share of a large workload can leave a
+    fast device too idle to be measured (:data:`MIN_UTILIZATION`)."""
     fraction = ctx.admin.canary.fraction
     by_pods = max(1, math.ceil(fraction * ctx.config.replicas))
     price = prices(ctx.snapshot, CandidateBatch.of([ctx.config, shape.with_(replicas=1)]))
