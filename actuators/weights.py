@@ -136,8 +136,10 @@ def with_canary(workload: WorkloadState, weights: Mapping[str, int], fraction: f
     together they get the share of the load ``ceil(fraction x n)`` pods would get among the
     ``n`` ready pods of the workload at their mean weight. Where a canary pod's weight would
     pass ``max_weight``, it is ``max_weight`` and the workload's weights are scaled down
-    together (each at least 1; 0 stays 0) to the same ratio: weights are relative, and the data
-    plane's range is bounded (HAProxy: 256). ``weights`` as they are (every canary pod then
+    together (each at least 1) to the same ratio: weights are relative, and the data plane's
+    range is bounded (HAProxy: 256). A ready pod of the workload at 0 (a new endpoint) is
+    given the mean of the positive weights, its share without the canary, since the mean a
+    load balancer gives it would now count the canary's weight. ``weights`` as they are (every canary pod then
     gets the mean weight, as any new endpoint) when there is no canary, no ready pod on either
     side, no positive weight to scale from, or the canary has at least that many pods."""
     out = dict(weights)
@@ -145,14 +147,19 @@ def with_canary(workload: WorkloadState, weights: Mapping[str, int], fraction: f
     if canary is None:
         return out
     mine = [p.name for p in canary.pods if p.ready and p.node is not None]
-    theirs = [weights.get(p.name, 0) for p in workload.pods if p.ready and p.node is not None]
-    positive = [w for w in theirs if w > 0]
-    full = max(1, math.ceil(fraction * len(theirs)))
+    ready = [p.name for p in workload.pods if p.ready and p.node is not None]
+    positive = [w for p in ready if (w := weights.get(p, 0)) > 0]
+    full = max(1, math.ceil(fraction * len(ready)))
     if not mine or not positive or len(mine) >= full:
         return out
+    # A ready pod at 0 gets the mean of the positive weights, the canary's among them once it
+    # has one: it is given its own pods' mean explicitly, the share it had.
     mean = sum(positive) / len(positive)
-    total = sum(w if w > 0 else mean for w in theirs)
-    share = full / (len(theirs) + full)
+    for p in ready:
+        if out.get(p, 0) <= 0:
+            out[p] = max(1, round(mean))
+    total = sum(out[p] for p in ready)
+    share = full / (len(ready) + full)
     each = share * total / ((1.0 - share) * len(mine))
     if each > max_weight:
         scale = max_weight / each

@@ -679,7 +679,7 @@ def test_a_canary_gets_the_share_of_a_canary_of_the_fraction_within_the_weight_r
     before = sum(natural[f"c{i}"] for i in range(canary_pods))
     full = max(1, math.ceil(fraction * len(own)))
     assert all(0 <= w <= 256 for w in out.values())
-    assert all((out[k] > 0) == (w > 0) for k, w in given_weights.items())   # 0 stays 0
+    assert all(out[k] > 0 for k, w in given_weights.items() if w > 0)
     if canary_pods >= full or not any(own):
         assert out == given_weights             # the canary's pods carry it by their count
         return
