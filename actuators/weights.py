@@ -139,9 +139,10 @@ def with_canary(workload: WorkloadState, weights: Mapping[str, int], fraction: f
     together (each at least 1) to the same ratio: weights are relative, and the data plane's
     range is bounded (HAProxy: 256). A ready pod of the workload at 0 (a new endpoint) is
     given the mean of the positive weights, its share without the canary, since the mean a
-    load balancer gives it would now count the canary's weight. ``weights`` as they are (every canary pod then
-    gets the mean weight, as any new endpoint) when there is no canary, no ready pod on either
-    side, no positive weight to scale from, or the canary has at least that many pods."""
+    load balancer gives it would now count the canary's weight. ``weights`` as they are
+    (every canary pod then gets the mean weight, as any new endpoint) when there is no
+    canary, no ready pod on either side, no positive weight to scale from, or the canary has
+    at least that many pods."""
     out = dict(weights)
     canary = workload.canary
     if canary is None:
