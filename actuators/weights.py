@@ -80,6 +80,7 @@ from actuators import dispatch as pw
 from actuators.base import Actuator
 from actuators.dataplanes import DataPlaneWriter
 from actuators.dataplanes import configmap as configmap_plane
+from actuators.dispatch import slo
 from actuators.dispatch.memory import WeightsMemory
 from actuators.dispatch.sinks import BACKEND, Delivery, Sinks
 from actuators.topology import ClusterAware
@@ -131,42 +132,60 @@ def endpoint_metrics(pod: PodState, request_rate: float | None, share: float | N
 
 
 def with_canary(workload: WorkloadState, weights: Mapping[str, int], fraction: float,
-                max_weight: int) -> dict[str, int]:
-    """``weights`` (the workload's own pods') with weights for the ready pods of its canary:
-    together they get the share of the load ``ceil(fraction x n)`` pods would get among the
-    ``n`` ready pods of the workload at their mean weight. Where a canary pod's weight would
-    pass ``max_weight``, it is ``max_weight`` and the workload's weights are scaled down
-    together (each at least 1) to the same ratio: weights are relative, and the data plane's
-    range is bounded (HAProxy: 256). A ready pod of the workload at 0 (a new endpoint) is
-    given the mean of the positive weights, its share without the canary, since the mean a
-    load balancer gives it would now count the canary's weight. ``weights`` as they are
-    (every canary pod then gets the mean weight, as any new endpoint) when there is no
-    canary, no ready pod on either side, no positive weight to scale from, or the canary has
-    at least that many pods."""
+                max_weight: int, held: Mapping[str, int] | None = None) -> dict[str, int]:
+    """``weights`` (the workload's own pods') with weights for the ready pods of its canary.
+
+    The canary's share of the load grows to what ``ceil(fraction x n)`` pods would get among
+    the ``n`` ready pods of the workload at their mean weight, step by step: each call doubles
+    the weight its pods hold (``held``, what the data plane has; the mean weight, a new
+    endpoint's, where they hold none) while every ready canary pod is less than
+    :data:`~actuators.dispatch.slo.MIN_UTILISATION` busy, too idle for its capacity to be
+    measured, and keeps it once one is busier (a slower pod than hoped is not loaded further;
+    the canary is stopped on the first violation anyway).
+
+    Where a canary pod's weight would pass ``max_weight``, it is ``max_weight`` and the
+    workload's weights are scaled down together (each at least 1) to the same ratio: weights
+    are relative, and the data plane's range is bounded (HAProxy: 256). A ready pod of the
+    workload at 0 (a new endpoint) is given the mean of the positive weights, its share
+    without the canary, since the mean a load balancer gives it would now count the canary's
+    weight. ``weights`` as they are (every canary pod then gets the mean weight, as any new
+    endpoint) when there is no canary, no ready pod on either side, no positive weight to scale
+    from, the canary has at least that many pods, or it has not grown past the mean."""
     out = dict(weights)
     canary = workload.canary
     if canary is None:
         return out
-    mine = [p.name for p in canary.pods if p.ready and p.node is not None]
+    pods = [p for p in canary.pods if p.ready and p.node is not None]
     ready = [p.name for p in workload.pods if p.ready and p.node is not None]
     positive = [w for p in ready if (w := weights.get(p, 0)) > 0]
     full = max(1, math.ceil(fraction * len(ready)))
-    if not mine or not positive or len(mine) >= full:
+    if not pods or not positive or len(pods) >= full:
         return out
-    # A ready pod at 0 gets the mean of the positive weights, the canary's among them once it
-    # has one: it is given its own pods' mean explicitly, the share it had.
     mean = sum(positive) / len(positive)
-    for p in ready:
+    total = sum(w if w > 0 else mean for p in ready for w in (weights.get(p, 0),))
+    # The share the canary's pods carry now, as a multiple of the mean pod's (1: a new
+    # endpoint's), from the weights the data plane holds for both sides.
+    held = held or {}
+    had = [held.get(p.name, 0) for p in pods]
+    held_theirs = [w for p in ready if (w := held.get(p, 0)) > 0]
+    now = (min(had) / (sum(held_theirs) / len(held_theirs))
+           if min(had) > 0 and held_theirs else 1.0)
+    idle = all(p.cpu_utilization is not None and p.cpu_utilization < slo.MIN_UTILISATION
+               for p in pods)
+    share = full / (len(ready) + full)
+    most = share * len(ready) / ((1.0 - share) * len(pods))   # the fraction's, in means
+    times = min(most, 2.0 * now if idle else now)
+    if times <= 1.0:
+        return out
+    for p in ready:   # a new endpoint's mean, given explicitly
         if out.get(p, 0) <= 0:
             out[p] = max(1, round(mean))
-    total = sum(out[p] for p in ready)
-    share = full / (len(ready) + full)
-    each = share * total / ((1.0 - share) * len(mine))
+    each = times * total / len(ready)
     if each > max_weight:
         scale = max_weight / each
         out = {p: max(1, round(w * scale)) if w > 0 else w for p, w in out.items()}
         each = max_weight
-    out.update(dict.fromkeys(mine, max(1, round(each))))
+    out.update(dict.fromkeys((p.name for p in pods), max(1, round(each))))
     return out
 
 
@@ -277,10 +296,11 @@ class WeightsActuator(ClusterAware, Actuator):
         mem = self._memory(workload, self.observe(workload, now, memory))
         held_by_engine = mem.weights()
         desired = {p.name: held_by_engine.get(p.name, 0) for p in ws.pods}
-        desired = with_canary(ws, desired, self.admin.canary.fraction,
-                              self.dispatch.engine.max_weight)
-        trial = {p.name for p in ws.canary.pods} if ws.canary is not None else set()
         sinks = self.sinks.names(workload, not mem.no_backend)
+        desired = with_canary(ws, desired, self.admin.canary.fraction,
+                              self.dispatch.engine.max_weight,
+                              mem.delivered.get(sinks[0], {}) if sinks else {})
+        trial = {p.name for p in ws.canary.pods} if ws.canary is not None else set()
         lagging = [s for s in sinks
                    if any(mem.delivered.get(s, {}).get(p) != v for p, v in desired.items())]
         if not desired or not lagging:

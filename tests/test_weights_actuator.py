@@ -656,58 +656,89 @@ def test_actuator_and_simulator_agree_on_the_dispatch_rule(
 # -- a canary's share ------------------------------------------------------------------------
 
 
-def with_a_canary(weights: list[int], canary_pods: int) -> WorkloadState:
+def with_a_canary(weights: list[int], canary_pods: int, util: float | None = 0.001
+                  ) -> WorkloadState:
     pods = tuple(pod(f"w{i}") for i in range(len(weights)))
     trial = CanaryState(WorkloadConfig(canary_pods, 1.0, "gpu"),
-                        tuple(pod(f"c{i}") for i in range(canary_pods)))
+                        tuple(pod(f"c{i}", util) for i in range(canary_pods)))
     return WorkloadState("video", "analytics", CFG.with_(replicas=len(pods)), pods,
                          request_rate=90.0, canary=trial)
 
 
+def canary_share(ws: WorkloadState, weights: dict[str, int]) -> float:
+    assert ws.canary is not None
+    shares = aw.traffic_shares([p.name for p in (*ws.pods, *ws.canary.pods)], weights)
+    return sum(shares[p.name] for p in ws.canary.pods)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(0, 256), min_size=1, max_size=300), st.integers(1, 4),
-       st.sampled_from([0.05, 0.1, 0.25, 0.5]))
-def test_a_canary_gets_the_share_of_a_canary_of_the_fraction_within_the_weight_range(
-        own: list[int], canary_pods: int, fraction: float) -> None:
-    ws = with_a_canary(own, canary_pods)
-    given_weights = {f"w{i}": w for i, w in enumerate(own)}
-    out = aw.with_canary(ws, given_weights, fraction, 256)
-    ready = [p.name for p in (*ws.pods, *ws.canary.pods)] if ws.canary else []
-    shares = aw.traffic_shares(ready, out)
-    share = sum(shares[f"c{i}"] for i in range(canary_pods))
-    natural = aw.traffic_shares(ready, given_weights)
-    before = sum(natural[f"c{i}"] for i in range(canary_pods))
-    full = max(1, math.ceil(fraction * len(own)))
+       st.sampled_from([0.05, 0.1, 0.25, 0.5]), st.booleans(), st.integers(0, 256))
+def test_a_canary_grows_to_the_share_of_the_fraction_while_idle_and_never_past_it(
+        own: list[int], canary_pods: int, fraction: float, idle: bool, held: int) -> None:
+    ws = with_a_canary(own, canary_pods, 0.001 if idle else 0.2)
+    mine = {f"w{i}": w for i, w in enumerate(own)}
+    before = {**mine, **{f"c{i}": held for i in range(canary_pods)}}   # the data plane's
+    out = aw.with_canary(ws, mine, fraction, 256, before)
     assert all(0 <= w <= 256 for w in out.values())
-    assert all(out[k] > 0 for k, w in given_weights.items() if w > 0)
-    if canary_pods >= full or not any(own):
-        assert out == given_weights             # the canary's pods carry it by their count
+    assert all(out[k] > 0 for k, w in mine.items() if w > 0)
+    n, k = len(own), canary_pods
+    full = max(1, math.ceil(fraction * n))
+    target = full / (n + full)
+    natural = k / (n + k)                     # every canary pod at the mean: a new endpoint's
+    share, had = canary_share(ws, out), canary_share(ws, before)
+    slack = (n + k) * 0.5 / max(sum(out.values()), 1) + 1e-9      # rounding: half a weight
+    if k >= full or not any(own):
+        assert out == mine                   # its pods carry the share by their count
         return
-    target = full / (len(own) + full)
-    assert share >= before - 1e-12              # never less than a new endpoint's mean
-    # The target up to rounding: each weight is off by at most a half (and 1 at the least).
-    slack = (len(own) + canary_pods) * 0.5 / sum(out.values()) + 1e-9
-    assert share == pytest.approx(target, abs=slack)
+    assert share <= max(target, natural) + slack
+    assert share >= natural - slack          # never less than a new endpoint's
+    if not idle:
+        assert share <= max(had, natural) + slack     # a busy canary is not loaded further
+    elif target > natural + 2 * slack:
+        assert share > min(had, target) - slack        # an idle one grows to the target
 
 
-def test_the_canary_weights_are_written_with_the_workloads_and_named() -> None:
+def test_an_idle_canary_doubles_its_share_each_cycle_up_to_the_fraction() -> None:
     act = aw.WeightsActuator(admin())
     drive = Driver(act)
-    ws = with_a_canary([REF] * 40, 1)
-    snap = ClusterSnapshot(0.0, (), {KEY: ws})
     backend = RecordingBackend()
-    action = drive(backend, snap)
-    assert action is not None
-    held = backend.weights[KEY]
-    # ceil(0.1 x 40) = 4 pods' share, 4 / 44: one pod would weigh 4 x 64 = 256, in range.
-    assert held["c0"] == 4 * REF and all(held[f"w{i}"] == REF for i in range(40))
-    assert any(c["pod"] == "c0" and c["status"] == "canary" for c in action.params["changes"])
-    # Written once: the next cycle finds every sink holding it.
-    assert drive(backend, ClusterSnapshot(15.0, (), {KEY: ws})) is None
-    # Gone with the canary: the workload's pods alone.
+    ws = with_a_canary([REF] * 200, 1)
+    target = 20 / 220                        # ceil(0.1 x 200) = 20 pods' share
+    shares = []
+    for t in range(7):
+        action = drive(backend, ClusterSnapshot(15.0 * t, (), {KEY: ws}))
+        if action is not None and t == 0:
+            assert any(c["pod"] == "c0" and c["status"] == "canary"
+                       for c in action.params["changes"])
+        shares.append(canary_share(ws, backend.weights[KEY]))
+    mean_share = 1 / 201
+    # 2, 4, 8 and 16 times a pod's share (the workload's weights scaled down once 4 x 64 is
+    # the data plane's 256), then the fraction's, then held there.
+    for got, times in zip(shares[:4], (2, 4, 8, 16), strict=True):
+        assert got == pytest.approx(times * mean_share, rel=0.08)
+    assert shares[4] == pytest.approx(target, rel=0.08) and shares[5] == shares[4]
+    assert max(backend.weights[KEY].values()) <= 256
+    # Busy enough to be measured: held where it is.
+    busy = with_a_canary([REF] * 200, 1, util=0.2)
+    drive(backend, ClusterSnapshot(200.0, (), {KEY: busy}))
+    assert canary_share(busy, backend.weights[KEY]) == pytest.approx(shares[-1])
+    # Gone with the canary: the workload's pods alone, at the engine's weights again.
     plain = WorkloadState("video", "analytics", ws.config, ws.pods, request_rate=90.0)
-    drive(backend, ClusterSnapshot(30.0, (), {KEY: plain}))
-    assert "c0" not in drive.mem.delivered.get("backend", {})
+    drive(backend, ClusterSnapshot(215.0, (), {KEY: plain}))
+    assert "c0" not in backend.weights[KEY]
+    assert set(backend.weights[KEY].values()) == {REF}
+
+
+def test_a_canary_busy_from_the_start_gets_a_new_endpoints_share() -> None:
+    act = aw.WeightsActuator(admin())
+    drive = Driver(act)
+    backend = RecordingBackend()
+    busy = with_a_canary([REF] * 40, 1, util=0.3)
+    for t in range(3):
+        drive(backend, ClusterSnapshot(15.0 * t, (), {KEY: busy}))
+    assert backend.weights[KEY].get("c0", 0) in (0, REF)
+    assert canary_share(busy, backend.weights[KEY]) == pytest.approx(1 / 41)
 
 
 # -- end to end: pods of two speeds ----------------------------------------------------------
