@@ -61,12 +61,19 @@ rejected by the engine's checks, with the same effect.
 **A canary's pods** (:attr:`~planner.domain.state.WorkloadState.canary`: a second Deployment
 behind the same Service) are endpoints of the same load balancer but not of the engine: their
 speed is what the trial measures, so their weight comes from the trial's size, not from their
-metrics (:func:`with_canary`). A canary of fewer pods than ``canary.fraction`` of the
-workload's (a costly device: one GPU pod where the fraction is twenty CPU pods) gets the share
-of the load a canary of that many pods would carry (the workload's weights scaled down
-together where the data plane's largest weight is not enough); without that, one pod among
-two hundred gets half a percent of the load, and a device many times as fast sits too idle to
-be measured at all. A pod of the workload's weight changes for the canary are named as such.
+metrics (:func:`with_canary`). Every action gives every data plane the whole set, canary pods
+included. A canary pod too idle to be measured has its share doubled each cycle, up to the
+share ``canary.fraction`` of the workload's pods would carry (the workload's weights scaled
+down together where the data plane's largest weight is not enough); without that, one GPU pod
+beside two hundred CPU pods gets half a percent of the load, and a device many times as fast
+sits too idle for its speed to be read. The canary pods must be servers of the same
+load-balancing group (for HAProxy, of the same backend), as they are behind the same Service.
+Changes of the workload's weights made for the canary are named as such in the action. The
+Service's request rate is split over the canary's ready pods too when the per-pod rates are
+worked out. Not built: a step waits for nothing but the next cycle (a metrics window longer
+than the cycle reads the share before the last step), and while the workload's weights are
+scaled down the engine's decisions about every pod are kept in the memory (they differ from
+what the data plane holds).
 """
 
 from __future__ import annotations
@@ -80,7 +87,6 @@ from actuators import dispatch as pw
 from actuators.base import Actuator
 from actuators.dataplanes import DataPlaneWriter
 from actuators.dataplanes import configmap as configmap_plane
-from actuators.dispatch import slo
 from actuators.dispatch.memory import WeightsMemory
 from actuators.dispatch.sinks import BACKEND, Delivery, Sinks
 from actuators.topology import ClusterAware
@@ -131,61 +137,70 @@ def endpoint_metrics(pod: PodState, request_rate: float | None, share: float | N
     return pw.EndpointMetrics(pod.name, now, ready=True, cpu_util=util, request_rate=rate)
 
 
+CANARY_MEASURABLE = 0.05
+"""Utilisation below which a canary pod's share of the load grows (:func:`with_canary`): its
+capacity, requests per second over utilisation, is read from a few busy percent at best. The
+planner's verdict counts a pod less than a tenth of this busy as that busy
+(``planner.planners.canary.MIN_UTILIZATION``), so its speed is then only a lower bound."""
+
+
 def with_canary(workload: WorkloadState, weights: Mapping[str, int], fraction: float,
-                max_weight: int, held: Mapping[str, int] | None = None) -> dict[str, int]:
-    """``weights`` (the workload's own pods') with weights for the ready pods of its canary.
+                max_weight: int, held: Mapping[str, int] | None = None,
+                resolution: int = 20) -> dict[str, int]:
+    """``weights`` (the engine's, for the workload's own pods) with a weight for every pod of
+    the workload's canary (a second Deployment behind the same Service), so every data plane
+    is given the whole set: 0 for a canary pod that is not ready, and for the ready ones a
+    multiple of the workload's mean weight.
 
-    The canary's share of the load grows to what ``ceil(fraction x n)`` pods would get among
-    the ``n`` ready pods of the workload at their mean weight, step by step: each call doubles
-    the weight its pods hold (``held``, what the data plane has; the mean weight, a new
-    endpoint's, where they hold none) while every ready canary pod is less than
-    :data:`~actuators.dispatch.slo.MIN_UTILISATION` busy, too idle for its capacity to be
-    measured, and keeps it once one is busier (a slower pod than hoped is not loaded further;
-    the canary is stopped on the first violation anyway).
+    The multiple is the canary's share of the load against a pod of the workload's. It starts
+    at 1 (a new endpoint's) and, from the multiple the data plane holds (``held``: the weights
+    the first sink was last given), doubles at each call while every ready canary pod is less
+    than :data:`CANARY_MEASURABLE` busy and served requests (when its rate is known), up to
+    the share ``ceil(fraction x replicas)`` pods would carry; it is held while a pod is
+    busier or reports no utilisation, and a canary pod that becomes ready gets its siblings'
+    weight. So a canary of fewer pods than the fraction (a costly device: one GPU pod where the
+    fraction is twenty CPU pods) is not judged from a share too small to measure, and one that
+    is slower than hoped is not loaded further (the canary is stopped on the first violation).
 
-    Where a canary pod's weight would pass ``max_weight``, it is ``max_weight`` and the
-    workload's weights are scaled down together (each at least 1) to the same ratio: weights
-    are relative, and the data plane's range is bounded (HAProxy: 256). A ready pod of the
-    workload at 0 (a new endpoint) is given the mean of the positive weights, its share
-    without the canary, since the mean a load balancer gives it would now count the canary's
-    weight. ``weights`` as they are (every canary pod then gets the mean weight, as any new
-    endpoint) when there is no canary, no ready pod on either side, no positive weight to scale
-    from, the canary has at least that many pods, or it has not grown past the mean."""
+    While the multiple is above 1, a ready pod of the workload at 0 (a new endpoint) is given
+    the mean of the positive weights, its share without the canary (a load balancer's mean
+    would count the canary's weight). Where a canary weight would pass ``max_weight``, the
+    workload's weights are scaled down together (each at least 1), but not below a mean of
+    ``resolution`` (the engine's smallest change that matters as a weight), and the canary's
+    weights are capped at ``max_weight``: its share is then smaller than the fraction's."""
     out = dict(weights)
     canary = workload.canary
     if canary is None:
         return out
-    pods = [p for p in canary.pods if p.ready and p.node is not None]
+    mine = [p for p in canary.pods if p.ready and p.node is not None]
+    out.update({p.name: 0 for p in canary.pods if not (p.ready and p.node is not None)})
     ready = [p.name for p in workload.pods if p.ready and p.node is not None]
-    positive = [w for p in ready if (w := weights.get(p, 0)) > 0]
-    full = max(1, math.ceil(fraction * len(ready)))
-    if not pods or not positive or len(pods) >= full:
+    positive = [w for p in ready if (w := out.get(p, 0)) > 0]
+    if not mine or not positive:
         return out
     mean = sum(positive) / len(positive)
-    total = sum(w if w > 0 else mean for p in ready for w in (weights.get(p, 0),))
-    # The share the canary's pods carry now, as a multiple of the mean pod's (1: a new
-    # endpoint's), from the weights the data plane holds for both sides.
     held = held or {}
-    had = [held.get(p.name, 0) for p in pods]
+    held_mine = [w for p in mine if (w := held.get(p.name, 0)) > 0]
     held_theirs = [w for p in ready if (w := held.get(p, 0)) > 0]
-    now = (min(had) / (sum(held_theirs) / len(held_theirs))
-           if min(had) > 0 and held_theirs else 1.0)
-    idle = all(p.cpu_utilization is not None and p.cpu_utilization < slo.MIN_UTILISATION
-               for p in pods)
-    share = full / (len(ready) + full)
-    most = share * len(ready) / ((1.0 - share) * len(pods))   # the fraction's, in means
-    times = min(most, 2.0 * now if idle else now)
+    now = (max(held_mine) / (sum(held_theirs) / len(held_theirs))
+           if held_mine and held_theirs else 1.0)
+    utils = [p.cpu_utilization for p in mine]
+    idle = (all(u is not None and u < CANARY_MEASURABLE for u in utils)
+            and all(p.request_rate is None or p.request_rate > 0 for p in mine))
+    most = max(1, math.ceil(fraction * workload.config.replicas)) / len(mine)
+    times = max(1.0, min(most, 2.0 * now if idle else now))
     if times <= 1.0:
+        out.update(dict.fromkeys((p.name for p in mine), max(1, round(mean))))
         return out
-    for p in ready:   # a new endpoint's mean, given explicitly
+    for p in ready:
         if out.get(p, 0) <= 0:
             out[p] = max(1, round(mean))
-    each = times * total / len(ready)
+    each = times * mean
     if each > max_weight:
-        scale = max_weight / each
+        scale = max(max_weight / each, min(1.0, resolution / mean))
         out = {p: max(1, round(w * scale)) if w > 0 else w for p, w in out.items()}
-        each = max_weight
-    out.update(dict.fromkeys((p.name for p in pods), max(1, round(each))))
+        each = min(max_weight, times * sum(out[p] for p in ready) / len(ready))
+    out.update(dict.fromkeys((p.name for p in mine), max(1, round(each))))
     return out
 
 
@@ -273,7 +288,10 @@ class WeightsActuator(ClusterAware, Actuator):
         sinks = self.sinks.names(workload, not mem.no_backend)
         before = delivered.get(sinks[0], {}) if sinks else {}
         ready = [p.name for p in ws.pods if p.ready and p.node is not None]
-        shares = traffic_shares(ready, before)
+        # The Service's rate is split over the canary's ready pods too.
+        trial = [p.name for p in ws.canary.pods if p.ready and p.node is not None] \
+            if ws.canary is not None else []
+        shares = traffic_shares(ready + trial, before)
         rate = ws.request_rate if ws.request_rate is None or math.isfinite(ws.request_rate) \
             else None
         update = eng.update([endpoint_metrics(p, rate, shares.get(p.name), now)
@@ -297,9 +315,11 @@ class WeightsActuator(ClusterAware, Actuator):
         held_by_engine = mem.weights()
         desired = {p.name: held_by_engine.get(p.name, 0) for p in ws.pods}
         sinks = self.sinks.names(workload, not mem.no_backend)
-        desired = with_canary(ws, desired, self.admin.canary.fraction,
-                              self.dispatch.engine.max_weight,
-                              mem.delivered.get(sinks[0], {}) if sinks else {})
+        engine = self.dispatch.engine
+        desired = with_canary(ws, desired, self.admin.canary.fraction, engine.max_weight,
+                              mem.delivered.get(sinks[0], {}) if sinks else {},
+                              math.ceil(1.0 / engine.change_threshold)
+                              if engine.change_threshold > 0 else engine.reference_weight)
         trial = {p.name for p in ws.canary.pods} if ws.canary is not None else set()
         lagging = [s for s in sinks
                    if any(mem.delivered.get(s, {}).get(p) != v for p, v in desired.items())]
@@ -312,8 +332,11 @@ class WeightsActuator(ClusterAware, Actuator):
                 continue
             d: Mapping[str, str]
             if pod in trial:
-                d = {"status": "canary", "reason": "a canary pod: the share of "
-                     f"{self.admin.canary.fraction:g} of the workload's pods"}
+                d = {"status": "canary", "reason": "a canary pod, at most the share of "
+                     f"{self.admin.canary.fraction:g} of the workload's replicas"}
+            elif held_by_engine.get(pod, 0) <= 0 and weight > 0:
+                d = {"status": "canary", "reason": "a new endpoint's mean, given explicitly "
+                     "beside a canary's weight"}
             elif weight != held_by_engine.get(pod, 0):
                 d = {"status": "canary", "reason": f"the engine's {held_by_engine.get(pod, 0)}"
                      ", scaled down with the others to give the canary its share"}

@@ -9,7 +9,7 @@ import logging
 import math
 import socket
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -656,89 +656,135 @@ def test_actuator_and_simulator_agree_on_the_dispatch_rule(
 # -- a canary's share ------------------------------------------------------------------------
 
 
-def with_a_canary(weights: list[int], canary_pods: int, util: float | None = 0.001
-                  ) -> WorkloadState:
+def with_a_canary(weights: list[int], canary_pods: int, util: float | None = 0.001,
+                  ready: int | None = None) -> WorkloadState:
+    """A workload of ``len(weights)`` ready pods and a GPU canary of ``canary_pods`` pods at
+    utilisation ``util``, the first ``ready`` of them ready (default all)."""
     pods = tuple(pod(f"w{i}") for i in range(len(weights)))
+    up = canary_pods if ready is None else ready
     trial = CanaryState(WorkloadConfig(canary_pods, 1.0, "gpu"),
-                        tuple(pod(f"c{i}", util) for i in range(canary_pods)))
+                        tuple(pod(f"c{i}", util, ready=i < up) for i in range(canary_pods)))
     return WorkloadState("video", "analytics", CFG.with_(replicas=len(pods)), pods,
                          request_rate=90.0, canary=trial)
 
 
-def canary_share(ws: WorkloadState, weights: dict[str, int]) -> float:
+def canary_share(ws: WorkloadState, weights: Mapping[str, int]) -> float:
     assert ws.canary is not None
-    shares = aw.traffic_shares([p.name for p in (*ws.pods, *ws.canary.pods)], weights)
-    return sum(shares[p.name] for p in ws.canary.pods)
+    ready = [p.name for p in (*ws.pods, *ws.canary.pods) if p.ready]
+    shares = aw.traffic_shares(ready, weights)
+    return sum(shares.get(p.name, 0.0) for p in ws.canary.pods)
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(0, 256), min_size=1, max_size=300), st.integers(1, 4),
-       st.sampled_from([0.05, 0.1, 0.25, 0.5]), st.booleans(), st.integers(0, 256))
-def test_a_canary_grows_to_the_share_of_the_fraction_while_idle_and_never_past_it(
-        own: list[int], canary_pods: int, fraction: float, idle: bool, held: int) -> None:
-    ws = with_a_canary(own, canary_pods, 0.001 if idle else 0.2)
+       st.sampled_from([0.05, 0.1, 0.25, 0.5]), st.sampled_from([None, 0.001, 0.2]),
+       st.lists(st.integers(0, 256), min_size=4, max_size=4), st.integers(0, 256))
+def test_a_canary_grows_while_idle_never_past_the_fraction_and_every_pod_has_a_weight(
+        own: list[int], canary_pods: int, fraction: float, util: float | None,
+        held_canary: list[int], held_mean: int) -> None:
+    ws = with_a_canary(own, canary_pods, util)
     mine = {f"w{i}": w for i, w in enumerate(own)}
-    before = {**mine, **{f"c{i}": held for i in range(canary_pods)}}   # the data plane's
+    before = {**{k: held_mean for k in mine},                         # what the data plane has
+              **{f"c{i}": held_canary[i] for i in range(canary_pods)}}
     out = aw.with_canary(ws, mine, fraction, 256, before)
     assert all(0 <= w <= 256 for w in out.values())
     assert all(out[k] > 0 for k, w in mine.items() if w > 0)
+    if not any(own):
+        return                                 # nothing to scale from: the engine's rule
     n, k = len(own), canary_pods
-    full = max(1, math.ceil(fraction * n))
-    target = full / (n + full)
-    natural = k / (n + k)                     # every canary pod at the mean: a new endpoint's
-    share, had = canary_share(ws, out), canary_share(ws, before)
-    slack = (n + k) * 0.5 / max(sum(out.values()), 1) + 1e-9      # rounding: half a weight
-    if k >= full or not any(own):
-        assert out == mine                   # its pods carry the share by their count
-        return
+    assert all(out[f"c{i}"] >= 1 for i in range(k))          # written, not left out
+    target = max(1, math.ceil(fraction * n)) / (n + max(1, math.ceil(fraction * n)))
+    natural = k / (n + k)                      # every canary pod at the mean: a new endpoint's
+    # What the data plane holds, every canary pod at its siblings' largest (a pod that becomes
+    # ready is given it).
+    top = max(held_canary[:k])
+    share = canary_share(ws, out)
+    had = canary_share(ws, {**before, **{f"c{i}": top for i in range(k)}})
+    slack = (n + k) * 0.5 / sum(out.values()) + 1e-9           # rounding: half a weight each
     assert share <= max(target, natural) + slack
-    assert share >= natural - slack          # never less than a new endpoint's
-    if not idle:
-        assert share <= max(had, natural) + slack     # a busy canary is not loaded further
-    elif target > natural + 2 * slack:
-        assert share > min(had, target) - slack        # an idle one grows to the target
+    assert share >= natural - slack
+    if util != 0.001:                         # busy, or no utilisation: not loaded further
+        assert share <= max(had, natural) + slack
+    elif held_mean > 0 and had < target - 2 * slack and 2 * top <= 256 and top >= held_mean:
+        assert share > had                    # an idle one grows
 
 
-def test_an_idle_canary_doubles_its_share_each_cycle_up_to_the_fraction() -> None:
+def test_an_idle_canary_doubles_its_share_each_cycle_within_the_weights_resolution() -> None:
     act = aw.WeightsActuator(admin())
     drive = Driver(act)
     backend = RecordingBackend()
     ws = with_a_canary([REF] * 200, 1)
-    target = 20 / 220                        # ceil(0.1 x 200) = 20 pods' share
-    shares = []
-    for t in range(7):
+    multiples = []
+    for t in range(6):
         action = drive(backend, ClusterSnapshot(15.0 * t, (), {KEY: ws}))
-        if action is not None and t == 0:
-            assert any(c["pod"] == "c0" and c["status"] == "canary"
-                       for c in action.params["changes"])
-        shares.append(canary_share(ws, backend.weights[KEY]))
-    mean_share = 1 / 201
-    # 2, 4, 8 and 16 times a pod's share (the workload's weights scaled down once 4 x 64 is
-    # the data plane's 256), then the fraction's, then held there.
-    for got, times in zip(shares[:4], (2, 4, 8, 16), strict=True):
-        assert got == pytest.approx(times * mean_share, rel=0.08)
-    assert shares[4] == pytest.approx(target, rel=0.08) and shares[5] == shares[4]
-    assert max(backend.weights[KEY].values()) <= 256
-    # Busy enough to be measured: held where it is.
+        if t == 0:
+            assert action is not None and any(
+                c["pod"] == "c0" and c["status"] == "canary" for c in action.params["changes"])
+        held = backend.weights[KEY]
+        multiples.append(held["c0"] / (sum(held[f"w{i}"] for i in range(200)) / 200))
+    # 2, 4, 8 times a pod's share; then the workload's weights stop at 20 (a change of 5 %,
+    # the engine's threshold, is a weight of 1 there) and the canary at 256: 12.8, held.
+    assert multiples == pytest.approx([2, 4, 8, 12.8, 12.8, 12.8])
+    assert min(backend.weights[KEY].values()) == 20
+    # Busy enough to be measured: held where it is, mid-ramp too.
+    drive2, backend2 = Driver(aw.WeightsActuator(admin())), RecordingBackend()
+    for t in range(2):
+        drive2(backend2, ClusterSnapshot(15.0 * t, (), {KEY: ws}))
     busy = with_a_canary([REF] * 200, 1, util=0.2)
-    drive(backend, ClusterSnapshot(200.0, (), {KEY: busy}))
-    assert canary_share(busy, backend.weights[KEY]) == pytest.approx(shares[-1])
+    for t in range(2, 4):
+        drive2(backend2, ClusterSnapshot(15.0 * t, (), {KEY: busy}))
+    assert backend2.weights[KEY]["c0"] == 4 * REF
     # Gone with the canary: the workload's pods alone, at the engine's weights again.
     plain = WorkloadState("video", "analytics", ws.config, ws.pods, request_rate=90.0)
-    drive(backend, ClusterSnapshot(215.0, (), {KEY: plain}))
-    assert "c0" not in backend.weights[KEY]
-    assert set(backend.weights[KEY].values()) == {REF}
+    drive(backend, ClusterSnapshot(200.0, (), {KEY: plain}))
+    assert "c0" not in backend.weights[KEY] and set(backend.weights[KEY].values()) == {REF}
+
+
+def test_a_new_canary_pod_gets_its_siblings_weight_and_a_pod_not_ready_gets_nothing() -> None:
+    drive, backend = Driver(aw.WeightsActuator(admin())), RecordingBackend()
+    one = with_a_canary([REF] * 40, 2, ready=1)
+    for t in range(2):
+        drive(backend, ClusterSnapshot(15.0 * t, (), {KEY: one}))
+    assert backend.weights[KEY]["c0"] == 4 * REF and backend.weights[KEY]["c1"] == 0
+    both = with_a_canary([REF] * 40, 2)
+    drive(backend, ClusterSnapshot(30.0, (), {KEY: both}))
+    # The ramp goes on from the weight c0 holds (4x), not from a new endpoint's 1x; the
+    # fraction's share, ceil(0.1 x 40) = 4 pods', is now split over two pods: 2x each.
+    held = backend.weights[KEY]
+    assert held["c0"] == held["c1"] == 2 * REF
+
+
+def test_a_canary_as_many_pods_as_the_fraction_gets_the_mean_written_after_a_scale_in() -> None:
+    drive, backend = Driver(aw.WeightsActuator(admin())), RecordingBackend()
+    big = with_a_canary([REF] * 40, 1)
+    for t in range(2):
+        drive(backend, ClusterSnapshot(15.0 * t, (), {KEY: big}))
+    assert backend.weights[KEY]["c0"] == 4 * REF
+    small = with_a_canary([REF] * 8, 1)      # ceil(0.1 x 8) = 1: its one pod is the fraction
+    drive(backend, ClusterSnapshot(30.0, (), {KEY: small}))
+    assert backend.weights[KEY]["c0"] == REF
+    assert canary_share(small, backend.weights[KEY]) == pytest.approx(1 / 9)
 
 
 def test_a_canary_busy_from_the_start_gets_a_new_endpoints_share() -> None:
-    act = aw.WeightsActuator(admin())
-    drive = Driver(act)
-    backend = RecordingBackend()
+    drive, backend = Driver(aw.WeightsActuator(admin())), RecordingBackend()
     busy = with_a_canary([REF] * 40, 1, util=0.3)
     for t in range(3):
         drive(backend, ClusterSnapshot(15.0 * t, (), {KEY: busy}))
-    assert backend.weights[KEY].get("c0", 0) in (0, REF)
+    assert backend.weights[KEY]["c0"] == REF
     assert canary_share(busy, backend.weights[KEY]) == pytest.approx(1 / 41)
+
+
+def test_the_services_rate_is_split_over_the_canarys_pods_too() -> None:
+    drive, backend = Driver(aw.WeightsActuator(admin())), RecordingBackend()
+    ws = with_a_canary([REF] * 20, 1)
+    for t in range(3):
+        drive(backend, ClusterSnapshot(15.0 * t, (), {KEY: ws}))
+    share = canary_share(ws, backend.weights[KEY])
+    assert share > 1 / 21                       # grown past a new endpoint's
+    sample = drive.mem.engine["endpoints"]["w0"]["sample"]
+    # 90 req/s, the canary's share taken out, over 20 pods at equal weights.
+    assert sample["request_rate"] == pytest.approx(90.0 * (1 - share) / 20)
 
 
 # -- end to end: pods of two speeds ----------------------------------------------------------

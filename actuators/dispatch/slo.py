@@ -41,9 +41,6 @@ LatencyPredictor = Callable[[metrics.EndpointMetrics, float], float]
 
 _LN2 = math.log(2.0)
 _OVERLOAD = 0.999  # total load at or above this fraction of total capacity counts as overload
-MIN_UTILISATION = 0.05
-"""Utilisation below which an endpoint's request rate over its utilisation is too noisy to
-estimate its service rate from (the default ``min_utilisation``)."""
 
 
 def equal_delay_shares(
@@ -151,7 +148,7 @@ class SloPolicy(base.WeightPolicy):
         slo_target: float | None = None,
         predictor: LatencyPredictor | None = None,
         smoothing: float = 0.3,
-        min_utilisation: float = MIN_UTILISATION,
+        min_utilisation: float = 0.05,
         confident_utilisation: float = 0.5,
         error_penalty: float = 1.0,
         headroom: float = 0.25,
