@@ -210,7 +210,7 @@ def _run(speedup: float, gpu_price: float, minutes: int = 26, fraction: float | 
         doc["admin"]["canary"] = {"fraction": fraction}
     run = ScenarioRun(parse_scenario(doc, "gpu-trial"), "grid", 1)
     out: dict[str, Any] = {"started": [], "stopped": [], "devices": [], "cost": [],
-                           "violated": [], "judged": [], "canary_pods": []}
+                           "violated": [], "judged": [], "canary_pods": [], "verdicts": []}
     while run.elapsed < minutes * 60:
         for o in run.advance() or ():
             if o.plan is None:
@@ -228,11 +228,12 @@ def _run(speedup: float, gpu_price: float, minutes: int = 26, fraction: float | 
                     out.setdefault("first_canary", len(out["devices"]) - 1)
             out["judged"].extend(float(m) for p in o.plan.reason_parts
                                  if (m := _speed(p.text)) is not None)
+            out["verdicts"].extend(p.text for p in o.plan.reason_parts if "judged:" in p.text)
     return out
 
 
 def _speed(text: str) -> str | None:
-    found = re.search(r"cpu gpu(?: in \S+)? judged: ([0-9.]+)x", text)   # GPU canaries
+    found = re.search(r"cpu gpu(?: in \S+)? judged: (?:at least )?([0-9.]+)x", text)  # GPU
     return found.group(1) if found else None
 
 
@@ -291,8 +292,10 @@ def test_a_gpu_canary_too_fast_for_its_pods_share_is_measured_where_weights_give
     assert out["judged"], out["started"]
     if weights:
         assert out["judged"][0] == pytest.approx(300.0, rel=0.05)
+        assert not any("at least" in r for r in out["verdicts"])
     else:
         assert out["judged"][0] < 0.5 * 300.0
+        assert any("at least" in r and "too idle to measure" in r for r in out["verdicts"])
 
 
 def test_a_gpu_that_is_not_cheaper_is_judged_and_not_moved_to() -> None:

@@ -391,6 +391,15 @@ def capacity_ratio(canary: CanaryState, workload: WorkloadState,
     return mine / theirs
 
 
+def too_idle(canary: CanaryState) -> bool:
+    """Whether every ready canary pod with a known request rate was less than
+    :data:`MIN_UTILIZATION` busy: :func:`capacity_ratio` is then only a lower bound of the
+    shape's speed."""
+    utils = [p.cpu_utilization for p in canary.pods
+             if p.ready and p.request_rate and p.cpu_utilization is not None]
+    return bool(utils) and all(u < MIN_UTILIZATION for u in utils)
+
+
 def _what(trial: Canary) -> str:
     cpu, device, pool = trial.shape
     return f"{cpu:g} cpu {device}" + (f" in {pool}" if pool else "")
@@ -477,8 +486,10 @@ def follow(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
         explorer.mark_tried(key, trial.shape, now)
         against = "the current pods" if trial.versus is None else \
             f"the current {trial.versus:g} cpu pods"
-        return [], [ReasonPart("exploration", f"canary {what} judged: {ratio:.2f}x the "
-                               f"capacity per pod of {against}")], True
+        bound = ("at least " if too_idle(running) else "", " (its pods were too idle to "
+                 f"measure: less than {MIN_UTILIZATION:.1%} busy)" if too_idle(running) else "")
+        return [], [ReasonPart("exploration", f"canary {what} judged: {bound[0]}{ratio:.2f}x "
+                               f"the capacity per pod of {against}{bound[1]}")], True
     if now - trial.since > settings.timeout_s:
         return (*_stop(ctx, explorer, actuator, f"{what}: not ready and judged within "
                        f"{settings.timeout_s:g} s"), False)
