@@ -61,19 +61,23 @@ rejected by the engine's checks, with the same effect.
 **A canary's pods** (:attr:`~planner.domain.state.WorkloadState.canary`: a second Deployment
 behind the same Service) are endpoints of the same load balancer but not of the engine: their
 speed is what the trial measures, so their weight comes from the trial's size, not from their
-metrics (:func:`with_canary`). Every action gives every data plane the whole set, canary pods
-included. A canary pod too idle to be measured has its share doubled each cycle, up to the
-share ``canary.fraction`` of the workload's pods would carry (the workload's weights scaled
-down together where the data plane's largest weight is not enough); without that, one GPU pod
-beside two hundred CPU pods gets half a percent of the load, and a device many times as fast
-sits too idle for its speed to be read. The canary pods must be servers of the same
-load-balancing group (for HAProxy, of the same backend), as they are behind the same Service.
-Changes of the workload's weights made for the canary are named as such in the action. The
-Service's request rate is split over the canary's ready pods too when the per-pod rates are
-worked out. Not built: a step waits for nothing but the next cycle (a metrics window longer
-than the cycle reads the share before the last step), and while the workload's weights are
-scaled down the engine's decisions about every pod are kept in the memory (they differ from
-what the data plane holds).
+metrics (:func:`with_canary`). :meth:`WeightsActuator.steps` gives every data plane the whole
+set, canary pods included, and returns an action when a canary's weight changes too. While a
+canary pod is below 5 % busy (:data:`CANARY_MEASURABLE`) its share is doubled each cycle, up to
+the share ``canary.fraction`` of the workload's replicas would carry (the workload's weights
+scaled down together where the largest weight, ``dispatch.engine.maxWeight``, is not enough);
+without that, one GPU pod beside two hundred CPU pods gets half a percent of the load, and a
+device many times as fast sits too idle for its speed to be read. The canary pods must be
+servers of the same load-balancing group (for HAProxy, of the same backend), as they are behind
+the same Service. Changes of the workload's weights made for the canary are named as such in
+the action. The Service's request rate is split over the workload's and the canary's ready pods
+when the per-pod rates are worked out (:meth:`WeightsActuator.observe`).
+
+Not built: a step waits for nothing but the next cycle (a metrics window longer than the cycle
+reads the share before the last step); the canary's step and largest share are not admin
+settings of their own (Flagger's ``stepWeight`` and ``maxWeight``). A known cost: while the
+workload's weights are scaled down, the engine keeps a decision for every pod in the memory
+(each differs from what the data plane holds).
 """
 
 from __future__ import annotations
@@ -138,9 +142,9 @@ def endpoint_metrics(pod: PodState, request_rate: float | None, share: float | N
 
 
 CANARY_MEASURABLE = 0.05
-"""Utilisation below which a canary pod's share of the load grows (:func:`with_canary`): its
-capacity, requests per second over utilisation, is read from a few busy percent at best. The
-planner's verdict counts a pod less than a tenth of this busy as that busy
+"""Utilisation below which a canary pod's share of the load grows (:func:`with_canary`): below
+5 % busy, its capacity (request rate over utilisation) is read from too small a utilisation to
+trust. The planner's verdict counts a pod less than a tenth of this busy as that busy
 (``planner.planners.canary.MIN_UTILIZATION``), so its speed is then only a lower bound."""
 
 
@@ -156,11 +160,14 @@ def with_canary(workload: WorkloadState, weights: Mapping[str, int], fraction: f
     at 1 (a new endpoint's) and, from the multiple the data plane holds (``held``: the weights
     the first sink was last given), doubles at each call while every ready canary pod is less
     than :data:`CANARY_MEASURABLE` busy and served requests (when its rate is known), up to
-    the share ``ceil(fraction x replicas)`` pods would carry; it is held while a pod is
+    the share ``ceil(fraction x replicas)`` pods would carry (so the first write is already
+    twice a new endpoint's share); it is held while a pod is
     busier or reports no utilisation, and a canary pod that becomes ready gets its siblings'
     weight. So a canary of fewer pods than the fraction (a costly device: one GPU pod where the
     fraction is twenty CPU pods) is not judged from a share too small to measure, and one that
     is slower than hoped is not loaded further (the canary is stopped on the first violation).
+    Where no ready pod of the workload has a positive weight (all new endpoints), the ready
+    canary pods are left out too: every ready pod then gets an equal share.
 
     While the multiple is above 1, a ready pod of the workload at 0 (a new endpoint) is given
     the mean of the positive weights, its share without the canary (a load balancer's mean

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from actuators import registry
@@ -678,11 +678,15 @@ def canary_share(ws: WorkloadState, weights: Mapping[str, int]) -> float:
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(0, 256), min_size=1, max_size=300), st.integers(1, 4),
        st.sampled_from([0.05, 0.1, 0.25, 0.5]), st.sampled_from([None, 0.001, 0.2]),
-       st.lists(st.integers(0, 256), min_size=4, max_size=4), st.integers(0, 256))
+       st.lists(st.sampled_from([0, 1, 2, 4, 8]), min_size=4, max_size=4),
+       st.integers(1, 64))
 def test_a_canary_grows_while_idle_never_past_the_fraction_and_every_pod_has_a_weight(
         own: list[int], canary_pods: int, fraction: float, util: float | None,
-        held_canary: list[int], held_mean: int) -> None:
+        multiples: list[int], held_mean: int) -> None:
+    """``multiples``: what the data plane holds for each canary pod, in multiples of the
+    workload's held weight ``held_mean`` (0: none)."""
     ws = with_a_canary(own, canary_pods, util)
+    held_canary = [m * held_mean for m in multiples]
     mine = {f"w{i}": w for i, w in enumerate(own)}
     before = {**{k: held_mean for k in mine},                         # what the data plane has
               **{f"c{i}": held_canary[i] for i in range(canary_pods)}}
@@ -690,7 +694,10 @@ def test_a_canary_grows_while_idle_never_past_the_fraction_and_every_pod_has_a_w
     assert all(0 <= w <= 256 for w in out.values())
     assert all(out[k] > 0 for k, w in mine.items() if w > 0)
     if not any(own):
-        return                                 # nothing to scale from: the engine's rule
+        # Nothing to scale from (every pod a new endpoint): the canary is left out too, and
+        # every ready pod gets an equal share.
+        assert not any(f"c{i}" in out for i in range(canary_pods))
+        return
     n, k = len(own), canary_pods
     assert all(out[f"c{i}"] >= 1 for i in range(k))          # written, not left out
     target = max(1, math.ceil(fraction * n)) / (n + max(1, math.ceil(fraction * n)))
@@ -705,7 +712,8 @@ def test_a_canary_grows_while_idle_never_past_the_fraction_and_every_pod_has_a_w
     assert share >= natural - slack
     if util != 0.001:                         # busy, or no utilisation: not loaded further
         assert share <= max(had, natural) + slack
-    elif held_mean > 0 and had < target - 2 * slack and 2 * top <= 256 and top >= held_mean:
+    elif had < target - 2 * slack and 2 * max(top, held_mean) <= 256:
+        event("an idle canary below the fraction's share")
         assert share > had                    # an idle one grows
 
 
@@ -742,16 +750,16 @@ def test_an_idle_canary_doubles_its_share_each_cycle_within_the_weights_resoluti
 
 def test_a_new_canary_pod_gets_its_siblings_weight_and_a_pod_not_ready_gets_nothing() -> None:
     drive, backend = Driver(aw.WeightsActuator(admin())), RecordingBackend()
-    one = with_a_canary([REF] * 40, 2, ready=1)
+    one = with_a_canary([REF] * 80, 2, ready=1)
     for t in range(2):
         drive(backend, ClusterSnapshot(15.0 * t, (), {KEY: one}))
     assert backend.weights[KEY]["c0"] == 4 * REF and backend.weights[KEY]["c1"] == 0
-    both = with_a_canary([REF] * 40, 2)
+    both = with_a_canary([REF] * 80, 2)
     drive(backend, ClusterSnapshot(30.0, (), {KEY: both}))
-    # The ramp goes on from the weight c0 holds (4x), not from a new endpoint's 1x; the
-    # fraction's share, ceil(0.1 x 40) = 4 pods', is now split over two pods: 2x each.
+    # The ramp goes on from the weight c0 holds (4x), not from a new endpoint's 1x (which
+    # would give both 2x); the fraction's share, ceil(0.1 x 80) = 8 pods', is 4x each over two.
     held = backend.weights[KEY]
-    assert held["c0"] == held["c1"] == 2 * REF
+    assert held["c0"] == held["c1"] == 4 * REF
 
 
 def test_a_canary_as_many_pods_as_the_fraction_gets_the_mean_written_after_a_scale_in() -> None:

@@ -412,9 +412,10 @@ def canary_size(ctx: PlanningContext, shape: WorkloadConfig) -> int:
     the replicas. Dearer pods: fewer (a GPU pod priced as forty CPU pods is one pod, not a
     tenth of the CPU pods in GPUs: its speed is judged per pod). Free canary pods: the fraction
     of the replicas; a free workload: one. Where dispatch weights are written (the ``weights``
-    actuator), the fewer pods get the share of the load the fraction's pods would
-    (:func:`actuators.weights.with_canary`): one pod's share of a large workload can leave a
-    fast device too idle to be measured (:data:`MIN_UTILIZATION`)."""
+    actuator), the fewer pods get a growing share of the load while they are little busy, up
+    to the share the fraction's pods would carry (:func:`actuators.weights.with_canary`): one
+    pod's share of a large workload can leave a fast device too idle to be measured
+    (:data:`MIN_UTILIZATION`)."""
     fraction = ctx.admin.canary.fraction
     by_pods = max(1, math.ceil(fraction * ctx.config.replicas))
     price = prices(ctx.snapshot, CandidateBatch.of([ctx.config, shape.with_(replicas=1)]))
@@ -486,10 +487,11 @@ def follow(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
         explorer.mark_tried(key, trial.shape, now)
         against = "the current pods" if trial.versus is None else \
             f"the current {trial.versus:g} cpu pods"
-        bound = ("at least " if too_idle(running) else "", " (its pods were too idle to "
-                 f"measure: less than {MIN_UTILIZATION:.1%} busy)" if too_idle(running) else "")
-        return [], [ReasonPart("exploration", f"canary {what} judged: {bound[0]}{ratio:.2f}x "
-                               f"the capacity per pod of {against}{bound[1]}")], True
+        verdict = f"{ratio:.2f}x the capacity per pod of {against}"
+        if too_idle(running):
+            verdict = (f"at least {verdict} (its pods were too idle to measure: less than "
+                       f"{MIN_UTILIZATION:.1%} busy)")
+        return [], [ReasonPart("exploration", f"canary {what} judged: {verdict}")], True
     if now - trial.since > settings.timeout_s:
         return (*_stop(ctx, explorer, actuator, f"{what}: not ready and judged within "
                        f"{settings.timeout_s:g} s"), False)

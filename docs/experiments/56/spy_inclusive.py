@@ -17,3 +17,9 @@ for line in open(sys.argv[1]):
 print("total", total, "under", root, under)
 for f, c in inc.most_common(int(sys.argv[3]) if len(sys.argv) > 3 else 70):
     print(f"{c/under*100:6.1f}% {f[:150]}")
+print("self time per function (all its lines), the largest:")
+by_function = collections.Counter()
+for f, c in self_.items():
+    by_function[re.sub(r":\d+\)$", ")", f)] += c
+for f, c in by_function.most_common(10):
+    print(f"{c/under*100:6.1f}% {f[:150]}")

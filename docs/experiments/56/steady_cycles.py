@@ -1,5 +1,5 @@
 """steady_cycles.py N NODES PODS CYCLES: bench/scale.py's scenario in shadow mode with copied models; after
-the warm-up writes the pid to /tmp/s56/ready (attach a sampling profiler: py-spy record --pid
+the warm-up writes the pid to $READY_FILE (default /tmp/steady_cycles.ready) (attach a sampling profiler: py-spy record --pid
 PID -r 200 -f raw -o OUT) and prints the mean CPU seconds per phase over CYCLES cycles."""
 import math, sys, time, os
 sys.path.insert(0, "."); sys.path.insert(0, "bench")
@@ -13,7 +13,7 @@ while run.elapsed < 12 * 60: run.advance()
 scale.copy_models(run)
 per = round(run.cycle_s / run.step_s)
 for _ in range(2 * per): run.advance()
-open("/tmp/s56/ready", "w").write(str(os.getpid()))
+open(os.environ.get("READY_FILE", "/tmp/steady_cycles.ready"), "w").write(str(os.getpid()))
 time.sleep(1.0)
 ctl = run.controller
 tot = {}

@@ -14,13 +14,13 @@ for f in sys.argv[1:]:
         runs[(r["planner"], r["scenario"], r["seed"])] = r
     for o in d["oracle"]:
         oracle[(o["scenario"], o["seed"])] = o
-oc = sum(o["cost"] for o in oracle.values())
 for planner in sorted({p for p, _, _ in runs}):
     mine = [r for (p, _, _), r in runs.items() if p == planner]
     cost = sum(r["cost"] for r in mine)
+    theirs = sum(oracle[(r["scenario"], r["seed"])]["cost"] for r in mine)
     print(f"{planner}: {len(mine)} runs, {sum(r['violation_minutes'] for r in mine)} "
-          f"violation-minutes, cost {cost:.3f}, x{cost / oc:.3f} the oracle")
-print(f"oracle: {len(oracle)} runs, cost {oc:.3f}")
+          f"violation-minutes, cost {cost:.3f}, x{cost / theirs:.3f} the oracle's {theirs:.3f}")
+print(f"oracle: {len(oracle)} runs, cost {sum(o['cost'] for o in oracle.values()):.3f}")
 grid = [r for (p, _, _), r in runs.items() if p == "grid"]
 for seed in sorted({r["seed"] for r in grid}):
     g = [r for r in grid if r["seed"] == seed]
