@@ -161,11 +161,11 @@ def with_canary(workload: WorkloadState, weights: Mapping[str, int], fraction: f
     the first sink was last given), doubles at each call while every ready canary pod is less
     than :data:`CANARY_MEASURABLE` busy and served requests (when its rate is known), up to
     the share ``ceil(fraction x replicas)`` pods would carry (so the first write is already
-    twice a new endpoint's share); it is held while a pod is
-    busier or reports no utilisation, and a canary pod that becomes ready gets its siblings'
-    weight. So a canary of fewer pods than the fraction (a costly device: one GPU pod where the
-    fraction is twenty CPU pods) is not judged from a share too small to measure, and one that
-    is slower than hoped is not loaded further (the canary is stopped on the first violation).
+    twice a new endpoint's share); it is held while a pod is busier or reports no
+    utilisation, and a canary pod that becomes ready gets its siblings' weight. So a canary of
+    fewer pods than the fraction (a costly device: one GPU pod where the fraction is twenty
+    CPU pods) is not judged from a share too small to measure, and one that is slower than
+    hoped is not loaded further (the canary is stopped on the first violation).
     Where no ready pod of the workload has a positive weight (all new endpoints), the ready
     canary pods are left out too: every ready pod then gets an equal share.
 
