@@ -130,10 +130,15 @@ def traffic_shares(ready: list[str], weights: Mapping[str, int]) -> dict[str, fl
     return {p: v / total for p, v in raw.items()}
 
 
+def serving(pod: PodState) -> bool:
+    """Whether ``pod`` is a load balancer's endpoint: ready and on a node."""
+    return bool(pod.ready and pod.node is not None)
+
+
 def endpoint_metrics(pod: PodState, request_rate: float | None, share: float | None,
                      now: float) -> pw.EndpointMetrics:
     """One engine sample for ``pod`` (see the module docstring)."""
-    ready = bool(pod.ready and pod.node is not None)
+    ready = serving(pod)
     util = pod.cpu_utilization
     if not ready or util is None:
         return pw.EndpointMetrics(pod.name, now, ready=ready)
@@ -179,9 +184,9 @@ def with_canary(workload: WorkloadState, weights: Mapping[str, int], fraction: f
     canary = workload.canary
     if canary is None:
         return out
-    mine = [p for p in canary.pods if p.ready and p.node is not None]
-    out.update({p.name: 0 for p in canary.pods if not (p.ready and p.node is not None)})
-    ready = [p.name for p in workload.pods if p.ready and p.node is not None]
+    mine = [p for p in canary.pods if serving(p)]
+    out.update({p.name: 0 for p in canary.pods if not serving(p)})
+    ready = [p.name for p in workload.pods if serving(p)]
     positive = [w for p in ready if (w := out.get(p, 0)) > 0]
     if not mine or not positive:
         return out
@@ -294,10 +299,9 @@ class WeightsActuator(ClusterAware, Actuator):
                      for s, held in mem.delivered.items()}
         sinks = self.sinks.names(workload, not mem.no_backend)
         before = delivered.get(sinks[0], {}) if sinks else {}
-        ready = [p.name for p in ws.pods if p.ready and p.node is not None]
+        ready = [p.name for p in ws.pods if serving(p)]
         # The Service's rate is split over the canary's ready pods too.
-        trial = [p.name for p in ws.canary.pods if p.ready and p.node is not None] \
-            if ws.canary is not None else []
+        trial = [p.name for p in ws.canary.pods if serving(p)] if ws.canary is not None else []
         shares = traffic_shares(ready + trial, before)
         rate = ws.request_rate if ws.request_rate is None or math.isfinite(ws.request_rate) \
             else None
