@@ -256,13 +256,26 @@ def test_the_planner_tries_a_cheaper_gpu_through_a_canary_and_moves_there() -> N
 @pytest.mark.xfail(strict=True, reason=(
     "the hand-over with fewer GPUs than serving pods: the device actuator refuses more GPU "
     "replicas than the pool has GPUs, so the step holds the 7 free and the step limit's first "
-    "step removes 10 of 44 CPU pods before any GPU pod is ready (p95 121.6 ms against 120); a "
-    "hand-over through the canary's Deployment is not built (docs/benchmarks.md section 46)"))
-def test_a_move_to_gpus_fewer_than_the_serving_pods_keeps_every_objective() -> None:
-    out = _run(30.0, 0.3)                   # 8 GPUs for 44 serving CPU pods
-    assert out["devices"][-1] == "gpu"
-    moved = out["devices"].index("gpu")
-    assert not any(out["violated"][moved:]), "an objective was violated after the move"
+    "step removes 10 of the 44-48 CPU pods before any GPU pod is ready (at 44, p95 121.6 ms "
+    "against 120); a hand-over through the canary's Deployment is not built "
+    "(docs/benchmarks.md sections 46 and 57)"))
+def test_a_move_to_gpus_fewer_than_the_serving_pods_removes_no_pod_before_a_gpu_is_ready(
+        ) -> None:
+    # 8 GPUs for 44-48 serving CPU pods. Whether the pods removed early cost a violation
+    # depends on how many serve when the move starts (a violation at 44, none at 48), so the
+    # hand-over itself is asserted: no ready CPU pod leaves before a GPU pod is ready.
+    run = ScenarioRun(parse_scenario(gpu_trial(30.0, 0.3, 26, step_s=15), "gpu-trial"),
+                      "grid", 1)
+    ready: list[tuple[int, int]] = []           # per cycle: ready CPU pods, ready GPU pods
+    while run.elapsed < 26 * 60:
+        for o in run.advance() or ():
+            if o.plan is not None:
+                pods = run.sim.observe().workloads["ml/infer"].pods
+                ready.append((sum(p.ready and p.device == "cpu" for p in pods),
+                              sum(p.ready and p.device == "gpu" for p in pods)))
+    assert ready[-1] == (0, 2)                  # moved to GPUs
+    for (cpu_before, _), (cpu, gpu) in zip(ready, ready[1:]):
+        assert gpu > 0 or cpu >= cpu_before, ready
 
 
 def test_a_canary_of_dearer_pods_is_the_fewest_that_reach_the_fraction_of_the_cost() -> None:

@@ -7,10 +7,21 @@ planner that only follows its model never tries them. The canary is the bounded 
 * **Proposal.** While every objective holds (the explorer's calm rule,
   :class:`planner.planners.feedback.Explorer`), each (device, pool) the admin's knobs reach
   that the model has not observed is scored at an *optimistic* speed: the prior is price
-  parity (a pod priced ``k`` times the current one is taken to be ``k`` times as fast), widened
-  by :data:`PRIOR_SPREAD`. A shape whose fewest feasible pods at that speed would cost at least
-  ``EXPLORE_GAIN`` less than the best known configuration is worth a canary; a shape that could
-  not be cheaper even then (one GPU pod already dearer than the whole workload) is never tried.
+  parity (a pod priced ``k`` times the current one is taken to be ``k`` times as fast; a
+  place of the device the workload left for a measured one is priced against the pods it
+  left, at their measured speed: :func:`anchors`), widened by :data:`PRIOR_SPREAD`. A shape
+  whose fewest feasible pods at that speed would cost at least ``EXPLORE_GAIN`` less than the
+  best known configuration is worth a canary; a shape that could not be cheaper even then
+  (one GPU pod already dearer than the whole workload) is never tried.
+  Of the places worth a canary, the one predicted cheapest at its prior's *centre* (price
+  parity itself) is tried first, the optimistic saving breaking ties (:func:`first_place`):
+  the optimistic end says whether a place could pay, the centre what it is expected to pay.
+  A trial takes minutes and one runs at a time, so the order decides how soon a good place
+  is found: at three times parity a CPU pool of the workload's own price promises about as
+  much as a GPU, but at parity it promises nothing, while a GPU at parity may still serve a
+  latency objective from far fewer, busier pods. A calm trial is not started where a canary
+  pod at its prior's centre would be saturated by the share of the requests it gets
+  (:func:`saturated_at_centre`): one slow pod beside two fast ones takes a third of them.
 * **Another CPU size.** The explorer proposes a CPU size the model has not observed on the
   workload's own device and pool from the model's own (extrapolated) prediction
   (:meth:`planner.planners.feedback.Explorer.propose`); it is tried as a canary of that size
@@ -59,6 +70,7 @@ from numpy.typing import NDArray
 from actuators.canary import CanaryActuator, describe
 from planner.domain.plan import Action, ReasonPart
 from planner.domain.state import CanaryState, PodState, WorkloadConfig, WorkloadState
+from planner.models import training
 from planner.models.predictor import CandidateBatch, FloatArray, Prediction, Predictor
 from planner.planners.base import PlanningContext
 from planner.planners.capacity import free_slots, runs
@@ -339,19 +351,56 @@ def with_speeds(preds: Mapping[str, Predictor], speeds: Mapping[Tried, Speed],
     return {n: MeasuredShapes(p, speeds, n in throughput) for n, p in preds.items()}
 
 
-def optimistic_speeds(ctx: PlanningContext, places: list[Place]) -> dict[Place, Speed]:
-    """Per unobserved ``place``, the optimistic end of its prior relative to the current
-    shape: :data:`PRIOR_SPREAD` times the ratio of its pod price to the current pod's."""
-    cur = ctx.config
-    configs = [cur.with_(replicas=1), *(cur.with_(replicas=1, device=d, pool=p)
-                                        for d, p in places)]
-    price = prices(ctx.snapshot, CandidateBatch.of(configs))
-    here = float(price[0])
-    out: dict[Place, Speed] = {}
-    for place, p in zip(places, price[1:].tolist(), strict=True):
-        if here > 0 and p > 0:
-            out[place] = Speed(place_of(cur), PRIOR_SPREAD * p / here)
+def anchors(ctx: PlanningContext, measured: Mapping[Tried, Speed]) -> dict[str, tuple[Place,
+                                                                                 float]]:
+    """Per device, the place a prior of that device is anchored at and its speed relative to
+    the current pods: the current place for the current device; for the device the workload
+    left, the place a canary measured the current place against (its speed the inverse of
+    that measurement). A CPU pool after a move to GPUs 30x a CPU pod's speed is then priced
+    against the CPU pods it is like, not against the GPU pods."""
+    here = place_of(ctx.config)
+    out = {here[0]: (here, 1.0)}
+    m = measured.get(here)
+    if (m is not None and m.reference_cpu is None and m.reference[0] != here[0]
+            and m.factor > 0):
+        out[m.reference[0]] = (m.reference, 1.0 / m.factor)
     return out
+
+
+def optimistic_speeds(ctx: PlanningContext, places: list[Place],
+                      measured: Mapping[Tried, Speed] | None = None) -> dict[Place, Speed]:
+    """Per unobserved ``place``, the optimistic end of its prior relative to the current
+    shape: :data:`PRIOR_SPREAD` times the ratio of its pod price to the price of a pod of
+    the place its device is anchored at (:func:`anchors`: the current place, or the place of
+    that device the current one was measured against, from ``measured``), times that
+    place's speed."""
+    cur = ctx.config
+    anchor = anchors(ctx, measured or {})
+    at = {pl: anchor.get(pl[0], (place_of(cur), 1.0)) for pl in places}
+    refs = sorted({a for a, _ in at.values()}, key=str)
+    configs = [*(cur.with_(replicas=1, device=d, pool=p) for d, p in refs),
+               *(cur.with_(replicas=1, device=d, pool=p) for d, p in places)]
+    price = prices(ctx.snapshot, CandidateBatch.of(configs)).tolist()
+    ref_price = dict(zip(refs, price[:len(refs)], strict=True))
+    out: dict[Place, Speed] = {}
+    for place, p in zip(places, price[len(refs):], strict=True):
+        ref, speed = at[place]
+        if ref_price[ref] > 0 and p > 0:
+            out[place] = Speed(place_of(cur), PRIOR_SPREAD * speed * p / ref_price[ref])
+    return out
+
+
+def saturated_at_centre(ctx: PlanningContext, centre: float) -> bool:
+    """Whether a canary pod ``centre`` times as fast as the workload's pods (its prior's
+    centre) would be saturated (at least :data:`planner.models.training.SATURATED_UTILIZATION`
+    busy) by a workload pod's share of the requests, which is what it gets by round robin and
+    what dispatch weights start it at: the median utilisation of the workload's ready pods of
+    its CPU size over ``centre``. A CPU pool priced like the CPU pods the workload left for
+    GPUs 30 times as fast is such a place: one pod of it beside two GPU pods takes a third of
+    the requests. ``False`` where no utilisation is known."""
+    utils = [p.cpu_utilization for p in ctx.workload.pods
+             if p.ready and p.cpu_utilization is not None and math.isclose(p.cpu, ctx.config.cpu)]
+    return bool(utils) and float(np.median(utils)) / centre >= training.SATURATED_UTILIZATION
 
 
 def _capacities(pods: Sequence[PodState], floor: bool) -> list[float]:
@@ -568,7 +617,8 @@ def propose(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
         return [], []
     if cfg.replicas < 2:                   # beside one pod a canary takes half the requests
         return [], []
-    known = set(measured_speeds(ctx, explorer))
+    measured = measured_speeds(ctx, explorer)
+    known = set(measured)
     facts = ctx.snapshot.facts
     candidates = [pl for pl in places if pl != place_of(cfg) and pl not in known
                   and pl not in observed
@@ -582,7 +632,10 @@ def propose(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
     fresh = [pl for pl in candidates if room[pl] > 0]
     if not fresh:
         return [], []
-    optimistic = optimistic_speeds(ctx, fresh)
+    optimistic = optimistic_speeds(ctx, fresh, measured)
+    if not rescue:
+        optimistic = {pl: sp for pl, sp in optimistic.items()
+                      if not saturated_at_centre(ctx, sp.factor / PRIOR_SPREAD)}
     if not optimistic:
         return [], []
     reps = np.asarray(replicas, dtype=float)
@@ -608,7 +661,11 @@ def propose(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
         for pl in fresh:                   # not worth it even at its best: not for a while
             explorer.mark_tried(key, (cfg.cpu, *pl), now)
         return [], []
-    best = int(np.flatnonzero(ok)[np.argmin(scores[ok])])
+    centre: dict[Tried, Speed] = {pl: Speed(sp.reference, sp.factor / PRIOR_SPREAD)
+                                  for pl, sp in optimistic.items()}
+    best, centre_score = first_place(batch.take(rows), rows // len(reps), ok, scores,
+                                     lambda sub: score(sub, with_speeds(preds, centre,
+                                                                        throughput)))
     i = int(rows[best])
     device, pool = order[i // len(reps)]
     place = cfg.with_(device=device, pool=pool)
@@ -619,12 +676,48 @@ def propose(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
     if math.isfinite(best_score):
         gain = 1.0 - float(scores[best]) / best_score
         why = f"{at} it would cost up to {gain:.0%} less than the best known configuration"
+        if centre_score is not None:
+            why += (f"; at price parity ({centre[(device, pool)].factor:.1f}x), the prior's "
+                    + (f"centre, {1.0 - centre_score / best_score:.0%} less"
+                       if math.isfinite(centre_score) else "centre, not cheaper")
+                    + ": tried before the other places worth a trial")
     else:
         why = (f"{at} it could meet the objectives no known configuration is predicted to "
                "meet" + ("; a rescue trial, not stopped by the violation already observed"
                          if rescue else ""))
     return [actuator.start(ctx.workload.key, shape, why)], [
         ReasonPart("exploration", f"canary {describe(shape)} started: {why}")]
+
+
+def first_place(batch: CandidateBatch, place: NDArray[np.int64], ok: NDArray[np.bool_],
+                scores: NDArray[np.float64],
+                at_centre: Callable[[CandidateBatch], tuple[NDArray[np.bool_],
+                                                            NDArray[np.bool_],
+                                                            NDArray[np.float64]]]
+                ) -> tuple[int, float | None]:
+    """Which row of ``batch`` (candidates of several places; ``place`` numbers each row's)
+    a canary tries: of the places with a row in ``ok`` (it passes the bar at its optimistic
+    speed, with ``scores``), the place whose best feasible score at its prior's centre
+    (``at_centre`` scores a batch there) is lowest, ties (none feasible there) broken by its
+    best optimistic score; that place's best row in ``ok``. Also the chosen place's best
+    score at the centre (infinite where none is feasible there), or ``None`` where only one
+    place was worth a trial (the centre is not predicted then)."""
+    best: dict[int, int] = {}
+    for j in np.flatnonzero(ok).tolist():
+        k = int(place[j])
+        if k not in best or scores[j] < scores[best[k]]:
+            best[k] = j
+    if len(best) == 1:
+        return next(iter(best.values())), None
+    sel = np.flatnonzero(np.isin(place, list(best)))
+    feasible, _, centre = at_centre(batch.take(sel))
+    centre_best = dict.fromkeys(best, math.inf)
+    for j, fits, sc in zip(sel.tolist(), feasible.tolist(), centre.tolist(), strict=True):
+        k = int(place[j])
+        if fits and sc < centre_best[k]:
+            centre_best[k] = float(sc)
+    first = min(best, key=lambda k: (centre_best[k], float(scores[best[k]])))
+    return best[first], centre_best[first]
 
 
 def can_judge_size(ctx: PlanningContext, shape: WorkloadConfig) -> bool:
