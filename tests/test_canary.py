@@ -6,6 +6,7 @@ and the default planner tries a GPU that is cheaper and moves there, but not one
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from typing import Any
@@ -19,7 +20,7 @@ from planner.models.latency import QueueingLatencyRegressor
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
 from planner.models.sojourn import sojourn_quantile
 from planner.planners import canary
-from planner.planners.feedback import Canary, Explorer, Measured
+from planner.planners.feedback import Canary, Explorer, Measured, Tried
 from simulator.cluster import SimulatedCluster
 from simulator.runner import ScenarioRun
 from simulator.scenario import parse_scenario
@@ -244,6 +245,9 @@ def test_the_planner_tries_a_cheaper_gpu_through_a_canary_and_moves_there() -> N
     # fewer GPUs than serving pods it does not: the xfail test below.)
     out = _run(30.0, 0.3, gpu_nodes=6, gpus=8)
     assert out["started"], "no canary was started"
+    # At three times price parity a CPU pool of the pods' own price promises as much, but at
+    # parity (the prior's centre) only the GPU is cheaper: it is tried first.
+    assert "gpu" in out["started"][0] and "price parity (8.5x)" in out["started"][0]
     assert out["judged"] and all(v == pytest.approx(30.0, rel=0.05) for v in out["judged"])
     assert out["devices"][-1] == "gpu", out["stopped"]
     assert "gpu" not in out["devices"][: len(out["devices"]) // 4]   # not before the trial
@@ -274,7 +278,7 @@ def test_a_move_to_gpus_fewer_than_the_serving_pods_removes_no_pod_before_a_gpu_
                 ready.append((sum(p.ready and p.device == "cpu" for p in pods),
                               sum(p.ready and p.device == "gpu" for p in pods)))
     assert ready[-1] == (0, 2)                  # moved to GPUs
-    for (cpu_before, _), (cpu, gpu) in zip(ready, ready[1:]):
+    for (cpu_before, _), (cpu, gpu) in itertools.pairwise(ready):
         assert gpu > 0 or cpu >= cpu_before, ready
 
 
@@ -422,3 +426,101 @@ def test_a_canary_proposal_predicts_only_the_counts_whose_price_can_pass_the_bar
     assert asked[1] == 2 * len(replicas)
     assert [a.params for a in again] == [a.params for a in actions]
     assert [w.text for w in why_all] == [w.text for w in why]
+
+
+# ------------------------------------------------------------- which place is tried first
+def _ctx(cfg: WorkloadConfig, utilization: float | None = 0.3) -> Any:
+    """A planning context of one workload of ``cfg``'s shape, its pods ``utilization`` busy,
+    in a cluster of a CPU pool ``a`` (0.04/core-h) and a pool ``g`` with GPUs (cores 0.02/h,
+    GPUs 0.5/h)."""
+    from actuators import registry
+    from actuators.topology import observe_all
+    from planner.domain.admin import AdminConfig, ReplicaBounds
+    from planner.domain.intents import parse_intent, parse_profile
+    from planner.domain.state import ClusterSnapshot, NodeState
+    from planner.planners.base import PlanningContext
+
+    intent = parse_intent({"kind": "Intent", "metadata": {"name": "w", "namespace": "ns"},
+                           "spec": {"targetRef": {"name": "w"}, "objectives": [
+                               {"name": "p95", "value": 100, "measuredBy": "lat"}]}})
+    prof = parse_profile({"kind": "KPIProfile", "metadata": {"name": "lat", "namespace": "ns"},
+                          "spec": {"type": "latency"}})
+    pods = tuple(PodState(f"p{i}", "n", cfg.cpu, cfg.device, True, pool=cfg.pool,
+                          cpu_utilization=utilization) for i in range(cfg.replicas))
+    wl = WorkloadState("ns", "w", cfg, pods, request_rate=600.0, cpu_utilization=utilization)
+    nodes = (NodeState("a0", "a", "eu", 64.0, 20.0, 0, 0, 0.04, 0.0),
+             NodeState("g0", "g", "eu", 32.0, 0.0, 8, 0, 0.02, 0.5))
+    admin = AdminConfig(actuators=("replicas", "device", "placement", "canary"),
+                        replicas=ReplicaBounds(min=1, max=200, max_step=50), cycleSeconds=15)
+    acts = registry.create(admin.actuators, admin)
+    snap = ClusterSnapshot(1000.0, nodes, {"ns/w": wl})
+    observe_all(acts.values(), snap)
+    return PlanningContext(intent, {"p95": prof}, wl, snap, {"p95": 50.0}, admin, acts, None,
+                           1000.0)
+
+
+def test_the_place_tried_first_is_the_cheapest_at_its_priors_centre() -> None:
+    # Rows: place 0 at counts 1-3, place 1 at counts 1-3. At the optimistic end place 0's
+    # best is cheaper (1.0 against 2.0); at the centre only place 1 is feasible: it goes first.
+    batch = CandidateBatch.of([WorkloadConfig(n, 1.0, d, p) for d, p in
+                               (("cpu", "a"), ("gpu", "g")) for n in (1, 2, 3)])
+    place = np.repeat(np.arange(2), 3)
+    ok = np.array([False, True, True, True, True, False])
+    scores = np.array([9.0, 1.0, 1.5, 2.5, 2.0, 9.0])
+    asked: list[int] = []
+
+    def centre(feasible: list[bool], centre_scores: list[float]) -> Any:
+        def at_centre(sub: CandidateBatch) -> Any:
+            asked.append(len(sub))
+            return (np.array(feasible), np.ones(len(sub), dtype=bool), np.array(centre_scores))
+        return at_centre
+
+    row, at = canary.first_place(batch, place, ok, scores,
+                                 centre([False] * 3 + [False, True, True], [5.0] * 6))
+    assert (row, at) == (4, 5.0)                 # place 1's best optimistic row
+    # Both feasible at the centre: the lower centre score wins, whichever is cheaper at best.
+    row, _ = canary.first_place(batch, place, ok, scores,
+                                centre([True] * 6, [4.0, 3.0, 3.5, 3.2, 3.1, 9.0]))
+    assert row == 1
+    # Neither feasible at the centre: the optimistic order decides.
+    row, at = canary.first_place(batch, place, ok, scores, centre([False] * 6, [1.0] * 6))
+    assert row == 1 and at == math.inf
+    # One place worth a trial: its best row, and the centre is not predicted.
+    asked.clear()
+    row, at = canary.first_place(batch, place, ok & (place == 1), scores,
+                                 centre([True] * 6, [1.0] * 6))
+    assert (row, at, asked) == (4, None, [])
+
+
+def test_a_device_the_workload_left_is_priced_against_the_pods_it_left() -> None:
+    # On GPU pods in pool g, measured 30x the CPU pods of pool a. A CPU pod in pool g is
+    # priced against a CPU pod of pool a (half its price), at a 30th of the current speed:
+    # its optimistic speed is 3 x 0.5 / 30 = 0.05 of the current pods', not 3 x its price
+    # over a GPU pod's (0.02 / 0.52: 0.115).
+    from planner.planners.canary import Speed
+    ctx = _ctx(WorkloadConfig(2, 1.0, "gpu", "g"))
+    measured: dict[Tried, Speed] = {("gpu", "g"): Speed(("cpu", "a"), 30.0)}
+    assert canary.anchors(ctx, measured) == {"gpu": (("gpu", "g"), 1.0),
+                                             "cpu": (("cpu", "a"), pytest.approx(1 / 30))}
+    with_anchor = canary.optimistic_speeds(ctx, [("cpu", "g")], measured)[("cpu", "g")]
+    assert with_anchor.factor == pytest.approx(3.0 * 0.5 / 30.0)
+    assert with_anchor.reference == ("gpu", "g")
+    alone = canary.optimistic_speeds(ctx, [("cpu", "g")])[("cpu", "g")]
+    assert alone.factor == pytest.approx(3.0 * 0.02 / 0.52)
+    # On CPU pods, a GPU place is priced against them as before.
+    cpu_ctx = _ctx(WorkloadConfig(20, 1.0, "cpu", "a"))
+    assert canary.optimistic_speeds(cpu_ctx, [("gpu", "g")], measured)[("gpu", "g")].factor \
+        == pytest.approx(3.0 * 0.52 / 0.04)
+
+
+@pytest.mark.parametrize(("utilization", "centre", "saturated"), [
+    (0.3, 0.2, True),       # 0.3 / 0.2 = 1.5 busy
+    (0.3, 1 / 3, True),     # 0.9: saturated, as the models count it
+    (0.3, 0.5, False),      # 0.6
+    (0.3, 30.0, False),
+    (None, 0.01, False),    # no utilisation known: nothing to say
+])
+def test_a_canary_pod_saturated_at_its_priors_centre_by_a_pods_share_is_not_tried(
+        utilization: float | None, centre: float, saturated: bool) -> None:
+    ctx = _ctx(WorkloadConfig(2, 1.0, "gpu", "g"), utilization)
+    assert canary.saturated_at_centre(ctx, centre) is saturated
