@@ -677,9 +677,9 @@ def propose(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
         gain = 1.0 - float(scores[best]) / best_score
         why = f"{at} it would cost up to {gain:.0%} less than the best known configuration"
         if centre_score is not None:
+            saving = 1.0 - centre_score / best_score
             why += (f"; at price parity ({centre[(device, pool)].factor:.1f}x), the prior's "
-                    + (f"centre, {1.0 - centre_score / best_score:.0%} less"
-                       if math.isfinite(centre_score) else "centre, not cheaper")
+                    + (f"centre, {saving:.0%} less" if saving > 0 else "centre, no cheaper")
                     + ": tried before the other places worth a trial")
     else:
         why = (f"{at} it could meet the objectives no known configuration is predicted to "
