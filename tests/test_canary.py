@@ -490,6 +490,13 @@ def test_the_place_tried_first_is_the_cheapest_at_its_priors_centre() -> None:
     row, at = canary.first_place(batch, place, ok & (place == 1), scores,
                                  centre([True] * 6, [1.0] * 6))
     assert (row, at, asked) == (4, None, [])
+    # "Any pool" ties with the dearest pool it may land in: the pinned pool goes first.
+    anywhere = CandidateBatch.of([WorkloadConfig(n, 1.0, "cpu", p) for p in (None, "b")
+                                  for n in (1, 2, 3)])
+    row, _ = canary.first_place(anywhere, place, np.ones(6, dtype=bool),
+                                np.tile([3.0, 2.0, 4.0], 2),
+                                centre([True] * 6, [5.0, 4.0, 6.0] * 2))
+    assert row == 4
 
 
 def test_a_device_the_workload_left_is_priced_against_the_pods_it_left() -> None:

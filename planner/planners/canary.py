@@ -14,7 +14,9 @@ planner that only follows its model never tries them. The canary is the bounded 
   best known configuration is worth a canary; a shape that could not be cheaper even then
   (one GPU pod already dearer than the whole workload) is never tried.
   Of the places worth a canary, the one predicted cheapest at its prior's *centre* (price
-  parity itself) is tried first, the optimistic saving breaking ties (:func:`first_place`):
+  parity itself) is tried first, the optimistic saving breaking ties, then a pinned pool
+  before "any pool" (its pods land on one class of node, so its verdict is that class's
+  speed, not a mix) (:func:`first_place`):
   the optimistic end says whether a place could pay, the centre what it is expected to pay.
   A trial takes minutes and one runs at a time, so the order decides how soon a good place
   is found: at three times parity a CPU pool of the workload's own price promises about as
@@ -699,9 +701,11 @@ def first_place(batch: CandidateBatch, place: NDArray[np.int64], ok: NDArray[np.
     a canary tries: of the places with a row in ``ok`` (it passes the bar at its optimistic
     speed, with ``scores``), the place whose best feasible score at its prior's centre
     (``at_centre`` scores a batch there) is lowest, ties (none feasible there) broken by its
-    best optimistic score; that place's best row in ``ok``. Also the chosen place's best
-    score at the centre (infinite where none is feasible there), or ``None`` where only one
-    place was worth a trial (the centre is not predicted then)."""
+    best optimistic score, then by its pool (a pinned pool before ``None``, whose pods land
+    wherever there is room: "any pool" is priced at its dearest pool, so it ties with that
+    pool, and its verdict would be a mix of node classes); that place's best row in ``ok``.
+    Also the chosen place's best score at the centre (infinite where none is feasible there),
+    or ``None`` where only one place was worth a trial (the centre is not predicted then)."""
     best: dict[int, int] = {}
     for j in np.flatnonzero(ok).tolist():
         k = int(place[j])
@@ -716,7 +720,8 @@ def first_place(batch: CandidateBatch, place: NDArray[np.int64], ok: NDArray[np.
         k = int(place[j])
         if fits and sc < centre_best[k]:
             centre_best[k] = float(sc)
-    first = min(best, key=lambda k: (centre_best[k], float(scores[best[k]])))
+    first = min(best, key=lambda k: (centre_best[k], float(scores[best[k]]),
+                                     batch.pool[best[k]] is None))
     return best[first], centre_best[first]
 
 
