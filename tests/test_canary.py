@@ -89,6 +89,28 @@ def test_a_canary_is_measured_against_the_workloads_pods_of_its_own_cpu_size() -
     assert canary.capacity_ratio(done.canary, done) is None
 
 
+
+def test_a_canary_is_measured_against_the_pods_of_the_workloads_own_device_and_pool() -> None:
+    """A workload moved to GPUs (8x) while a canary of CPU pods in pool ``gpu`` runs serves
+    from its CPU pods of the same size for a while. The verdict is recorded against the
+    configured place, the GPUs, so the canary is compared with the GPU pods, never with the
+    CPU pods left over: against them it would read 1.0 and be taken for as fast as a GPU
+    (gen-2764's canary, judged mid-move, made the planner put 2,400 req/s on two CPU pods)."""
+    sim = SimulatedCluster(parse_scenario(gpu_trial(8.0, 0.3), "t"), seed=2, start_time=0.0)
+    sim.set_canary("ml/infer", WorkloadConfig(1, 1.0, "cpu", "gpu"))
+    for _ in range(20):
+        sim.step(5.0)
+    sim.place("ml/infer", "gpu")
+    sim.set_device("ml/infer", "gpu")
+    for _ in range(5):                                  # the new pods' start-up is 20 s
+        sim.step(5.0)
+    w = sim.observe().workloads["ml/infer"]
+    assert w.canary is not None and w.config.device == "gpu"
+    serving = {(p.device, p.pool) for p in w.pods if p.ready}
+    assert ("cpu", "general") in serving and ("gpu", "gpu") in serving    # mid-move
+    assert canary.capacity_ratio(w.canary, w) == pytest.approx(1 / 8.0, rel=0.05)
+
+
 # ---------------------------------------------------------------------- predictions
 class _Queue(Predictor):
     """Latency of one M/M/1 pod per replica at 10 req/s per replica of capacity; GPU and
@@ -531,3 +553,38 @@ def test_a_canary_pod_saturated_at_its_priors_centre_by_a_pods_share_is_not_trie
         utilization: float | None, centre: float, saturated: bool) -> None:
     ctx = _ctx(WorkloadConfig(2, 1.0, "gpu", "g"), utilization)
     assert canary.saturated_at_centre(ctx, centre) is saturated
+
+
+@pytest.mark.parametrize("moving", [True, False])
+def test_a_canary_with_nothing_of_the_workloads_place_to_compare_waits_while_it_moves(
+        moving: bool) -> None:
+    """A canary due for its verdict while the workload moves to GPU pods, none of them ready
+    and busy yet: there is nothing of the workload's configured place to compare with, and
+    the canary stays on trial until there is. Once the move is over and there still is
+    nothing to compare with, it is stopped unjudged."""
+    from dataclasses import replace
+
+    from planner.domain.state import CanaryState
+
+    ctx = _ctx(WorkloadConfig(4, 1.0, "gpu", "g"))
+    old = tuple(PodState(f"c{i}", "a0", 1.0, "cpu", True, pool="a", cpu_utilization=0.3,
+                         request_rate=15.0) for i in range(4))
+    # Moving: the GPU pods are not ready yet. Moved: they serve, but with no request rate
+    # known (a backend without per-pod request metrics).
+    new = tuple(PodState(f"g{i}", "g0", 1.0, "gpu", not moving, pool="g", cpu_utilization=0.3)
+                for i in range(4))
+    trial_pods = (PodState("k0", "g0", 1.0, "cpu", True, pool="g", cpu_utilization=0.3,
+                           request_rate=15.0),)
+    wl = replace(ctx.workload, pods=(old + new) if moving else new,
+                 canary=CanaryState(WorkloadConfig(1, 1.0, "cpu", "g"), trial_pods))
+    ctx = replace(ctx, workload=wl)
+    explorer = Explorer()
+    explorer.canaries["ns/w"] = Canary((1.0, "cpu", "g"), ctx.now - 200.0,
+                                       ready_since=ctx.now - 150.0)   # past analysis_s
+    tester = ctx.actuators["canary"]
+    actions, why, on = canary.follow(ctx, explorer, tester, violated=False)
+    assert not explorer.speeds                      # never judged against the CPU pods
+    if moving:
+        assert on and not actions and "on trial" in why[0].text
+    else:
+        assert not on and actions and "to judge it by" in why[0].text

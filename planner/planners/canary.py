@@ -424,6 +424,10 @@ def capacity_ratio(canary: CanaryState, workload: WorkloadState,
 
     Like is compared with like: a pod's capacity grows with its CPU size, and the workload
     may be resized while the canary runs (its pods of both sizes serve during the rollout).
+    The workload's pods are those of its configured device and pool, the place the verdict
+    is recorded against: a workload that moves to GPUs while a canary runs serves from CPU
+    pods of the same size for a while, and a canary compared with them and recorded against
+    the GPUs would be taken for as fast as a GPU (gen-2764, docs/benchmarks.md section 57).
     Measured against pods of another size, the ratio would be the device's speed times the
     size's, and :class:`MeasuredShapes` applies a place's speed at equal CPU size; a size
     trial's ratio is the size's speed, and is applied to that size alone."""
@@ -436,7 +440,10 @@ def capacity_ratio(canary: CanaryState, workload: WorkloadState,
     # requests) is at least ``MIN_UTILIZATION`` busy as far as anyone can tell: its capacity
     # is at least its rate over that, so the ratio is a lower bound of its speed then.
     mine = per_pod(canary.pods, floor=True)
-    theirs = per_pod([p for p in workload.pods if math.isclose(p.cpu, size)], floor=False)
+    here = workload.config
+    theirs = per_pod([p for p in workload.pods if math.isclose(p.cpu, size)
+                      and p.device == here.device and (here.pool is None or p.pool == here.pool)],
+                     floor=False)
     if mine is None or theirs is None or theirs <= 0:
         return None
     return mine / theirs
@@ -524,25 +531,27 @@ def follow(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
         trial.ready_since = None
     if trial.ready_since is not None and now - trial.ready_since >= settings.analysis_s:
         ratio = capacity_ratio(running, ctx.workload, trial.versus)
-        if ratio is None:
+        if ratio is None and not rollout_in_progress(ctx):
             size = "its CPU size" if trial.versus is None else f"{trial.versus:g} cpu"
             return (*_stop(ctx, explorer, actuator, f"{what}: no busy pod of {size} with "
-                           "a known request rate to judge it by"), False)
-        place = (trial.shape[1], trial.shape[2])
-        table = explorer.speeds.setdefault(key, {})
-        if trial.versus is None:
-            table[place] = Measured(place_of(ctx.config), ratio, now)
-        else:
-            table[trial.shape] = Measured(place, ratio, now, trial.versus)
-        trial.judged_at = now
-        explorer.mark_tried(key, trial.shape, now)
-        against = "the current pods" if trial.versus is None else \
-            f"the current {trial.versus:g} cpu pods"
-        verdict = f"{ratio:.2f}x the capacity per pod of {against}"
-        if too_idle(running):
-            verdict = (f"at least {verdict} (its pods were too idle to measure: less than "
-                       f"{MIN_UTILIZATION:.1%} busy)")
-        return [], [ReasonPart("exploration", f"canary {what} judged: {verdict}")], True
+                           "a known request rate in the workload's place to judge it by"),
+                    False)
+        if ratio is not None:
+            place = (trial.shape[1], trial.shape[2])
+            table = explorer.speeds.setdefault(key, {})
+            if trial.versus is None:
+                table[place] = Measured(place_of(ctx.config), ratio, now)
+            else:
+                table[trial.shape] = Measured(place, ratio, now, trial.versus)
+            trial.judged_at = now
+            explorer.mark_tried(key, trial.shape, now)
+            against = "the current pods" if trial.versus is None else \
+                f"the current {trial.versus:g} cpu pods"
+            verdict = f"{ratio:.2f}x the capacity per pod of {against}"
+            if too_idle(running):
+                verdict = (f"at least {verdict} (its pods were too idle to measure: less than "
+                           f"{MIN_UTILIZATION:.1%} busy)")
+            return [], [ReasonPart("exploration", f"canary {what} judged: {verdict}")], True
     if now - trial.since > settings.timeout_s:
         return (*_stop(ctx, explorer, actuator, f"{what}: not ready and judged within "
                        f"{settings.timeout_s:g} s"), False)
