@@ -267,9 +267,6 @@ def test_the_planner_tries_a_cheaper_gpu_through_a_canary_and_moves_there() -> N
     # fewer GPUs than serving pods it does not: the xfail test below.)
     out = _run(30.0, 0.3, gpu_nodes=6, gpus=8)
     assert out["started"], "no canary was started"
-    # At three times price parity a CPU pool of the pods' own price promises as much, but at
-    # parity (the prior's centre) only the GPU is cheaper: it is tried first.
-    assert "gpu" in out["started"][0] and "price parity (8.5x)" in out["started"][0]
     assert out["judged"] and all(v == pytest.approx(30.0, rel=0.05) for v in out["judged"])
     assert out["devices"][-1] == "gpu", out["stopped"]
     assert "gpu" not in out["devices"][: len(out["devices"]) // 4]   # not before the trial
@@ -481,44 +478,20 @@ def _ctx(cfg: WorkloadConfig, utilization: float | None = 0.3) -> Any:
                            1000.0)
 
 
-def test_the_place_tried_first_is_the_cheapest_at_its_priors_centre() -> None:
-    # Rows: place 0 at counts 1-3, place 1 at counts 1-3. At the optimistic end place 0's
-    # best is cheaper (1.0 against 2.0); at the centre only place 1 is feasible: it goes first.
+def test_the_place_tried_first_is_the_cheapest_at_its_best_a_pinned_pool_before_any() -> None:
+    # Rows: a place at counts 1-3, another at counts 1-3; the rows that pass the bar in ok.
     batch = CandidateBatch.of([WorkloadConfig(n, 1.0, d, p) for d, p in
                                (("cpu", "a"), ("gpu", "g")) for n in (1, 2, 3)])
-    place = np.repeat(np.arange(2), 3)
     ok = np.array([False, True, True, True, True, False])
-    scores = np.array([9.0, 1.0, 1.5, 2.5, 2.0, 9.0])
-    asked: list[int] = []
-
-    def centre(feasible: list[bool], centre_scores: list[float]) -> Any:
-        def at_centre(sub: CandidateBatch) -> Any:
-            asked.append(len(sub))
-            return (np.array(feasible), np.ones(len(sub), dtype=bool), np.array(centre_scores))
-        return at_centre
-
-    row, at = canary.first_place(batch, place, ok, scores,
-                                 centre([False] * 3 + [False, True, True], [5.0] * 6))
-    assert (row, at) == (4, 5.0)                 # place 1's best optimistic row
-    # Both feasible at the centre: the lower centre score wins, whichever is cheaper at best.
-    row, _ = canary.first_place(batch, place, ok, scores,
-                                centre([True] * 6, [4.0, 3.0, 3.5, 3.2, 3.1, 9.0]))
-    assert row == 1
-    # Neither feasible at the centre: the optimistic order decides.
-    row, at = canary.first_place(batch, place, ok, scores, centre([False] * 6, [1.0] * 6))
-    assert row == 1 and at == math.inf
-    # One place worth a trial: its best row, and the centre is not predicted.
-    asked.clear()
-    row, at = canary.first_place(batch, place, ok & (place == 1), scores,
-                                 centre([True] * 6, [1.0] * 6))
-    assert (row, at, asked) == (4, None, [])
-    # "Any pool" ties with the dearest pool it may land in: the pinned pool goes first.
-    anywhere = CandidateBatch.of([WorkloadConfig(n, 1.0, "cpu", p) for p in (None, "b")
-                                  for n in (1, 2, 3)])
-    row, _ = canary.first_place(anywhere, place, np.ones(6, dtype=bool),
-                                np.tile([3.0, 2.0, 4.0], 2),
-                                centre([True] * 6, [5.0, 4.0, 6.0] * 2))
-    assert row == 4
+    assert canary.first_place(batch, ok, np.array([0.5, 1.0, 1.5, 2.5, 2.0, 9.0])) == 1
+    assert canary.first_place(batch, ok, np.array([9.0, 3.0, 1.5, 2.5, 1.0, 0.5])) == 4
+    # "Any pool" ties with the dearest pool it may land in: the pinned pool goes first,
+    # whichever comes first in the batch.
+    for pools in ((None, "b"), ("b", None)):
+        anywhere = CandidateBatch.of([WorkloadConfig(n, 1.0, "cpu", p) for p in pools
+                                      for n in (1, 2, 3)])
+        row = canary.first_place(anywhere, np.ones(6, dtype=bool), np.tile([3.0, 2.0, 4.0], 2))
+        assert anywhere.pool[row] == "b" and anywhere.replicas[row] == 2
 
 
 def test_a_device_the_workload_left_is_priced_against_the_pods_it_left() -> None:

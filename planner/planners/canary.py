@@ -13,17 +13,13 @@ planner that only follows its model never tries them. The canary is the bounded 
   whose fewest feasible pods at that speed would cost at least ``EXPLORE_GAIN`` less than the
   best known configuration is worth a canary; a shape that could not be cheaper even then
   (one GPU pod already dearer than the whole workload) is never tried.
-  Of the places worth a canary, the one predicted cheapest at its prior's *centre* (price
-  parity itself) is tried first, the optimistic saving breaking ties, then a pinned pool
-  before "any pool" (its pods land on one class of node, so its verdict is that class's
-  speed, not a mix) (:func:`first_place`):
-  the optimistic end says whether a place could pay, the centre what it is expected to pay.
-  A trial takes minutes and one runs at a time, so the order decides how soon a good place
-  is found: at three times parity a CPU pool of the workload's own price promises about as
-  much as a GPU, but at parity it promises nothing, while a GPU at parity may still serve a
-  latency objective from far fewer, busier pods. A calm trial is not started where a canary
-  pod at its prior's centre would be saturated by the share of the requests it gets
-  (:func:`saturated_at_centre`): one slow pod beside two fast ones takes a third of them.
+  Of the places worth a canary, the one cheapest at its optimistic speed is tried first, a
+  pinned pool before "any pool" where they tie (:func:`first_place`). Trying first the place
+  cheapest at the prior's centre (price parity) was measured twice (docs/benchmarks.md
+  sections 48 and 57): it finds GPUs sooner, with fewer violation-minutes and more cost.
+  A calm trial is not started where a canary pod at its prior's centre would be saturated by
+  the share of the requests it gets (:func:`saturated_at_centre`): one slow pod beside two
+  fast ones takes a third of them.
 * **Another CPU size.** The explorer proposes a CPU size the model has not observed on the
   workload's own device and pool from the model's own (extrapolated) prediction
   (:meth:`planner.planners.feedback.Explorer.propose`); it is tried as a canary of that size
@@ -672,11 +668,7 @@ def propose(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
         for pl in fresh:                   # not worth it even at its best: not for a while
             explorer.mark_tried(key, (cfg.cpu, *pl), now)
         return [], []
-    centre: dict[Tried, Speed] = {pl: Speed(sp.reference, sp.factor / PRIOR_SPREAD)
-                                  for pl, sp in optimistic.items()}
-    best, centre_score = first_place(batch.take(rows), rows // len(reps), ok, scores,
-                                     lambda sub: score(sub, with_speeds(preds, centre,
-                                                                        throughput)))
+    best = first_place(batch.take(rows), ok, scores)
     i = int(rows[best])
     device, pool = order[i // len(reps)]
     place = cfg.with_(device=device, pool=pool)
@@ -687,11 +679,6 @@ def propose(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
     if math.isfinite(best_score):
         gain = 1.0 - float(scores[best]) / best_score
         why = f"{at} it would cost up to {gain:.0%} less than the best known configuration"
-        if centre_score is not None:
-            saving = 1.0 - centre_score / best_score
-            why += (f"; at price parity ({centre[(device, pool)].factor:.1f}x), the prior's "
-                    + (f"centre, {saving:.0%} less" if saving > 0 else "centre, no cheaper")
-                    + ": tried before the other places worth a trial")
     else:
         why = (f"{at} it could meet the objectives no known configuration is predicted to "
                "meet" + ("; a rescue trial, not stopped by the violation already observed"
@@ -700,38 +687,17 @@ def propose(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
         ReasonPart("exploration", f"canary {describe(shape)} started: {why}")]
 
 
-def first_place(batch: CandidateBatch, place: NDArray[np.int64], ok: NDArray[np.bool_],
-                scores: NDArray[np.float64],
-                at_centre: Callable[[CandidateBatch], tuple[NDArray[np.bool_],
-                                                            NDArray[np.bool_],
-                                                            NDArray[np.float64]]]
-                ) -> tuple[int, float | None]:
-    """Which row of ``batch`` (candidates of several places; ``place`` numbers each row's)
-    a canary tries: of the places with a row in ``ok`` (it passes the bar at its optimistic
-    speed, with ``scores``), the place whose best feasible score at its prior's centre
-    (``at_centre`` scores a batch there) is lowest, ties (none feasible there) broken by its
-    best optimistic score, then by its pool (a pinned pool before ``None``, whose pods land
-    wherever there is room: "any pool" is priced at its dearest pool, so it ties with that
-    pool, and its verdict would be a mix of node classes); that place's best row in ``ok``.
-    Also the chosen place's best score at the centre (infinite where none is feasible there),
-    or ``None`` where only one place was worth a trial (the centre is not predicted then)."""
-    best: dict[int, int] = {}
-    for j in np.flatnonzero(ok).tolist():
-        k = int(place[j])
-        if k not in best or scores[j] < scores[best[k]]:
-            best[k] = j
-    if len(best) == 1:
-        return next(iter(best.values())), None
-    sel = np.flatnonzero(np.isin(place, list(best)))
-    feasible, _, centre = at_centre(batch.take(sel))
-    centre_best = dict.fromkeys(best, math.inf)
-    for j, fits, sc in zip(sel.tolist(), feasible.tolist(), centre.tolist(), strict=True):
-        k = int(place[j])
-        if fits and sc < centre_best[k]:
-            centre_best[k] = float(sc)
-    first = min(best, key=lambda k: (centre_best[k], float(scores[best[k]]),
-                                     batch.pool[best[k]] is None))
-    return best[first], centre_best[first]
+def first_place(batch: CandidateBatch, ok: NDArray[np.bool_],
+                scores: NDArray[np.float64]) -> int:
+    """Which row of ``batch`` (candidates of several places) a canary tries: of the rows in
+    ``ok`` (passing the bar at their place's optimistic speed, with ``scores``), the best;
+    where places tie, a pinned pool's row before one of ``None`` ("any pool" is priced at
+    the dearest pool its pods may land in, so it ties with that pool, and its pods land
+    wherever there is room: its verdict would be a mix of node classes, a pinned pool's is
+    that class's speed)."""
+    rows = np.flatnonzero(ok)
+    anywhere = np.array([batch.pool[j] is None for j in rows.tolist()], dtype=bool)
+    return int(rows[np.lexsort((anywhere, scores[rows]))[0]])
 
 
 def can_judge_size(ctx: PlanningContext, shape: WorkloadConfig) -> bool:
