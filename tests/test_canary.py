@@ -393,33 +393,12 @@ def test_a_canary_proposal_predicts_only_the_counts_whose_price_can_pass_the_bar
     a score is at least its cost term, so a count whose price alone reaches the bar (the best
     known score less the exploration gain) cannot pass and is not predicted. The proposal is
     the one that predicting every count gives (here: the GPU place, at the fewest pods)."""
-    from actuators import registry
-    from actuators.topology import observe_all
-    from planner.domain.admin import AdminConfig, ReplicaBounds
-    from planner.domain.intents import parse_intent, parse_profile
-    from planner.domain.state import ClusterSnapshot, NodeState
-    from planner.planners.base import PlanningContext
     from planner.planners.search_space import prices
 
-    intent = parse_intent({"kind": "Intent", "metadata": {"name": "w", "namespace": "ns"},
-                           "spec": {"targetRef": {"name": "w"}, "objectives": [
-                               {"name": "p95", "value": 100, "measuredBy": "lat"}]}})
-    prof = parse_profile({"kind": "KPIProfile", "metadata": {"name": "lat", "namespace": "ns"},
-                          "spec": {"type": "latency"}})
     cfg = WorkloadConfig(20, 1.0, "cpu", "a")
-    pods = tuple(PodState(f"p{i}", "a0", 1.0, "cpu", True, pool="a", cpu_utilization=0.5)
-                 for i in range(20))
-    wl = WorkloadState("ns", "w", cfg, pods, request_rate=600.0, cpu_utilization=0.5)
-    nodes = (NodeState("a0", "a", "eu", 64.0, 20.0, 0, 0, 0.04, 0.0),
-             NodeState("g0", "g", "eu", 32.0, 0.0, 8, 0, 0.04, 0.5))
-    admin = AdminConfig(actuators=("replicas", "device", "placement", "canary"),
-                        replicas=ReplicaBounds(min=1, max=200, max_step=50), cycleSeconds=15)
-    acts = registry.create(admin.actuators, admin)
-    snap = ClusterSnapshot(1000.0, nodes, {"ns/w": wl})
-    observe_all(acts.values(), snap)
-    ctx = PlanningContext(intent, {"p95": prof}, wl, snap, {"p95": 50.0}, admin, acts, None,
-                          1000.0)
-    tester = acts["canary"]
+    ctx = _ctx(cfg, 0.5, gpu_core_price=0.04)
+    snap, admin = ctx.snapshot, ctx.admin
+    tester = ctx.actuators["canary"]
     assert isinstance(tester, canary.CanaryActuator)
     asked: list[int] = []
 
@@ -448,10 +427,12 @@ def test_a_canary_proposal_predicts_only_the_counts_whose_price_can_pass_the_bar
 
 
 # ------------------------------------------------------------- which place is tried first
-def _ctx(cfg: WorkloadConfig, utilization: float | None = 0.3) -> Any:
-    """A planning context of one workload of ``cfg``'s shape, its pods ``utilization`` busy,
-    in a cluster of a CPU pool ``a`` (0.04/core-h) and a pool ``g`` with GPUs (cores 0.02/h,
-    GPUs 0.5/h)."""
+def _ctx(cfg: WorkloadConfig, utilization: float | None = 0.3,
+         gpu_core_price: float = 0.02) -> Any:
+    """A planning context of one workload of ``cfg``'s shape at 600 req/s, its pods
+    ``utilization`` busy, in a cluster of a CPU pool ``a`` (one node of 64 cores, 20 taken,
+    0.04/core-h) and a pool ``g`` with GPUs (one node of 32 cores and 8 GPUs; cores
+    ``gpu_core_price``/h, GPUs 0.5/h); one p95 objective of 100 ms, 50 ms observed."""
     from actuators import registry
     from actuators.topology import observe_all
     from planner.domain.admin import AdminConfig, ReplicaBounds
@@ -464,11 +445,11 @@ def _ctx(cfg: WorkloadConfig, utilization: float | None = 0.3) -> Any:
                                {"name": "p95", "value": 100, "measuredBy": "lat"}]}})
     prof = parse_profile({"kind": "KPIProfile", "metadata": {"name": "lat", "namespace": "ns"},
                           "spec": {"type": "latency"}})
-    pods = tuple(PodState(f"p{i}", "n", cfg.cpu, cfg.device, True, pool=cfg.pool,
+    pods = tuple(PodState(f"p{i}", f"{cfg.pool}0", cfg.cpu, cfg.device, True, pool=cfg.pool,
                           cpu_utilization=utilization) for i in range(cfg.replicas))
     wl = WorkloadState("ns", "w", cfg, pods, request_rate=600.0, cpu_utilization=utilization)
     nodes = (NodeState("a0", "a", "eu", 64.0, 20.0, 0, 0, 0.04, 0.0),
-             NodeState("g0", "g", "eu", 32.0, 0.0, 8, 0, 0.02, 0.5))
+             NodeState("g0", "g", "eu", 32.0, 0.0, 8, 0, gpu_core_price, 0.5))
     admin = AdminConfig(actuators=("replicas", "device", "placement", "canary"),
                         replicas=ReplicaBounds(min=1, max=200, max_step=50), cycleSeconds=15)
     acts = registry.create(admin.actuators, admin)
