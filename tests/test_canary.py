@@ -498,7 +498,7 @@ def test_a_device_the_workload_left_is_priced_against_the_pods_it_left() -> None
 
 @pytest.mark.parametrize(("utilization", "centre", "saturated"), [
     (0.3, 0.2, True),       # 0.3 / 0.2 = 1.5 busy
-    (0.3, 1 / 3, True),     # 0.9: saturated, as the models count it
+    (0.3, 0.32, True),      # 0.94: above the models' 0.9
     (0.3, 0.5, False),      # 0.6
     (0.3, 30.0, False),
     (None, 0.01, False),    # no utilisation known: nothing to say
@@ -506,7 +506,8 @@ def test_a_device_the_workload_left_is_priced_against_the_pods_it_left() -> None
 def test_a_canary_pod_saturated_at_its_priors_centre_by_a_pods_share_is_not_tried(
         utilization: float | None, centre: float, saturated: bool) -> None:
     ctx = _ctx(WorkloadConfig(2, 1.0, "gpu", "g"), utilization)
-    assert canary.saturated_at_centre(ctx, centre) is saturated
+    assert canary.pods_busy(ctx) == utilization
+    assert canary.saturated_at_centre(canary.pods_busy(ctx), centre) is saturated
 
 
 @pytest.mark.parametrize("moving", [True, False])

@@ -71,7 +71,7 @@ from planner.domain.state import CanaryState, PodState, WorkloadConfig, Workload
 from planner.models import training
 from planner.models.predictor import CandidateBatch, FloatArray, Prediction, Predictor
 from planner.planners.base import PlanningContext
-from planner.planners.capacity import free_slots, runs
+from planner.planners.capacity import free_slots, runs, runs_shape
 from planner.planners.feedback import (
     EXPLORE_GAIN,
     Canary,
@@ -388,17 +388,23 @@ def optimistic_speeds(ctx: PlanningContext, places: list[Place],
     return out
 
 
-def saturated_at_centre(ctx: PlanningContext, centre: float) -> bool:
+def pods_busy(ctx: PlanningContext) -> float | None:
+    """The median utilisation of the workload's ready pods of its CPU size (``None`` where
+    none reports one)."""
+    utils = [p.cpu_utilization for p in ctx.workload.pods
+             if p.ready and p.cpu_utilization is not None and math.isclose(p.cpu, ctx.config.cpu)]
+    return float(np.median(utils)) if utils else None
+
+
+def saturated_at_centre(busy: float | None, centre: float) -> bool:
     """Whether a canary pod ``centre`` times as fast as the workload's pods (its prior's
     centre) would be saturated (at least :data:`planner.models.training.SATURATED_UTILIZATION`
     busy) by a workload pod's share of the requests, which is what it gets by round robin and
-    what dispatch weights start it at: the median utilisation of the workload's ready pods of
-    its CPU size over ``centre``. A CPU pool priced like the CPU pods the workload left for
-    GPUs 30 times as fast is such a place: one pod of it beside two GPU pods takes a third of
-    the requests. ``False`` where no utilisation is known."""
-    utils = [p.cpu_utilization for p in ctx.workload.pods
-             if p.ready and p.cpu_utilization is not None and math.isclose(p.cpu, ctx.config.cpu)]
-    return bool(utils) and float(np.median(utils)) / centre >= training.SATURATED_UTILIZATION
+    what dispatch weights start it at: the pods' utilisation ``busy`` (:func:`pods_busy`) over
+    ``centre``. A CPU pool priced like the CPU pods the workload left for GPUs 30 times as
+    fast is such a place: one pod of it beside two GPU pods takes a third of the requests.
+    ``False`` where no utilisation is known."""
+    return busy is not None and busy / centre >= training.SATURATED_UTILIZATION
 
 
 def _capacities(pods: Sequence[PodState], floor: bool) -> list[float]:
@@ -436,10 +442,9 @@ def capacity_ratio(canary: CanaryState, workload: WorkloadState,
     # requests) is at least ``MIN_UTILIZATION`` busy as far as anyone can tell: its capacity
     # is at least its rate over that, so the ratio is a lower bound of its speed then.
     mine = per_pod(canary.pods, floor=True)
-    here = workload.config
+    here = workload.config.with_(cpu=size)
     theirs = per_pod([p for p in workload.pods if math.isclose(p.cpu, size)
-                      and p.device == here.device and (here.pool is None or p.pool == here.pool)],
-                     floor=False)
+                      and runs_shape(size, p.device, p.pool, here)], floor=False)
     if mine is None or theirs is None or theirs <= 0:
         return None
     return mine / theirs
@@ -549,8 +554,9 @@ def follow(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
                            f"{MIN_UTILIZATION:.1%} busy)")
             return [], [ReasonPart("exploration", f"canary {what} judged: {verdict}")], True
     if now - trial.since > settings.timeout_s:
-        return (*_stop(ctx, explorer, actuator, f"{what}: not ready and judged within "
-                       f"{settings.timeout_s:g} s"), False)
+        return (*_stop(ctx, explorer, actuator, f"{what}: not judged within "
+                       f"{settings.timeout_s:g} s (its pods not ready, or nothing of the "
+                       "workload's place to compare them with while it moved)"), False)
     return [], [ReasonPart("exploration", f"canary {what} on trial")], True
 
 
@@ -641,8 +647,9 @@ def propose(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
         return [], []
     optimistic = optimistic_speeds(ctx, fresh, measured)
     if not rescue:
+        busy = pods_busy(ctx)
         optimistic = {pl: sp for pl, sp in optimistic.items()
-                      if not saturated_at_centre(ctx, sp.factor / PRIOR_SPREAD)}
+                      if not saturated_at_centre(busy, sp.factor / PRIOR_SPREAD)}
     if not optimistic:
         return [], []
     reps = np.asarray(replicas, dtype=float)
