@@ -68,6 +68,18 @@ class ReplicasActuator(Actuator):
         return Action(self.name, workload, {"replicas": want, "from": current.replicas},
                       f"rollout finished: {current.replicas} -> {want}, the old pods leave")
 
+    def with_move(self, workload: str, current: WorkloadConfig, replicas: int, held: int,
+                  fits: int) -> Action:
+        """The replica count that comes with a shape change: ``replicas`` at once, where the
+        scale-down cooldown or the step limit would have left ``held``, more pods of the new
+        shape than the ``fits`` the cluster has room for (see
+        :func:`planner.planners.base.steps_towards`)."""
+        b = self.admin.replicas
+        want = min(b.max, max(b.min, replicas))
+        return Action(self.name, workload, {"replicas": want, "from": current.replicas},
+                      f"scale {current.replicas} -> {want} with the shape change (not {held}: "
+                      f"the new shape has room for {fits})")
+
     def apply(self, action: Action, backend: ClusterBackend) -> None:
         backend.scale(action.workload, int(action.params["replicas"]))
 

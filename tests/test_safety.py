@@ -492,6 +492,67 @@ def test_a_pool_move_that_would_strand_gpu_pods_waits_for_the_device_change() ->
     assert any(a.params.get("pool") == "g" for a in to_gpu_pool)
 
 
+def _enacted(ctx: PlanningContext, steps: list[Any]) -> WorkloadConfig:
+    from planner.planners.base import after
+    cfg = ctx.config
+    for a in steps:
+        cfg = after(cfg, a)
+    return cfg
+
+
+def _held_move(pinned: str | None, step_cooldown: float, pool_cooldown: float
+               ) -> tuple[PlanningContext, list[Any]]:
+    """40 one-core CPU pods (in pool ``a``, or anywhere: ``pinned``), a GPU pool with 4 GPUs
+    free; the replicas scaled up 10 s ago (scale-down cooldown ``step_cooldown``), the pool
+    moved 10 s ago (move cooldown ``pool_cooldown``); the steps towards 2 GPU pods anywhere."""
+    from planner.planners.base import steps_towards
+    cfg = WorkloadConfig(40, 1.0, "cpu", pinned)
+    pods = tuple(PodState(f"w-{i}", f"a{i // 8}", 1.0, "cpu", True, pool="a")
+                 for i in range(40))
+    wl = WorkloadState("ns", "w", cfg, pods, request_rate=1000.0, cpu_utilization=0.5)
+    nodes = (*(NodeState(f"a{i}", "a", "eu", 8.0, 8.0, 0, 0, 0.04, 2.0) for i in range(5)),
+             NodeState("g0", "g", "eu", 16.0, 0.0, 4, 0, 0.04, 0.3))
+    admin = AdminConfig(actuators=("replicas", "device", "placement"),
+                        replicas=ReplicaBounds(min=1, max=60, max_step=100,
+                                               cooldown_s=step_cooldown),
+                        cpu=CpuBounds(sizes=SIZES, cooldown_s=pool_cooldown), cycleSeconds=15)
+    intent, prof = _intent()
+    ctx = PlanningContext(intent, {"p95": prof}, wl,
+                          ClusterSnapshot(1000.0, nodes, {"ns/w": wl}), {"p95": 50.0}, admin,
+                          registry.create(admin.actuators, admin), None, 1000.0,
+                          actuator_memory={"replicas": {"last_up": 990.0},
+                                           "placement": {"last_change": 990.0}})
+    observe_all(ctx.actuators.values(), ctx.snapshot)      # as the controller does
+    return ctx, steps_towards(ctx, WorkloadConfig(2, 1.0, "gpu", None))
+
+
+def test_a_shape_change_is_not_enacted_at_a_count_held_back_beyond_what_fits() -> None:
+    """gen-2183 (docs/benchmarks.md section 58): a move to GPU pods came while the scale-down
+    of the CPU pods waited for its cooldown, so the switch was applied to all 128 replicas,
+    which waited for GPUs the cluster did not have until the stuck rollout was rolled back.
+    The count now comes with the change, as far as the GPUs go; without the cooldown the
+    count is the target's, as before."""
+    ctx, steps = _held_move(None, step_cooldown=60.0, pool_cooldown=0.0)
+    enacted = _enacted(ctx, steps)
+    assert enacted.device == "gpu", steps
+    assert enacted.replicas == 4, steps
+    assert any("with the shape change" in a.reason for a in steps), steps
+    ctx, steps = _held_move(None, step_cooldown=0.0, pool_cooldown=0.0)
+    assert _enacted(ctx, steps) == WorkloadConfig(2, 1.0, "gpu", None), steps
+
+
+def test_half_a_shape_change_that_would_strand_its_pods_waits_with_its_scale_in() -> None:
+    """The same run a minute earlier: the switch to GPU went ahead while the move out of the
+    GPU-less pool it was pinned to waited for its cooldown, and GPU pods were left there. The
+    switch waits for the move, and so does the scale-in that was to come with it; once the
+    move may go, both do."""
+    ctx, steps = _held_move("a", step_cooldown=0.0, pool_cooldown=300.0)
+    assert steps == [], steps
+    assert "would not fit the cluster (room for 0)" in ctx.actuators["device"].held["ns/w"]
+    ctx, steps = _held_move("a", step_cooldown=0.0, pool_cooldown=0.0)
+    assert _enacted(ctx, steps) == WorkloadConfig(2, 1.0, "gpu", None), steps
+
+
 def test_a_measured_speed_does_not_loosen_the_rule_once_every_pod_runs_there() -> None:
     """Rule 2 is counted in work only while pods of another device serve beside the target's:
     with every serving pod already a GPU pod, a scale-in under violation is still refused."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -17,6 +17,7 @@ from planner.domain.intents import Intent, KPIProfile
 from planner.domain.memory import EMPTY, Memory
 from planner.domain.plan import Action, Plan
 from planner.domain.state import ClusterSnapshot, WorkloadConfig, WorkloadState
+from planner.planners import capacity
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,76 @@ def steps_towards(ctx: PlanningContext, target: WorkloadConfig) -> list[Action]:
                 mover.held[ctx.workload.key] = (
                     f"move to {pool} held: GPU pods cannot run there, and the device change "
                     "waits")
-    return actions[: ctx.admin.max_actions_per_cycle]
+    return _fitting_as_enacted(ctx, target, actions)[: ctx.admin.max_actions_per_cycle]
+
+
+def after(cfg: WorkloadConfig, action: Action) -> WorkloadConfig:
+    """``cfg`` once ``action`` is applied (the knobs its params name; others unchanged)."""
+    params = action.params
+    changes: dict[str, Any] = {}
+    if "replicas" in params:
+        changes["replicas"] = int(params["replicas"])
+    if "cpu" in params:
+        changes["cpu"] = float(params["cpu"])
+    if "device" in params:
+        changes["device"] = str(params["device"])
+    if "pool" in params:
+        changes["pool"] = None if params["pool"] is None else str(params["pool"])
+    return cfg.with_(**changes)
+
+
+SHAPE_KNOBS = frozenset({"cpu", "device", "pool"})
+
+
+def _fitting_as_enacted(ctx: PlanningContext, target: WorkloadConfig,
+                        actions: list[Action]) -> list[Action]:
+    """``actions`` such that a shape change (CPU size, device, pool) among them is enacted in
+    a configuration the cluster can schedule. The target was sized to fit (the safety layer's
+    rule 3); what the actions enact may differ from it where an actuator holds its part back:
+
+    - *The count*: the scale-down cooldown or the step limit would leave more replicas than
+      the target has, and more than fit. On gen-2183 a move to 6 GPU pods was applied to
+      128 replicas while their scale-down waited for its cooldown, and 128 GPU pods waited
+      for GPUs the cluster did not have until the stuck rollout was rolled back
+      (docs/benchmarks.md section 58). The cooldown and the step limit pace one shape's
+      count; a shape change restarts every pod and its count is the new shape's, as a
+      finished rollout's is (:meth:`actuators.replicas.ReplicasActuator.finish_rollout`):
+      the replicas go as far as the new shape fits.
+    - *The shape*: one part of the change waits (a pool move under its cooldown) and the
+      other would leave pods where they cannot run (GPU pods in a pool without GPUs, the
+      same run a minute earlier). The whole change waits, and so does a scale-in that was
+      to come with it."""
+    scaler = scaler_of(ctx)
+    if not any(SHAPE_KNOBS & a.params.keys() for a in actions):
+        return actions
+    enacted = ctx.config
+    for a in actions:
+        enacted = after(enacted, a)
+    fits = capacity.schedulable_replicas(ctx.workload, ctx.snapshot, enacted)
+    if enacted.replicas <= fits:
+        return actions
+    if enacted.cpu == target.cpu and enacted.device == target.device \
+            and enacted.pool == target.pool:
+        if scaler is None or enacted.replicas <= target.replicas:
+            return actions
+        kept = [a for a in actions if a.actuator != scaler.name]
+        scaler.held.pop(ctx.workload.key, None)
+        return [scaler.with_move(ctx.workload.key, ctx.config, max(target.replicas, fits),
+                                 enacted.replicas, fits), *kept]
+    out = []
+    for a in actions:
+        scale_in = "replicas" in a.params and int(a.params["replicas"]) < ctx.config.replicas
+        if not (SHAPE_KNOBS & a.params.keys() or scale_in):
+            out.append(a)
+            continue
+        act = ctx.actuators.get(a.actuator)
+        if act is not None:
+            act.held[ctx.workload.key] = (
+                f"{a.reason.split(':')[0]} held: the rest of the change waits, and "
+                f"{enacted.replicas} x {enacted.cpu:g} cpu {enacted.device}"
+                + (f" in {enacted.pool}" if enacted.pool else "")
+                + f" would not fit the cluster (room for {fits})")
+    return out
 
 
 def scaler_of(ctx: PlanningContext) -> ReplicasActuator | None:

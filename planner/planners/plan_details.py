@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from planner.domain.cost import cost_per_hour
 from planner.domain.memory import Memory
@@ -15,22 +14,7 @@ from planner.domain.plan import Action, ModelInfo, ObjectivePrediction, Plan, Pl
 from planner.domain.state import WorkloadConfig
 from planner.models.effects import EffectModel
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
-from planner.planners.base import PlanningContext, held_reasons
-
-
-def after(cfg: WorkloadConfig, action: Action) -> WorkloadConfig:
-    """``cfg`` once ``action`` is applied (the knobs its params name; others unchanged)."""
-    params = action.params
-    changes: dict[str, Any] = {}
-    if "replicas" in params:
-        changes["replicas"] = int(params["replicas"])
-    if "cpu" in params:
-        changes["cpu"] = float(params["cpu"])
-    if "device" in params:
-        changes["device"] = str(params["device"])
-    if "pool" in params:
-        changes["pool"] = None if params["pool"] is None else str(params["pool"])
-    return cfg.with_(**changes)
+from planner.planners.base import PlanningContext, after, held_reasons
 
 
 def configs_along(current: WorkloadConfig, actions: Sequence[Action],
