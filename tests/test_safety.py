@@ -553,6 +553,24 @@ def test_half_a_shape_change_that_would_strand_its_pods_waits_with_its_scale_in(
     assert _enacted(ctx, steps) == WorkloadConfig(2, 1.0, "gpu", None), steps
 
 
+def test_a_move_to_another_device_that_does_not_fit_keeps_the_current_count() -> None:
+    """gen-2183 after the fix above: from 2 GPU pods, a plan of 51 CPU pods in a pool with
+    room for 48 is not started, and the current shape stays. With the target's count it
+    was 51 GPU pods, capped at the 6 GPUs free: four GPUs more than served, every few
+    cycles."""
+    cfg = WorkloadConfig(2, 1.0, "gpu", None)
+    pods = tuple(PodState(f"w-{i}", "g0", 1.0, "gpu", True, pool="g", cpu_utilization=0.1,
+                          request_rate=300.0) for i in range(2))
+    wl = WorkloadState("ns", "w", cfg, pods, request_rate=600.0, cpu_utilization=0.1)
+    nodes = (*(NodeState(f"a{i}", "a", "eu", 8.0, 0.0, 0, 0, 0.04, 2.0) for i in range(6)),
+             NodeState("g0", "g", "eu", 16.0, 2.0, 8, 2, 0.04, 0.3))
+    ctx = _context(wl, nodes, ("replicas", "device", "placement"), 50.0)
+    plan, _ = safety.guard(ctx, Plan("ns/w", "any", cfg, WorkloadConfig(51, 1.0, "cpu", "a"),
+                                     reason_parts=(ReasonPart("choice", "x"),)), {})
+    assert plan.target == cfg, plan.reason
+    assert "does not fit the cluster (room for 48)" in plan.reason
+
+
 def test_a_measured_speed_does_not_loosen_the_rule_once_every_pod_runs_there() -> None:
     """Rule 2 is counted in work only while pods of another device serve beside the target's:
     with every serving pod already a GPU pod, a scale-in under violation is still refused."""

@@ -394,7 +394,8 @@ def _same_cores(cur: WorkloadConfig, target: WorkloadConfig) -> WorkloadConfig:
 def _fit_rules(ctx: PlanningContext, target: WorkloadConfig, rolling_back: bool = False
                ) -> tuple[WorkloadConfig, list[str]]:
     """Rule 3: a shape change that does not fit the cluster is not started (a rollback is
-    always started: its pods are the ones running); the replicas are capped as
+    always started: its pods are the ones running): the current shape stays, with the
+    target's cores on the same device, as it is on another; the replicas are capped as
     :func:`replica_cap` says."""
     cur = ctx.config
     why: list[str] = []
@@ -403,7 +404,11 @@ def _fit_rules(ctx: PlanningContext, target: WorkloadConfig, rolling_back: bool 
         if target.replicas > fits:
             why.append(f"{shape_text(target)} x {target.replicas} does not fit the cluster (room "
                        f"for {fits}): {shape_text(cur)} kept")
-            target = clip_target(ctx, _same_cores(cur, target))
+            # With the target's cores on the same device; on another device its count says
+            # nothing of what the current one needs (gen-2183: 51 CPU pods that did not fit
+            # became 51 GPU pods, capped at the 6 GPUs free, where 2 served).
+            target = clip_target(ctx, cur if target.device != cur.device
+                                 else _same_cores(cur, target))
     cap = replica_cap(ctx, target)
     if target.replicas > cap:
         capped = clip_target(ctx, target.with_(replicas=cap))
