@@ -14,7 +14,9 @@ class ReplicasActuator(Actuator):
 
     Bounds from ``admin.replicas``: ``min``/``max``, at most ``max_step`` replicas per cycle,
     and no scale-down within ``cooldown_s`` of a scale-up (scale-up is never held back: the
-    SLO comes first). Memory: ``{"last_up": time}`` of the last scale-up.
+    SLO comes first). Memory: ``{"last_up": time}`` of the last scale-up. Two counts are not
+    paced: a finished rollout's (:meth:`finish_rollout`) and one that comes with a shape
+    change whose new shape would not fit at the paced count (:meth:`with_move`).
     """
 
     name = "replicas"
