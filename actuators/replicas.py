@@ -14,9 +14,7 @@ class ReplicasActuator(Actuator):
 
     Bounds from ``admin.replicas``: ``min``/``max``, at most ``max_step`` replicas per cycle,
     and no scale-down within ``cooldown_s`` of a scale-up (scale-up is never held back: the
-    SLO comes first). Memory: ``{"last_up": time}`` of the last scale-up. Two counts are not
-    paced: a finished rollout's (:meth:`finish_rollout`) and one that comes with a shape
-    change whose new shape would not fit at the paced count (:meth:`with_move`).
+    SLO comes first). Memory: ``{"last_up": time}`` of the last scale-up.
     """
 
     name = "replicas"
@@ -69,18 +67,6 @@ class ReplicasActuator(Actuator):
         want = min(b.max, max(b.min, replicas))
         return Action(self.name, workload, {"replicas": want, "from": current.replicas},
                       f"rollout finished: {current.replicas} -> {want}, the old pods leave")
-
-    def with_move(self, workload: str, current: WorkloadConfig, replicas: int, held: int,
-                  fits: int) -> Action:
-        """The replica count that comes with a shape change: ``replicas`` at once, where the
-        scale-down cooldown or the step limit would have left ``held``, more pods of the new
-        shape than the ``fits`` the cluster has room for (see
-        :func:`planner.planners.base.steps_towards`)."""
-        b = self.admin.replicas
-        want = min(b.max, max(b.min, replicas))
-        return Action(self.name, workload, {"replicas": want, "from": current.replicas},
-                      f"scale {current.replicas} -> {want} with the shape change (not {held}: "
-                      f"the new shape has room for {fits})")
 
     def apply(self, action: Action, backend: ClusterBackend) -> None:
         backend.scale(action.workload, int(action.params["replicas"]))

@@ -168,39 +168,26 @@ SHAPE_KNOBS = frozenset({"cpu", "device", "pool"})
 
 def _fitting_as_enacted(ctx: PlanningContext, target: WorkloadConfig,
                         actions: list[Action]) -> list[Action]:
-    """``actions`` such that a shape change (CPU size, device, pool) among them is enacted in
-    a configuration the cluster can schedule. The target was sized to fit (the safety layer's
-    rule 3); what the actions enact may differ from it where an actuator holds its part back:
-
-    - *The count*: the scale-down cooldown or the step limit would leave more replicas than
-      the target has, and more than fit. On gen-2183 a move to 6 GPU pods was applied to
-      128 replicas while their scale-down waited for its cooldown, and 128 GPU pods waited
-      for GPUs the cluster did not have until the stuck rollout was rolled back
-      (docs/benchmarks.md section 58). The cooldown and the step limit pace one shape's
-      count; a shape change restarts every pod and its count is the new shape's, as a
-      finished rollout's is (:meth:`actuators.replicas.ReplicasActuator.finish_rollout`):
-      the replicas go as far as the new shape fits.
-    - *The shape*: one part of the change waits (a pool move under its cooldown) and the
-      other would leave pods where they cannot run (GPU pods in a pool without GPUs, the
-      same run a minute earlier). The whole change waits, and so does a scale-in that was
-      to come with it."""
-    scaler = scaler_of(ctx)
+    """``actions`` without a shape change (CPU size, device, pool) that would be enacted half
+    way, in a shape the cluster cannot schedule, nor the scale-in that was to come with it.
+    One part of a change waits (a pool move under its cooldown) and the other would leave the
+    pods where they cannot run: on gen-2183 a switch to GPU pods went ahead while the move out
+    of the GPU-less pool the workload was pinned to waited, and GPU pods were left Pending
+    there until the stuck rollout was rolled back (docs/benchmarks.md section 58). The whole
+    change waits for its last part. (A change whose count alone is held back, by the
+    scale-down cooldown or the step limit, goes ahead in its target's shape: its surplus pods
+    wait for room while the old ones serve, section 58.)"""
     if not any(SHAPE_KNOBS & a.params.keys() for a in actions):
         return actions
     enacted = ctx.config
     for a in actions:
         enacted = after(enacted, a)
+    if (enacted.cpu, enacted.device, enacted.pool) == (target.cpu, target.device,
+                                                         target.pool):
+        return actions
     fits = capacity.schedulable_replicas(ctx.workload, ctx.snapshot, enacted)
     if enacted.replicas <= fits:
         return actions
-    if enacted.cpu == target.cpu and enacted.device == target.device \
-            and enacted.pool == target.pool:
-        if scaler is None or enacted.replicas <= target.replicas:
-            return actions
-        kept = [a for a in actions if a.actuator != scaler.name]
-        scaler.held.pop(ctx.workload.key, None)
-        return [scaler.with_move(ctx.workload.key, ctx.config, max(target.replicas, fits),
-                                 enacted.replicas, fits), *kept]
     out = []
     for a in actions:
         scale_in = "replicas" in a.params and int(a.params["replicas"]) < ctx.config.replicas
