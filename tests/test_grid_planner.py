@@ -869,3 +869,28 @@ def test_shape_options_judge_an_objective_that_cannot_choose_as_plans_do() -> No
     flat_low = _planner_with_availability(FlatAvailability()).planner.shape_options(
         _with_availability(30, 0.995))
     assert not flat_low
+
+
+def test_while_a_shape_change_waits_the_current_size_is_cut_only_where_the_models_vouch(
+        ) -> None:
+    """gen-5163 (docs/benchmarks.md section 58): on the way from 1 to 4 cores, one size a
+    cycle, 27 two-core pods waited for the last step, and the grid sized them by a model
+    that had never seen two-core pods: 9 pods, which saturated. While a shape change waits,
+    the current shape is cut only to a count the models vouch for; a model that vouches
+    for it sizes it as before."""
+    from planner.planners.grid import Inputs
+
+    ctx = context(replicas=20, cpu=2.0, rate=900.0, actuators=("replicas",))
+    grid = GridPlanner()
+    unseen = Inputs({"p95": SeenOneCpuSize()}, 0.0)
+    known = Inputs({"p95": TrueLatency()}, 0.0)
+    assert grid._sized_current(ctx, 900.0, unseen) < 20            # what it was sized at
+    assert grid._sized_current(ctx, 900.0, unseen, vouched_below=20) == 20
+    fewest = grid._sized_current(ctx, 900.0, known)
+    assert fewest is not None and fewest < 20
+    assert grid._sized_current(ctx, 900.0, known, vouched_below=20) == fewest
+    target = WorkloadConfig(3, 4.0)              # no CPU actuator: the resize cannot start
+    step, why, _ = grid._safe_step(ctx, target, 900.0, unseen)
+    assert step == ctx.config, why
+    step, why, _ = grid._safe_step(ctx, target, 900.0, known)
+    assert step == ctx.config.with_(replicas=fewest), why

@@ -877,8 +877,11 @@ class GridPlanner(Planner):
                     sized = _sized_text(step.replicas, need, "the current shape")
                     return step, f"{why}; {sized}", steps_towards(ctx, step)
             return target, "", acts
-        # The shape change waits: size replicas for the current pods.
-        need = self._sized_current(ctx, rate, inp)
+        # The shape change waits: size replicas for the current pods, fewer than now only
+        # at a count the models vouch for (a size passed through on the way to another,
+        # one size a cycle, was never seen: gen-5163 cut 27 two-core pods to 9 on an
+        # extrapolation, and they saturated; docs/benchmarks.md section 58).
+        need = self._sized_current(ctx, rate, inp, vouched_below=cur.replicas)
         if need is None:          # no count of it is predicted to: the explicit estimate's
             need = fallback.explicit_sizing(ctx, inp.estimate, rate)[0].replicas
         if need < cur.replicas and capacity.starting(ctx.workload, cur):
@@ -985,17 +988,22 @@ class GridPlanner(Planner):
 
     def _sized_current(self, ctx: PlanningContext, rate: float, inp: Inputs,
                        shape: WorkloadConfig | None = None,
-                       monotone_only: bool = False) -> int | None:
+                       monotone_only: bool = False,
+                       vouched_below: int | None = None) -> int | None:
         """The fewest replicas of the current shape (or ``shape``'s) predicted to meet every
         objective at ``rate``; ``None`` when no count of it is. ``monotone_only``: without the
-        budget and the GPU count (:meth:`score`)."""
+        budget and the GPU count (:meth:`score`). ``vouched_below``: counts below it only
+        where every predictor vouches for them (supported)."""
         cur = ctx.config if shape is None else shape
         reps = np.asarray(space_for(ctx).replicas, dtype=float)
         n = len(reps)
         batch = CandidateBatch(reps, np.full(n, cur.cpu),
                                np.full(n, 1.0 if cur.device == "gpu" else 0.0), (cur.pool,) * n)
-        ok = np.flatnonzero(self.score(ctx, batch, rate, inp,
-                                       monotone_only=monotone_only).feasible)
+        scored = self.score(ctx, batch, rate, inp, monotone_only=monotone_only)
+        good = scored.feasible
+        if vouched_below is not None:
+            good = good & (scored.supported | (reps >= vouched_below))
+        ok = np.flatnonzero(good)
         return int(reps[ok[0]]) if ok.size else None
 
     # ---------------------------------------------------------------- plan
