@@ -500,49 +500,75 @@ def _enacted(ctx: PlanningContext, steps: list[Any]) -> WorkloadConfig:
     return cfg
 
 
-def _held_move(pinned: str | None, step_cooldown: float, pool_cooldown: float
-               ) -> tuple[PlanningContext, list[Any]]:
-    """40 one-core CPU pods (in pool ``a``, or anywhere: ``pinned``), a GPU pool with 4 GPUs
-    free; the replicas scaled up 10 s ago (scale-down cooldown ``step_cooldown``), the pool
-    moved 10 s ago (move cooldown ``pool_cooldown``); the steps towards 2 GPU pods anywhere."""
+TWO_GPU_PODS = WorkloadConfig(2, 1.0, "gpu", None)
+
+
+def _held_move(pinned: str | None, pool_cooldown: float,
+               target: WorkloadConfig = TWO_GPU_PODS,
+               max_actions: int = 5, max_step: int = 100,
+               gpus: int = 4) -> tuple[PlanningContext, list[Any]]:
+    """40 one-core CPU pods filling pool ``a`` (pinned there, or not: ``pinned``), a GPU
+    pool with ``gpus`` GPUs free; the pool moved 10 s ago (move cooldown ``pool_cooldown``);
+    the steps towards ``target``."""
     from planner.planners.base import steps_towards
     cfg = WorkloadConfig(40, 1.0, "cpu", pinned)
     pods = tuple(PodState(f"w-{i}", f"a{i // 8}", 1.0, "cpu", True, pool="a")
                  for i in range(40))
     wl = WorkloadState("ns", "w", cfg, pods, request_rate=1000.0, cpu_utilization=0.5)
     nodes = (*(NodeState(f"a{i}", "a", "eu", 8.0, 8.0, 0, 0, 0.04, 2.0) for i in range(5)),
-             NodeState("g0", "g", "eu", 16.0, 0.0, 4, 0, 0.04, 0.3))
-    admin = AdminConfig(actuators=("replicas", "device", "placement"),
-                        replicas=ReplicaBounds(min=1, max=60, max_step=100,
-                                               cooldown_s=step_cooldown),
-                        cpu=CpuBounds(sizes=SIZES, cooldown_s=pool_cooldown), cycleSeconds=15)
+             NodeState("g0", "g", "eu", 16.0, 0.0, gpus, 0, 0.04, 0.3))
+    admin = AdminConfig(actuators=("replicas", "cpu", "device", "placement"),
+                        replicas=ReplicaBounds(min=1, max=60, max_step=max_step),
+                        cpu=CpuBounds(sizes=SIZES, cooldown_s=pool_cooldown), cycleSeconds=15,
+                        maxActionsPerCycle=max_actions)
     intent, prof = _intent()
     ctx = PlanningContext(intent, {"p95": prof}, wl,
                           ClusterSnapshot(1000.0, nodes, {"ns/w": wl}), {"p95": 50.0}, admin,
                           registry.create(admin.actuators, admin), None, 1000.0,
-                          actuator_memory={"replicas": {"last_up": 990.0},
-                                           "placement": {"last_change": 990.0}})
+                          actuator_memory={"placement": {"last_change": 990.0}})
     observe_all(ctx.actuators.values(), ctx.snapshot)      # as the controller does
-    return ctx, steps_towards(ctx, WorkloadConfig(2, 1.0, "gpu", None))
+    return ctx, steps_towards(ctx, target)
 
 
-def test_half_a_shape_change_that_would_strand_its_pods_waits_with_its_scale_in() -> None:
+def test_half_a_shape_change_that_would_strand_its_pods_waits_with_its_count() -> None:
     """gen-2183 (docs/benchmarks.md section 58): the switch to GPU went ahead while the move
     out of the GPU-less pool the workload was pinned to waited for its cooldown, and GPU pods
-    were left Pending there. The switch waits for the move, and so does the scale-in that was
-    to come with it; once the move may go, both do."""
-    ctx, steps = _held_move("a", step_cooldown=0.0, pool_cooldown=300.0)
+    were left Pending there. The switch waits for the move, and so does the count sized for
+    the target: a scale-in, or a scale-out that would land on the shape that stays. Once the
+    move may go, all of it does."""
+    ctx, steps = _held_move("a", pool_cooldown=300.0)
     assert steps == [], steps
     assert "would not fit the cluster (room for 0)" in ctx.actuators["device"].held["ns/w"]
-    ctx, steps = _held_move("a", step_cooldown=0.0, pool_cooldown=0.0)
+    ctx, steps = _held_move("a", pool_cooldown=300.0, target=WorkloadConfig(45, 1.0, "gpu"),
+                            gpus=50)
+    assert steps == [], steps
+    ctx, steps = _held_move("a", pool_cooldown=0.0)
     assert _enacted(ctx, steps) == WorkloadConfig(2, 1.0, "gpu", None), steps
+
+
+def test_half_a_shape_change_cut_by_the_actions_per_cycle_waits_too() -> None:
+    """The admin's actions per cycle cut the pool move off the end of the list (replicas,
+    CPU size, device, pool, in the actuators' order): the device switch alone would strand
+    the GPU pods in the GPU-less pool as a cooldown does, so it waits as well."""
+    ctx, steps = _held_move("a", pool_cooldown=0.0, max_actions=2)
+    assert not any("device" in a.params for a in steps), steps
+    assert "only part of the change" in ctx.actuators["device"].held["ns/w"]
+
+
+def test_a_cpu_size_on_its_way_to_the_targets_goes_ahead() -> None:
+    """One CPU size a cycle: 40 x 1 cpu to 10 x 4 passes through 2 cpu, and 30 x 2 (the
+    step limit's first step) does not fit the full pool. That is the way to the target, in
+    its place, not half of it: the resize goes ahead (a review found it frozen for good)."""
+    ctx, steps = _held_move(None, pool_cooldown=0.0, target=WorkloadConfig(10, 4.0, "cpu"),
+                            max_step=10)
+    assert _enacted(ctx, steps) == WorkloadConfig(30, 2.0, "cpu", None), steps
 
 
 def test_a_move_to_another_device_that_does_not_fit_keeps_the_current_count() -> None:
     """gen-2183 after the fix above: from 2 GPU pods, a plan of 51 CPU pods in a pool with
     room for 48 is not started, and the current shape stays. With the target's count it
-    was 51 GPU pods, capped at the 6 GPUs free: four GPUs more than served, every few
-    cycles."""
+    was 51 GPU pods, capped at what the GPU nodes could schedule: 8 here, six more than
+    served (on gen-2183, 6 where 2 served, every few cycles)."""
     cfg = WorkloadConfig(2, 1.0, "gpu", None)
     pods = tuple(PodState(f"w-{i}", "g0", 1.0, "gpu", True, pool="g", cpu_utilization=0.1,
                           request_rate=300.0) for i in range(2))

@@ -128,7 +128,9 @@ def steps_towards(ctx: PlanningContext, target: WorkloadConfig) -> list[Action]:
     Each actuator steps on its own, so a move of device and pool together may come out half
     done: the pool moved while the device change waits (a cooldown). A step that would leave
     GPU pods in a pool without GPUs (they could never be scheduled) holds the pool move until
-    the device moves too."""
+    the device moves too; the other way round, a device switch (or CPU size step) whose pool
+    move waits, where its pods would not fit the pool they stay in, waits with it
+    (:func:`_fitting_as_enacted`)."""
     actions: list[Action] = []
     for name, act in ctx.actuators.items():
         actions.extend(act.steps(ctx.workload.key, ctx.config, target, ctx.now,
@@ -145,7 +147,7 @@ def steps_towards(ctx: PlanningContext, target: WorkloadConfig) -> list[Action]:
                 mover.held[ctx.workload.key] = (
                     f"move to {pool} held: GPU pods cannot run there, and the device change "
                     "waits")
-    return _fitting_as_enacted(ctx, target, actions)[: ctx.admin.max_actions_per_cycle]
+    return _fitting_as_enacted(ctx, target, actions[: ctx.admin.max_actions_per_cycle])
 
 
 def after(cfg: WorkloadConfig, action: Action) -> WorkloadConfig:
@@ -168,37 +170,40 @@ SHAPE_KNOBS = frozenset({"cpu", "device", "pool"})
 
 def _fitting_as_enacted(ctx: PlanningContext, target: WorkloadConfig,
                         actions: list[Action]) -> list[Action]:
-    """``actions`` without a shape change (CPU size, device, pool) that would be enacted half
-    way, in a shape the cluster cannot schedule, nor the scale-in that was to come with it.
-    One part of a change waits (a pool move under its cooldown) and the other would leave the
-    pods where they cannot run: on gen-2183 a switch to GPU pods went ahead while the move out
-    of the GPU-less pool the workload was pinned to waited, and GPU pods were left Pending
-    there until the stuck rollout was rolled back (docs/benchmarks.md section 58). The whole
-    change waits for its last part. (A change whose count alone is held back, by the
-    scale-down cooldown or the step limit, goes ahead in its target's shape: its surplus pods
-    wait for room while the old ones serve, section 58.)"""
+    """``actions`` without a shape change that would be enacted in another place (device,
+    pool) than the target's, in a shape the cluster cannot schedule, and without the replica
+    step that was to come with it. One part of the change waits (a pool move under its
+    cooldown, or cut by the admin's actions per cycle) and the other would leave the pods
+    where they cannot run: on gen-2183 a switch to GPU pods went ahead while the move out of
+    the GPU-less pool the workload was pinned to waited, and GPU pods were left Pending there
+    until the stuck rollout was rolled back (docs/benchmarks.md section 58). The change, and
+    the count sized for it, wait until the pool may move; the current count stays. A CPU
+    size on its way to the target's, one size a cycle, goes ahead (its place is the
+    target's). A change whose count alone is held back, by the scale-down cooldown or the
+    step limit, goes ahead too: its surplus pods wait for room while the old ones serve
+    (taking the count to the room at once was tried, section 58)."""
     if not any(SHAPE_KNOBS & a.params.keys() for a in actions):
         return actions
     enacted = ctx.config
     for a in actions:
         enacted = after(enacted, a)
-    if (enacted.cpu, enacted.device, enacted.pool) == (target.cpu, target.device,
-                                                         target.pool):
+    if (enacted.device, enacted.pool) == (target.device, target.pool):
         return actions
     fits = capacity.schedulable_replicas(ctx.workload, ctx.snapshot, enacted)
     if enacted.replicas <= fits:
         return actions
     out = []
     for a in actions:
-        scale_in = "replicas" in a.params and int(a.params["replicas"]) < ctx.config.replicas
-        if not (SHAPE_KNOBS & a.params.keys() or scale_in):
+        if not (SHAPE_KNOBS | {"replicas"}) & a.params.keys():
             out.append(a)
             continue
         act = ctx.actuators.get(a.actuator)
         if act is not None:
             act.held[ctx.workload.key] = (
-                f"{a.reason.split(':')[0]} held: the rest of the change waits, and "
-                f"{enacted.replicas} x {enacted.cpu:g} cpu {enacted.device}"
+                f"{a.reason.split(':')[0]} held: only part of the change to "
+                f"{target.device} " + (f"in {target.pool}" if target.pool else "anywhere")
+                + f" can be made this cycle, and {enacted.replicas} x "
+                f"{enacted.cpu:g} cpu {enacted.device}"
                 + (f" in {enacted.pool}" if enacted.pool else "")
                 + f" would not fit the cluster (room for {fits})")
     return out

@@ -20,7 +20,9 @@ the order they are applied to a plan's target:
    fits: this workload's scheduled pods of the target's shape, plus the free room on the
    nodes that may host it (pool, GPUs), plus the room its old-shape pods there will free.
    Pending pods hold no room and are not counted. The cap never removes a scheduled pod.
-   A shape change that does not fit is not started.
+   A shape change that does not fit is not started: the current shape stays, with the
+   target's cores on the same device and its own count on another (cores do not compare
+   across devices).
 4. **A rollout that makes no progress is finished or undone.** When some desired pod stays
    unscheduled, no pod of the new shape is starting and none more got scheduled for
    :data:`STUCK_CYCLES` cycles: if the plan keeps the shape, nothing is observed violated and
