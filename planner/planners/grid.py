@@ -248,21 +248,6 @@ def _within(ctx: PlanningContext, need: int) -> int:
     return max(min(need, safety.replica_cap(ctx, ctx.config)), 1)
 
 
-def _work_floor(ctx: PlanningContext) -> int:
-    """The pods of the current shape that do the work its ready pods do now at HPA's
-    proportional target (busy cores over the shape's size), at most the replicas now; the
-    replicas now when no ready pod reports its utilisation."""
-    cur = ctx.config
-    busy, known = 0.0, False
-    for p in ctx.workload.pods:
-        if p.ready and p.cpu_utilization is not None:
-            known = True
-            busy += p.cpu_utilization * p.cpu
-    if not known:
-        return cur.replicas
-    return min(cur.replicas, safety.proportional_of(busy / cur.cpu))
-
-
 def _sized_text(replicas: int, need: int, of: str) -> str:
     return f"{replicas} replica(s) of {of}" + (
         f" (the models ask {need}; the cluster can schedule {replicas})"
@@ -892,12 +877,11 @@ class GridPlanner(Planner):
                     sized = _sized_text(step.replicas, need, "the current shape")
                     return step, f"{why}; {sized}", steps_towards(ctx, step)
             return target, "", acts
-        # The shape change waits: size replicas for the current pods, below the work they
-        # do now (HPA's proportional rule) only at a count the models vouch for (a size
-        # passed through on the way to another, one size a cycle, was never seen: gen-5163
-        # cut 27 two-core pods to 9 on an extrapolation, and they saturated;
-        # docs/benchmarks.md section 58).
-        need = self._sized_current(ctx, rate, inp, vouched_below=_work_floor(ctx))
+        # The shape change waits: size replicas for the current pods, fewer than now only
+        # at a count the models vouch for (a size passed through on the way to another,
+        # one size a cycle, was never seen: gen-5163 cut 27 two-core pods to 9 on an
+        # extrapolation, and they saturated; docs/benchmarks.md section 58).
+        need = self._sized_current(ctx, rate, inp, vouched_below=cur.replicas)
         if need is None:          # no count of it is predicted to: the explicit estimate's
             need = fallback.explicit_sizing(ctx, inp.estimate, rate)[0].replicas
         if need < cur.replicas and capacity.starting(ctx.workload, cur):
