@@ -200,7 +200,7 @@ def _fitting_as_enacted(ctx: PlanningContext, target: WorkloadConfig,
         act = ctx.actuators.get(a.actuator)
         if act is not None:
             act.held[ctx.workload.key] = (
-                f"{a.reason.split(':')[0]} held: only part of the change to "
+                f"{a.actuator} step held: only part of the change to "
                 f"{target.device} " + (f"in {target.pool}" if target.pool else "anywhere")
                 + f" can be made this cycle, and {enacted.replicas} x "
                 f"{enacted.cpu:g} cpu {enacted.device}"

@@ -385,10 +385,12 @@ def _finish(ctx: PlanningContext, obs: Observation, target: WorkloadConfig
 
 
 def _same_cores(cur: WorkloadConfig, target: WorkloadConfig) -> WorkloadConfig:
-    """The current shape with at least the cores ``target`` asks for (its replicas when the
-    device differs: cores do not compare across devices)."""
+    """The current shape with at least the cores ``target`` asks for; as it is when the
+    device differs: neither cores nor counts compare across devices (gen-2183: 51 CPU pods
+    that did not fit became 51 GPU pods, capped at the 6 GPUs free, where 2 served;
+    docs/benchmarks.md section 58). Rule 1's proportional floor is what scales it out."""
     if target.device != cur.device:
-        return cur.with_(replicas=max(cur.replicas, target.replicas))
+        return cur
     return cur.with_(replicas=max(cur.replicas, math.ceil(
         target.replicas * target.cpu / cur.cpu - 1e-9)))
 
@@ -406,11 +408,7 @@ def _fit_rules(ctx: PlanningContext, target: WorkloadConfig, rolling_back: bool 
         if target.replicas > fits:
             why.append(f"{shape_text(target)} x {target.replicas} does not fit the cluster (room "
                        f"for {fits}): {shape_text(cur)} kept")
-            # With the target's cores on the same device; on another device its count says
-            # nothing of what the current one needs (gen-2183: 51 CPU pods that did not fit
-            # became 51 GPU pods, capped at the 6 GPUs free, where 2 served).
-            target = clip_target(ctx, cur if target.device != cur.device
-                                 else _same_cores(cur, target))
+            target = clip_target(ctx, _same_cores(cur, target))
     cap = replica_cap(ctx, target)
     if target.replicas > cap:
         capped = clip_target(ctx, target.with_(replicas=cap))
