@@ -187,6 +187,46 @@ def test_a_measured_speed_is_the_learned_models_service_rate_scaled() -> None:
         3.0).mean[0]), rel=1e-12)
 
 
+def test_a_speed_measured_against_pods_known_only_by_their_own_measurement_is_chained() -> None:
+    """Right after a move to a measured pool, before a model is trained there, the next
+    canary is judged against pods the model knows only by their measured speed: a pool
+    measured at 0.5x pods measured at 2x the model's own is pods at 1x the model's own,
+    vouched for where those are (before: 0.5x the model's own, unvouched; docs/benchmarks.md
+    59)."""
+    learned = _learned()
+    speeds = {("cpu", "fast"): canary.Speed(("cpu", None), 2.0),
+              ("cpu", "slow"): canary.Speed(("cpu", "fast"), 0.5)}
+    lat = canary.MeasuredShapes(learned, speeds)
+    reps = np.array([3.0, 5.0, 8.0])
+    at = {pool: CandidateBatch(reps, np.ones(3), np.zeros(3), (pool,) * 3)
+          for pool in (None, "fast", "slow")}
+    own = learned.predict(at[None], 100.0)
+    slow = lat.predict(at["slow"], 100.0)
+    assert slow.mean == pytest.approx(own.mean, rel=1e-9)
+    assert slow.bound == pytest.approx(own.bound, rel=1e-9)
+    assert slow.supported.tolist() == own.supported.tolist() == [True] * 3
+    fast = lat.predict(at["fast"], 100.0)
+    assert fast.mean == pytest.approx(learned.predict_faster(at[None], 100.0, 2.0).mean,
+                                      rel=1e-9)
+    assert lat.predict_mean_rates(at["slow"], [50.0, 100.0])[1] == pytest.approx(own.mean,
+                                                                               rel=1e-9)
+    mixed = CandidateBatch(np.tile(reps, 3), np.ones(9), np.zeros(9),
+                           (None,) * 3 + ("fast",) * 3 + ("slow",) * 3)
+    together = lat.predict(mixed, 100.0)
+    assert together.mean[6:] == pytest.approx(own.mean, rel=1e-9)
+    assert together.mean[3:6] == pytest.approx(fast.mean, rel=1e-9)
+    # Once the model vouches for the pool measured against, it predicts it, not the chain.
+    trained = canary.MeasuredShapes(learned, {("cpu", "slow"): canary.Speed(("cpu", None),
+                                                                            0.5)})
+    assert trained.predict(at["slow"], 100.0).mean == pytest.approx(
+        learned.predict_faster(at[None], 100.0, 0.5).mean, rel=1e-9)
+    # Two places measured against each other end the chain, at the last measurement.
+    loop = canary.MeasuredShapes(learned, {
+        ("cpu", "fast"): canary.Speed(("cpu", "slow"), 2.0),
+        ("cpu", "slow"): canary.Speed(("cpu", "fast"), 0.5)})
+    assert np.isfinite(loop.predict(at["slow"], 100.0).mean).all()
+
+
 def _pod(name: str, device: str, rate: float, util: float) -> PodState:
     return PodState(name, "n1", 1.0, device, True, 0, 0.0, util, None, rate)
 

@@ -196,18 +196,35 @@ class MeasuredShapes(Predictor):
         return speed.factor / self.inner.cpu_speedup(float(tried[0]), speed.reference_cpu)
 
     def _remapped(self, batch: CandidateBatch, supported: NDArray[np.bool_]
-                  ) -> list[tuple[NDArray[np.bool_], CandidateBatch, float, float | None]]:
+                  ) -> list[tuple[NDArray[np.bool_], CandidateBatch, float, float | None,
+                                  Predictor]]:
         """Per measurement that predicts some rows (:meth:`_sources`): those rows, the same
-        rows at its reference shape, its factor and, for a CPU size, the factor on ``inner``'s
-        own prediction."""
+        rows at its reference shape, its factor, for a CPU size the factor on ``inner``'s
+        own prediction, and what predicts the reference rows (:meth:`_reference_model`)."""
         source = self._sources(batch, supported)
         out = []
         for k, (tried, speed) in enumerate(self.speeds):
             rows = source == k
             if rows.any():
-                out.append((rows, _as_reference(batch, rows, speed), speed.factor,
-                            self._own(tried, speed)))
+                ref = _as_reference(batch, rows, speed)
+                out.append((rows, ref, speed.factor, self._own(tried, speed),
+                            self._reference_model(k, ref)))
         return out
+
+    def _reference_model(self, k: int, ref: CandidateBatch) -> Predictor:
+        """What predicts measurement ``k``'s reference rows ``ref``: ``inner``; or, where
+        another measurement covers a reference row, this wrapper without measurement ``k``.
+        A canary is judged against the workload's pods where they are: right after a move to
+        a measured place, before a model has been trained there, those pods are known only by
+        their own measurement, and the new speed is relative to them. ``inner`` alone would
+        predict them as pods of the place it knows best (speed 1): a place measured at 0.77x
+        pods measured at 1.3x was predicted at 0.77x, not 1.0x (docs/benchmarks.md 59).
+        Without ``k``, a chain of measurements ends where ``inner`` vouches or at the last
+        measurement (no cycle)."""
+        others = [(t, s) for j, (t, s) in enumerate(self.speeds) if j != k]
+        if not any(not s.factor <= 0 and tried_mask(ref, t).any() for t, s in others):
+            return self.inner
+        return MeasuredShapes(self.inner, dict(others), self.throughput)
 
     def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
         return self._predict(batch, rate, 1.0)
@@ -235,12 +252,12 @@ class MeasuredShapes(Predictor):
         if not parts:
             return pr
         mean, bound, ok = pr.mean.copy(), pr.bound.copy(), pr.supported.copy()
-        for rows, sub, f, own in parts:
+        for rows, sub, f, own, model in parts:
             if self.throughput:
-                p = self.inner.predict(sub, rate / f)
+                p = model.predict(sub, rate / f)
                 mean[rows], bound[rows], ok[rows] = p.mean * f, p.bound * f, p.supported
             elif own is None:
-                p = self.inner.predict_faster(sub, rate, f * factor)
+                p = model.predict_faster(sub, rate, f * factor)
                 mean[rows], bound[rows], ok[rows] = p.mean, p.bound, p.supported
             else:
                 p = self.inner.predict_faster(batch.take(np.flatnonzero(rows)), rate,
@@ -260,9 +277,11 @@ class MeasuredShapes(Predictor):
         parts = self._remapped(batch, self.inner.supported(batch, rate))
         if not parts:
             return self.inner.predict(batch, rate)
+        if any(own is None and model is not self.inner for _, _, _, own, model in parts):
+            return self._by_place(batch, rate, 1.0)      # a chain of measurements
         cpu, gpu, pools = batch.cpu.copy(), batch.gpu.copy(), list(batch.pool)
         factors = np.ones(len(batch))
-        for rows, ref, f, own in parts:
+        for rows, ref, f, own, _ in parts:
             if own is not None:          # its own size, faster by the factor on the model's
                 factors[rows] = own
                 continue
@@ -273,7 +292,7 @@ class MeasuredShapes(Predictor):
         p = self.inner.predict_faster_rows(CandidateBatch(batch.replicas, cpu, gpu,
                                                           tuple(pools)), rate, factors)
         ok = p.supported.copy()
-        for rows, ref, f, own in parts:
+        for rows, ref, f, own, _ in parts:
             if own is not None:          # vouched for where the reference pods are
                 ok[rows] = self.inner.supported(ref, rate / f)
         return Prediction(p.mean, p.bound, ok)
@@ -302,24 +321,24 @@ class MeasuredShapes(Predictor):
         out = np.array(self.inner.predict_mean_rates(batch, rates) if factor == 1.0
                        else self.inner.predict_mean_rates_faster(batch, rates, factor),
                        dtype=float)
-        places = [(tried_mask(batch, tried), speed, self._own(tried, speed))
-                  for tried, speed in self.speeds if not speed.factor <= 0]
+        places = [(k, tried_mask(batch, tried), speed, self._own(tried, speed))
+                  for k, (tried, speed) in enumerate(self.speeds) if not speed.factor <= 0]
         if not places:
             return out
         unsupported = [~self.inner.supported(batch, rate / factor) for rate in rates]
-        for here, speed, own in places:
+        for k, here, speed, own in places:
             rows = [(i, here & off) for i, off in enumerate(unsupported) if (here & off).any()]
             if not rows:
                 continue
             union = np.logical_or.reduce([r for _, r in rows])
             at = [rates[i] for i, _ in rows]
+            ref = _as_reference(batch, union, speed)
             if self.throughput:
-                means = self.inner.predict_mean_rates(
-                    _as_reference(batch, union, speed),
-                    [r / speed.factor for r in at]) * speed.factor
+                means = self._reference_model(k, ref).predict_mean_rates(
+                    ref, [r / speed.factor for r in at]) * speed.factor
             elif own is None:
-                means = self.inner.predict_mean_rates_faster(
-                    _as_reference(batch, union, speed), at, speed.factor * factor)
+                means = self._reference_model(k, ref).predict_mean_rates_faster(
+                    ref, at, speed.factor * factor)
             else:
                 means = self.inner.predict_mean_rates_faster(
                     batch.take(np.flatnonzero(union)), at, own * factor)
