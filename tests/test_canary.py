@@ -583,3 +583,30 @@ def test_a_canary_with_nothing_of_the_workloads_place_to_compare_waits_while_it_
         assert on and not actions and "on trial" in why[0].text
     else:
         assert not on and actions and "to judge it by" in why[0].text
+
+
+def test_a_size_measured_against_pods_of_a_size_they_no_longer_have_is_rebased() -> None:
+    """A 4-cpu canary judged against the 0.5-cpu pods: once the workload runs 1-cpu pods (one
+    size a cycle on the way to 4), its speed is its own capacity over theirs now, against
+    their size (before: against 0.5-cpu pods the explicit estimate no longer vouches for, and
+    the 4-cpu target was dropped on gen-27; docs/benchmarks.md 59). Without a capacity (a
+    verdict stored before it was kept), or with the pods too idle to measure, as measured."""
+    from dataclasses import replace
+
+    ctx = _ctx(WorkloadConfig(4, 1.0))
+    busy = tuple(replace(p, request_rate=30.0, cpu_utilization=0.5)
+                 for p in ctx.workload.pods)                          # 60 req/s per pod
+    ctx = replace(ctx, workload=replace(ctx.workload, pods=busy))
+    e = Explorer()
+    e.speeds["ns/w"] = {(4.0, "cpu", None): Measured(("cpu", None), 6.7, 990.0, 0.5, 240.0),
+                        (2.0, "cpu", None): Measured(("cpu", None), 3.1, 990.0, 0.5)}
+    got = canary.measured_speeds(ctx, e)
+    assert got[(4.0, "cpu", None)] == canary.Speed(("cpu", None), 4.0, 1.0)
+    assert got[(2.0, "cpu", None)] == canary.Speed(("cpu", None), 3.1, 0.5)
+    again = Explorer()
+    again.recall("ns/w", e.remember("ns/w"))
+    assert again.speeds == e.speeds
+    idle = replace(ctx, workload=replace(ctx.workload, pods=tuple(
+        replace(p, request_rate=0.001, cpu_utilization=0.001) for p in busy)))
+    assert canary.measured_speeds(idle, e)[(4.0, "cpu", None)] == canary.Speed(
+        ("cpu", None), 6.7, 0.5)

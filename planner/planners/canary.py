@@ -452,21 +452,30 @@ def capacity_ratio(canary: CanaryState, workload: WorkloadState,
     Measured against pods of another size, the ratio would be the device's speed times the
     size's, and :class:`MeasuredShapes` applies a place's speed at equal CPU size; a size
     trial's ratio is the size's speed, and is applied to that size alone."""
-    def per_pod(pods: Sequence[PodState], floor: bool) -> float | None:
-        caps = _capacities(pods, floor)
-        return float(np.median(caps)) if caps else None
-
     size = canary.config.cpu if versus is None else versus
     # A canary pod too idle to measure (a GPU many times as fast, sent its share of the
     # requests) is at least ``MIN_UTILIZATION`` busy as far as anyone can tell: its capacity
     # is at least its rate over that, so the ratio is a lower bound of its speed then.
-    mine = per_pod(canary.pods, floor=True)
-    here = workload.config.with_(cpu=size)
-    theirs = per_pod([p for p in workload.pods if math.isclose(p.cpu, size)
-                      and runs_shape(size, p.device, p.pool, here)], floor=False)
+    mine = canary_capacity(canary)
+    theirs = pods_capacity(workload, size)
     if mine is None or theirs is None or theirs <= 0:
         return None
     return mine / theirs
+
+
+def canary_capacity(canary: CanaryState) -> float | None:
+    """The canary pods' capacity per pod, as :func:`capacity_ratio` measures it."""
+    caps = _capacities(canary.pods, floor=True)
+    return float(np.median(caps)) if caps else None
+
+
+def pods_capacity(workload: WorkloadState, size: float) -> float | None:
+    """The capacity per pod of the workload's own busy pods of ``size`` cores in its
+    configured device and pool, as :func:`capacity_ratio` measures it."""
+    here = workload.config.with_(cpu=size)
+    caps = _capacities([p for p in workload.pods if math.isclose(p.cpu, size)
+                        and runs_shape(size, p.device, p.pool, here)], floor=False)
+    return float(np.median(caps)) if caps else None
 
 
 def too_idle(canary: CanaryState) -> bool:
@@ -562,7 +571,8 @@ def follow(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
             if trial.versus is None:
                 table[place] = Measured(place_of(ctx.config), ratio, now)
             else:
-                table[trial.shape] = Measured(place, ratio, now, trial.versus)
+                table[trial.shape] = Measured(place, ratio, now, trial.versus,
+                                              canary_capacity(running))
             trial.judged_at = now
             explorer.mark_tried(key, trial.shape, now)
             against = "the current pods" if trial.versus is None else \
@@ -610,8 +620,28 @@ def after_verdict(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActu
 def measured_speeds(ctx: PlanningContext, explorer: Explorer) -> dict[Tried, Speed]:
     """The speeds canaries measured for this intent that are still fresh."""
     table = explorer.speeds.get(ctx.intent.key, {})
-    return {tried: Speed(m.reference, m.factor, m.reference_cpu)
+    return {tried: _rebased(ctx, tried, m) or Speed(m.reference, m.factor, m.reference_cpu)
             for tried, m in table.items() if ctx.now - m.at < MEASURED_TTL_S}
+
+
+def _rebased(ctx: PlanningContext, tried: Tried, m: Measured) -> Speed | None:
+    """A CPU size measured against the workload's pods of another size than they have now, in
+    the place they are in: its capacity per pod over that of the pods now (measured as the
+    verdict was), relative to their size; ``None`` otherwise, or where the pods now are too
+    idle to measure. The measurement is of the canary's pods, not of the pods it was compared
+    with: on the way from 0.5 to 4 cpu through 1 cpu (one size a cycle), a speed against the
+    0.5-cpu pods was no longer predicted where the explicit estimate vouches (the current size
+    only), the 4-cpu target was dropped and the workload stayed at 1 cpu
+    (docs/benchmarks.md section 59)."""
+    cur = ctx.config
+    if (len(tried) != 3 or m.capacity is None or m.reference_cpu is None
+            or m.reference_cpu == cur.cpu or tried[0] == cur.cpu
+            or m.reference != place_of(cur)):
+        return None
+    theirs = pods_capacity(ctx.workload, cur.cpu)
+    if theirs is None or not theirs > 0:
+        return None
+    return Speed(m.reference, m.capacity / theirs, cur.cpu)
 
 
 def speed_of(ctx: PlanningContext, explorer: Explorer, target: WorkloadConfig) -> float | None:
