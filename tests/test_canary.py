@@ -220,6 +220,14 @@ def test_a_speed_measured_against_pods_known_only_by_their_own_measurement_is_ch
                                                                             0.5)})
     assert trained.predict(at["slow"], 100.0).mean == pytest.approx(
         learned.predict_faster(at[None], 100.0, 0.5).mean, rel=1e-9)
+    # A place is not chained to a CPU size measured elsewhere: 4-cpu GPU pods are not vouched
+    # for through 4-cpu CPU pods the model never ran (two measurements never observed
+    # together; gen-5166).
+    apart = canary.MeasuredShapes(learned, {
+        ("gpu", None): canary.Speed(("cpu", None), 12.0),
+        (4.0, "cpu", None): canary.Speed(("cpu", None), 2.4, 1.0)})
+    four = CandidateBatch(np.array([2.0]), np.array([4.0]), np.ones(1), (None,))
+    assert not apart.predict(four, 100.0).supported.any()
     # Two places measured against each other end the chain, at the last measurement.
     loop = canary.MeasuredShapes(learned, {
         ("cpu", "fast"): canary.Speed(("cpu", "slow"), 2.0),
@@ -587,11 +595,15 @@ def test_a_canary_with_nothing_of_the_workloads_place_to_compare_waits_while_it_
 
 def test_a_size_measured_against_pods_of_a_size_they_no_longer_have_is_rebased() -> None:
     """A 4-cpu canary judged against the 0.5-cpu pods: once the workload runs 1-cpu pods (one
-    size a cycle on the way to 4), its speed is its own capacity over theirs now, against
-    their size (before: against 0.5-cpu pods the explicit estimate no longer vouches for, and
-    the 4-cpu target was dropped on gen-27; docs/benchmarks.md 59). Without a capacity (a
-    verdict stored before it was kept), or with the pods too idle to measure, as measured."""
+    size a cycle on the way to 4) and the models vouch only for the current size (the explicit
+    estimate), its speed is its own capacity over theirs now, against their size (before:
+    against 0.5-cpu pods the explicit estimate no longer vouched for, and the 4-cpu target
+    was dropped on gen-27; docs/benchmarks.md 59). Where the models still vouch for 0.5-cpu
+    pods, without a capacity (a verdict stored before it was kept), or with the pods too idle
+    to measure, as measured."""
     from dataclasses import replace
+
+    from planner.planners.predictors import CurrentSizeOnly
 
     ctx = _ctx(WorkloadConfig(4, 1.0))
     busy = tuple(replace(p, request_rate=30.0, cpu_utilization=0.5)
@@ -600,13 +612,17 @@ def test_a_size_measured_against_pods_of_a_size_they_no_longer_have_is_rebased()
     e = Explorer()
     e.speeds["ns/w"] = {(4.0, "cpu", None): Measured(("cpu", None), 6.7, 990.0, 0.5, 240.0),
                         (2.0, "cpu", None): Measured(("cpu", None), 3.1, 990.0, 0.5)}
-    got = canary.measured_speeds(ctx, e)
+    current_only = {"p95": CurrentSizeOnly(_Queue(), 1.0)}
+    got = canary.measured_speeds(ctx, e, current_only)
     assert got[(4.0, "cpu", None)] == canary.Speed(("cpu", None), 4.0, 1.0)
     assert got[(2.0, "cpu", None)] == canary.Speed(("cpu", None), 3.1, 0.5)
+    as_measured = canary.Speed(("cpu", None), 6.7, 0.5)
+    assert canary.measured_speeds(ctx, e, {"p95": _Queue()})[(4.0, "cpu", None)] == \
+        as_measured                                  # the models still vouch for 0.5 cpu
+    assert canary.measured_speeds(ctx, e)[(4.0, "cpu", None)] == as_measured
     again = Explorer()
     again.recall("ns/w", e.remember("ns/w"))
     assert again.speeds == e.speeds
     idle = replace(ctx, workload=replace(ctx.workload, pods=tuple(
         replace(p, request_rate=0.001, cpu_utilization=0.001) for p in busy)))
-    assert canary.measured_speeds(idle, e)[(4.0, "cpu", None)] == canary.Speed(
-        ("cpu", None), 6.7, 0.5)
+    assert canary.measured_speeds(idle, e, current_only)[(4.0, "cpu", None)] == as_measured

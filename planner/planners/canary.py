@@ -92,6 +92,9 @@ MIN_UTILIZATION = 0.005
 steps of the millicore resolution CPU metrics have (an idler pod's ratio is noise). A GPU pod
 many times faster than the others is this idle under round-robin dispatch: a canary pod that
 idle is taken to be this busy (a lower bound of its capacity)."""
+VOUCH_PROBE_RATE = 1e-3
+"""The load (req/s) at which :func:`_rebased` asks whether a predictor vouches for pods of a
+size: next to none, so only the size (not a load beyond what was seen) can refuse."""
 MEASURED_TTL_S = 24 * 3600.0
 """A measured speed is used for this long (the workload may change)."""
 
@@ -220,9 +223,14 @@ class MeasuredShapes(Predictor):
         predict them as pods of the place it knows best (speed 1): a place measured at 0.77x
         pods measured at 1.3x was predicted at 0.77x, not 1.0x (docs/benchmarks.md 59).
         Without ``k``, a chain of measurements ends where ``inner`` vouches or at the last
-        measurement (no cycle)."""
-        others = [(t, s) for j, (t, s) in enumerate(self.speeds) if j != k]
-        if not any(not s.factor <= 0 and tried_mask(ref, t).any() for t, s in others):
+        measurement (no cycle). Only places chain, each measured at the CPU size of the pods it
+        was compared with: a place's speed composed with a CPU size's measured in another
+        place (two assumptions, neither observed together) chose 4-cpu pods in "any pool" that
+        violated on gen-5166 (section 59)."""
+        tried, _ = self.speeds[k]
+        others = [(t, s) for j, (t, s) in enumerate(self.speeds) if j != k and len(t) == 2]
+        if len(tried) != 2 or not any(not s.factor <= 0 and tried_mask(ref, t).any()
+                                      for t, s in others):
             return self.inner
         return MeasuredShapes(self.inner, dict(others), self.throughput)
 
@@ -617,26 +625,39 @@ def after_verdict(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActu
                  "cheapest predicted")
 
 
-def measured_speeds(ctx: PlanningContext, explorer: Explorer) -> dict[Tried, Speed]:
-    """The speeds canaries measured for this intent that are still fresh."""
+def measured_speeds(ctx: PlanningContext, explorer: Explorer,
+                    preds: Mapping[str, Predictor] | None = None) -> dict[Tried, Speed]:
+    """The speeds canaries measured for this intent that are still fresh; with ``preds``, a
+    CPU size measured against pods of a size no predictor of ``preds`` vouches for any more
+    re-based on the pods now (:func:`_rebased`)."""
     table = explorer.speeds.get(ctx.intent.key, {})
-    return {tried: _rebased(ctx, tried, m) or Speed(m.reference, m.factor, m.reference_cpu)
+    return {tried: (preds is not None and _rebased(ctx, tried, m, preds))
+            or Speed(m.reference, m.factor, m.reference_cpu)
             for tried, m in table.items() if ctx.now - m.at < MEASURED_TTL_S}
 
 
-def _rebased(ctx: PlanningContext, tried: Tried, m: Measured) -> Speed | None:
+def _rebased(ctx: PlanningContext, tried: Tried, m: Measured,
+             preds: Mapping[str, Predictor]) -> Speed | None:
     """A CPU size measured against the workload's pods of another size than they have now, in
-    the place they are in: its capacity per pod over that of the pods now (measured as the
-    verdict was), relative to their size; ``None`` otherwise, or where the pods now are too
-    idle to measure. The measurement is of the canary's pods, not of the pods it was compared
-    with: on the way from 0.5 to 4 cpu through 1 cpu (one size a cycle), a speed against the
-    0.5-cpu pods was no longer predicted where the explicit estimate vouches (the current size
-    only), the 4-cpu target was dropped and the workload stayed at 1 cpu
-    (docs/benchmarks.md section 59)."""
+    the place they are in, where some predictor of ``preds`` no longer vouches for pods of
+    that size there: its capacity per pod over that of the pods now (measured as the verdict
+    was), relative to their size; ``None`` otherwise, or where the pods now are too idle to
+    measure. The measurement is of the canary's pods, not of the pods it was compared with:
+    on the way from 0.5 to 4 cpu through 1 cpu (one size a cycle), a speed against the 0.5-cpu
+    pods was no longer predicted where the explicit estimate vouches (the current size only),
+    the 4-cpu target was dropped and the workload stayed at 1 cpu. Where the models still
+    vouch for the size measured against (a learned model trained on it), the measurement
+    stands: re-based on pods of a size it was not trained on, it lost the models' support
+    (gen-3; docs/benchmarks.md section 59)."""
     cur = ctx.config
     if (len(tried) != 3 or m.capacity is None or m.reference_cpu is None
             or m.reference_cpu == cur.cpu or tried[0] == cur.cpu
             or m.reference != place_of(cur)):
+        return None
+    at = CandidateBatch(np.array([float(max(cur.replicas, 1))]),
+                        np.array([m.reference_cpu]),
+                        np.array([1.0 if cur.device == "gpu" else 0.0]), (cur.pool,))
+    if all(bool(p.supported(at, VOUCH_PROBE_RATE)[0]) for p in preds.values()):
         return None
     theirs = pods_capacity(ctx.workload, cur.cpu)
     if theirs is None or not theirs > 0:

@@ -1047,7 +1047,7 @@ class GridPlanner(Planner):
             return plan_details.no_action(ctx, self.name, "no-model",
                                           "no action: no model yet (load too low to estimate)")
         # Shapes a canary measured count as known, at their measured speed.
-        preds = canary.with_speeds(preds, canary.measured_speeds(ctx, mem.explorer),
+        preds = canary.with_speeds(preds, canary.measured_speeds(ctx, mem.explorer, preds),
                                    _throughput_objectives(ctx))
         return Inputs(preds, mem.alarm, mem.limits, mem.predictors.estimate), violated, trial
 
