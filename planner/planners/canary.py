@@ -163,6 +163,8 @@ class MeasuredShapes(Predictor):
         self.speeds = _by_reach(speeds)
         self.throughput = throughput
         self.kind = inner.kind
+        self._places = {t for t, s in self.speeds if len(t) == 2 and not s.factor <= 0}
+        """The places measured (used): a place measured against one of them chains."""
 
     def cpu_speedup(self, cpu: float, reference_cpu: float) -> float:
         return self.inner.cpu_speedup(cpu, reference_cpu)
@@ -211,12 +213,12 @@ class MeasuredShapes(Predictor):
             if rows.any():
                 ref = _as_reference(batch, rows, speed)
                 out.append((rows, ref, speed.factor, self._own(tried, speed),
-                            self._reference_model(k, ref)))
+                            self._reference_model(k)))
         return out
 
-    def _reference_model(self, k: int, ref: CandidateBatch) -> Predictor:
-        """What predicts measurement ``k``'s reference rows ``ref``: ``inner``; or, where
-        another measurement covers a reference row, this wrapper without measurement ``k``.
+    def _reference_model(self, k: int) -> Predictor:
+        """What predicts measurement ``k``'s reference rows: ``inner``; or, where its
+        reference place is itself a measured place, this wrapper without measurement ``k``.
         A canary is judged against the workload's pods where they are: right after a move to
         a measured place, before a model has been trained there, those pods are known only by
         their own measurement, and the new speed is relative to them. ``inner`` alone would
@@ -227,12 +229,11 @@ class MeasuredShapes(Predictor):
         was compared with: a place's speed composed with a CPU size's measured in another
         place (two assumptions, neither observed together) chose 4-cpu pods in "any pool" that
         violated on gen-5166 (section 59)."""
-        tried, _ = self.speeds[k]
-        others = [(t, s) for j, (t, s) in enumerate(self.speeds) if j != k and len(t) == 2]
-        if len(tried) != 2 or not any(not s.factor <= 0 and tried_mask(ref, t).any()
-                                      for t, s in others):
+        tried, speed = self.speeds[k]
+        if len(tried) != 2 or speed.reference not in self._places:
             return self.inner
-        return MeasuredShapes(self.inner, dict(others), self.throughput)
+        return MeasuredShapes(self.inner, {t: s for j, (t, s) in enumerate(self.speeds)
+                                           if j != k and len(t) == 2}, self.throughput)
 
     def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
         return self._predict(batch, rate, 1.0)
@@ -342,10 +343,10 @@ class MeasuredShapes(Predictor):
             at = [rates[i] for i, _ in rows]
             ref = _as_reference(batch, union, speed)
             if self.throughput:
-                means = self._reference_model(k, ref).predict_mean_rates(
+                means = self._reference_model(k).predict_mean_rates(
                     ref, [r / speed.factor for r in at]) * speed.factor
             elif own is None:
-                means = self._reference_model(k, ref).predict_mean_rates_faster(
+                means = self._reference_model(k).predict_mean_rates_faster(
                     ref, at, speed.factor * factor)
             else:
                 means = self.inner.predict_mean_rates_faster(
