@@ -13,6 +13,7 @@ from planner.domain.state import WorkloadConfig
 from planner.models.explicit import ExplicitLatency
 from planner.models.predictor import CandidateBatch
 from planner.models.queue_estimate import QueueEstimate
+from planner.planners.predictors import CurrentSizeOnly
 from simulator.queueing import Components, pod_components, quantile
 
 
@@ -131,3 +132,49 @@ def test_more_than_max_servers_are_capped_in_servers_and_capacity() -> None:
     assert math.isinf(pred.predict(batch, 0.95 * 64 * 10.0).mean[0])
     assert math.isfinite(pred.predict(batch, 0.5 * 64 * 10.0).mean[0])
     assert pred.predict(batch, 1.0).mean[0] >= 1.0 + 1000.0 * math.log(10.0) / 10.0 - 1e-6
+
+
+@settings(max_examples=60, deadline=None)
+@given(mu=st.floats(5.0, 500.0), base=st.floats(0.0, 50.0),
+       current=st.sampled_from([0.5, 1.0, 2.0]), quantile=st.sampled_from([0.5, 0.9, 0.99]),
+       load=st.floats(0.0, 3.0), replicas=st.integers(1, 30), factor=st.floats(0.2, 60.0),
+       parallel=st.booleans())
+def test_a_faster_place_serves_each_request_sooner_not_only_more_of_them(
+        mu: float, base: float, current: float, quantile: float, load: float, replicas: int,
+        factor: float, parallel: bool) -> None:
+    """Pods ``factor`` times as fast (a place a canary measured, or one at the optimistic end
+    of its prior) are the estimate with its service rate per core scaled, as the learned
+    latency model scales its own, whichever way bigger sizes are taken; wrapped as the planner
+    wraps the estimate (vouched for at the current size only), the numbers are the same."""
+    cfg = WorkloadConfig(replicas, current)
+    batch = CandidateBatch.of([WorkloadConfig(replicas, c) for c in (current / 2, current,
+                                                                     2 * current, 4.0)])
+    rate = load * replicas * mu * current
+    faster = ExplicitLatency(QueueEstimate(mu, base), quantile, cfg,
+                             parallel_sizes=parallel).predict_faster(batch, rate, factor)
+    scaled = ExplicitLatency(QueueEstimate(mu * factor, base), quantile, cfg,
+                             parallel_sizes=parallel).predict(batch, rate)
+    np.testing.assert_allclose(faster.mean, scaled.mean, rtol=1e-9)
+    np.testing.assert_array_equal(faster.supported, scaled.supported)
+    wrapped = CurrentSizeOnly(ExplicitLatency(QueueEstimate(mu, base), quantile, cfg,
+                                              parallel_sizes=parallel), current)
+    again = wrapped.predict_faster(batch, rate, factor)
+    np.testing.assert_allclose(again.mean, faster.mean, rtol=1e-9)
+    np.testing.assert_array_equal(again.supported, faster.supported & (batch.cpu == current))
+    rates = [rate, rate / 2]
+    np.testing.assert_allclose(wrapped.predict_mean_rates_faster(batch, rates, factor),
+                               [wrapped.predict_faster(batch, r, factor).mean for r in rates],
+                               rtol=1e-9)
+
+
+def test_a_target_the_current_service_time_misses_is_met_by_a_place_fast_enough() -> None:
+    """A p50 of 40 ms where a current pod's median service time alone is 46 ms: no count of
+    current pods meets it, and pods at the same load per pod, 3x as fast, do (the default,
+    the same service time at a third of the load, never would)."""
+    est = QueueEstimate(1000.0 / 66.7, 0.0)
+    cfg = WorkloadConfig(10, 1.0)
+    latency = CurrentSizeOnly(ExplicitLatency(est, 0.5, cfg, parallel_sizes=True), 1.0)
+    batch = CandidateBatch.of([WorkloadConfig(n, 1.0) for n in (1, 10, 100, 1000)])
+    assert (latency.predict(batch, 5.0).mean > 40.0).all()
+    fast = latency.predict_faster(batch, 5.0, 3.0).mean
+    assert (fast[1:] < 40.0).all()

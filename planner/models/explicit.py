@@ -6,12 +6,13 @@ pool than the current one) are predicted as if unchanged and marked unsupported.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
 from planner.domain.state import WorkloadConfig
-from planner.models.predictor import CandidateBatch, Prediction, Predictor
+from planner.models.predictor import CandidateBatch, FloatArray, Prediction, Predictor
 from planner.models.queue_estimate import MAX_UTILIZATION, QueueEstimate
 from planner.models.sojourn import sojourn_quantile
 
@@ -55,7 +56,25 @@ class ExplicitLatency(Predictor):
         self.base_ms = estimate.base_for(objective)
 
     def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
-        mu = self.estimate.mu_per_core * batch.cpu
+        return self._predict(batch, rate, 1.0)
+
+    def predict_faster(self, batch: CandidateBatch, rate: float, factor: float) -> Prediction:
+        """Pods ``factor`` times as fast: the estimate's service rate per core scaled, as the
+        learned latency model scales its own (a faster pod serves each request sooner, not
+        only more of them). The default (the same service time at ``rate / factor``) would
+        keep a GPU's requests as slow as the CPU pods' it is measured against, so a latency
+        target those pods' service time misses could never be met by any faster place."""
+        return self._predict(batch, rate, factor)
+
+    def predict_mean_rates_faster(self, batch: CandidateBatch, rates: Sequence[float],
+                                  factor: float) -> FloatArray:
+        out: FloatArray = np.array([self._predict(batch, r, factor).mean for r in rates],
+                                   dtype=float).reshape(len(rates), len(batch))
+        return out
+
+    def _predict(self, batch: CandidateBatch, rate: float, speed: float) -> Prediction:
+        per_core = self.estimate.mu_per_core * speed
+        mu = per_core * batch.cpu
         lam = rate / np.maximum(batch.replicas, 1e-9)
         stable = (batch.replicas > 0) & (lam < MAX_UTILIZATION * mu)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -63,7 +82,7 @@ class ExplicitLatency(Predictor):
         if self.parallel_sizes:
             unit = max(self.current.cpu, 1.0)
             servers = np.ceil(batch.cpu / unit - 1e-9)
-            mu = np.minimum(mu, MAX_SERVERS * unit * self.estimate.mu_per_core)
+            mu = np.minimum(mu, MAX_SERVERS * unit * per_core)
             stable &= lam < MAX_UTILIZATION * mu
             many = np.flatnonzero(stable & (servers >= 2.0))
             if many.size:
@@ -74,7 +93,7 @@ class ExplicitLatency(Predictor):
                 # so a bigger pod is never predicted slower than a smaller one.
                 whole = np.minimum(np.floor(batch.cpu[many] / unit + 1e-9), MAX_SERVERS)
                 part = (whole < servers[many]) & (whole >= 1.0)
-                cap = whole * unit * self.estimate.mu_per_core
+                cap = whole * unit * per_core
                 part &= lam[many] < MAX_UTILIZATION * cap
                 if part.any():
                     rows = many[part]

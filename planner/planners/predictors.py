@@ -4,7 +4,7 @@ queueing estimate."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +23,7 @@ from planner.models.effects import (
     LearnedThroughput,
 )
 from planner.models.mix import expected_mix, observed_mix
-from planner.models.predictor import CandidateBatch, Prediction, Predictor
+from planner.models.predictor import CandidateBatch, FloatArray, Prediction, Predictor
 from planner.models.queue_estimate import QueueEstimate
 from planner.planners.base import PlanningContext
 from planner.planners.effect_cache import EffectCache
@@ -76,7 +76,19 @@ class CurrentSizeOnly(Predictor):
         return self.inner.runs(batch, rate)
 
     def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
-        p = self.inner.predict(batch, rate)
+        return self._at_size(batch, self.inner.predict(batch, rate))
+
+    def predict_faster(self, batch: CandidateBatch, rate: float, factor: float) -> Prediction:
+        return self._at_size(batch, self.inner.predict_faster(batch, rate, factor))
+
+    def predict_mean_rates_faster(self, batch: CandidateBatch, rates: Sequence[float],
+                                  factor: float) -> FloatArray:
+        return self.inner.predict_mean_rates_faster(batch, rates, factor)
+
+    def cpu_speedup(self, cpu: float, reference_cpu: float) -> float:
+        return self.inner.cpu_speedup(cpu, reference_cpu)
+
+    def _at_size(self, batch: CandidateBatch, p: Prediction) -> Prediction:
         return Prediction(p.mean, p.bound, p.supported & (batch.cpu == self.cpu))
 
     def supported(self, batch: CandidateBatch, rate: float) -> NDArray[np.bool_]:
