@@ -436,6 +436,24 @@ def test_a_device_only_trial_can_reach_is_tried_while_the_objective_is_violated(
     assert all(met[-20:]), met                           # the last 5 minutes meet it
 
 
+def test_a_rescue_trial_does_not_wait_for_a_learned_model() -> None:
+    """The same violated start: the explicit estimate (scaling its service rate for a faster
+    place, as the learned model does) already says no count of CPU pods meets 40 ms and a GPU
+    at the optimistic end of its prior would. The GPU trial starts in the first minute, on the
+    explicit estimate, not after the five minutes a learned model takes to train."""
+    doc = gpu_trial(30.0, 0.3, minutes=3, step_s=15)
+    doc["manifests"][1]["spec"]["objectives"][0]["value"] = 40
+    run = ScenarioRun(parse_scenario(doc, "gpu-rescue"), "grid", 1)
+    first: tuple[float, str] | None = None
+    while run.elapsed < 3 * 60 and first is None:
+        for o in run.advance() or ():
+            if o.plan is not None and any(a.actuator == "canary" and a.params["canary"]
+                                          and "gpu" in a.reason for a in o.plan.actions):
+                first = (run.elapsed, o.plan.reason)
+    assert first is not None, "no GPU trial in the first three minutes"
+    assert first[0] <= 60.0 and "explicit models" in first[1], first
+
+
 def test_a_canary_proposal_predicts_only_the_counts_whose_price_can_pass_the_bar() -> None:
     """The proposal scores every untried place over the replica axis at its optimistic speed;
     a score is at least its cost term, so a count whose price alone reaches the bar (the best

@@ -62,10 +62,13 @@ def cases(draw: st.DrawFn) -> tuple[canary.MeasuredShapes, CandidateBatch, float
                                                                                          50.0)))})
     places = [(d, p) for d in ("cpu", "gpu") for p in POOLS]
     speeds: dict[feedback.Tried, canary.Speed] = {}
-    for place in draw(st.lists(st.sampled_from(places), max_size=4, unique=True)):
+    for place in draw(st.lists(st.sampled_from(places), max_size=6, unique=True)):
         ref_cpu = draw(st.none() | st.sampled_from(SIZES))
         factor = draw(st.sampled_from([0.0, 0.4, 1.0, 3.0, math.nan]))
-        speeds[place] = canary.Speed(("cpu", None), factor, ref_cpu)
+        # Against the current pods, or against another place (measured too, or not): chains
+        # and cycles of measurements, as after moves between measured places.
+        ref = draw(st.just(("cpu", None)) | st.sampled_from([p for p in places if p != place]))
+        speeds[place] = canary.Speed(ref, factor, ref_cpu)
     for size in draw(st.lists(st.sampled_from(SIZES), max_size=2, unique=True)):
         place = draw(st.sampled_from(places))
         speeds[(size, *place)] = canary.Speed(place, draw(st.floats(0.2, 5.0)),

@@ -226,6 +226,17 @@ class LearnedKPI(Predictor):
         mean, bound, supported = self.model.estimator.predict_with_support(X, speedup=factor)
         return Prediction(mean, bound, supported & self.within_load_range(batch, rate / factor))
 
+    def supported_faster(self, batch: CandidateBatch, rate: float, factor: float
+                         ) -> NDArray[np.bool_]:
+        """A latency model: :meth:`predict_faster`'s ``supported`` from the rows' features
+        alone; other models: the default."""
+        if self.model.kind != KIND_LATENCY or factor == 1.0:
+            return super().supported_faster(batch, rate, factor)
+        X = self.model.features(batch, rate, self.mix, self.gpu_mix)
+        out: NDArray[np.bool_] = (self.model.estimator.supported(X)
+                                  & self.within_load_range(batch, rate / factor))
+        return out
+
     def predict_faster_rows(self, batch: CandidateBatch, rate: float,
                             factors: FloatArray) -> Prediction:
         """A latency model: :meth:`predict_faster` with a factor per row, in one evaluation

@@ -136,6 +136,14 @@ class Predictor(ABC):
         learned latency model) scales its service rate instead."""
         return self.predict(batch, rate / factor)
 
+    def supported_faster(self, batch: CandidateBatch, rate: float, factor: float
+                         ) -> NDArray[np.bool_]:
+        """``predict_faster(batch, rate, factor).supported`` (:meth:`supported` at factor 1);
+        a predictor that can tell without predicting answers without predicting."""
+        if factor == 1.0:
+            return self.supported(batch, rate)
+        return self.predict_faster(batch, rate, factor).supported
+
     def predict_faster_rows(self, batch: CandidateBatch, rate: float,
                             factors: FloatArray) -> Prediction:
         """Row ``i`` as :meth:`predict_faster` with ``factors[i]`` gives it (:meth:`predict`'s

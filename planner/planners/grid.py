@@ -1180,7 +1180,7 @@ class GridPlanner(Planner):
                        "the current shape, as many as it needs")
                 fit_parts.append(ReasonPart("search", unfit))
             if (violated and tester is not None and not canary_on and not trying
-                    and "learned" in kinds and fitting is None):
+                    and fitting is None):
                 # What is known to meet the objectives does not fit the cluster: as when
                 # nothing known meets them, a place never observed may.
                 trying, trying_why = self._propose_canary(ctx, mem, tester, space, scored,
@@ -1230,6 +1230,14 @@ class GridPlanner(Planner):
             if how_tried is None:
                 exploratory, why_kind = True, "exploration"
                 why = "exploratory: no known configuration is feasible; trying an unexplored one"
+                if violated and tester is not None and not busy:
+                    # A device or pool never observed may meet the objectives at its prior's
+                    # optimistic end, where the unexplored configuration is only the model's
+                    # extrapolation: tried beside the workload meanwhile (a rescue).
+                    more, more_why = self._propose_canary(ctx, mem, tester, space, scored,
+                                                          supported, rate, inp, math.inf,
+                                                          rescue=True)
+                    trying, trying_why = trying + more, trying_why + more_why
             else:
                 # Only CPU sizes never observed are predicted to meet the objectives, on what a
                 # model extrapolates: the cheapest is tried beside the workload (a canary, which
@@ -1253,7 +1261,8 @@ class GridPlanner(Planner):
             # by the explicit estimate instead of chasing the least violating point to the
             # admin's maximum; the safety layer caps it by what the cluster can schedule.
             unreachable = fallback.unreachable_targets(ctx, preds, scored.batch)
-            if (tester is not None and not canary_on and not trying and "learned" in kinds):
+            if (tester is not None and not canary_on and not trying
+                    and (violated or "learned" in kinds)):
                 # A device or pool never observed may meet what no known one can: tried
                 # beside the workload, however it is sized meanwhile.
                 trying, trying_why = self._propose_canary(ctx, mem, tester, space, scored,

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from planner.domain.intents import KPIType
+from planner.domain.state import WorkloadConfig
 from planner.models.explicit import ExplicitAvailability, ExplicitLatency, ExplicitThroughput
 from planner.models.predictor import Predictor
 from planner.models.queue_estimate import QueueEstimate, blend, capped, estimate
@@ -48,13 +49,18 @@ def updated_estimate(ctx: PlanningContext, previous: QueueEstimate | None
         if previous is not None and util is not None and util >= SATURATED_UTILIZATION:
             return capped(previous, ctx.workload)
         return previous
-    return blend(previous, QueueEstimate(fresh.mu_per_core, fresh.base_ms, bases))
+    return blend(previous, QueueEstimate(fresh.mu_per_core, fresh.base_ms, bases, fresh.place))
 
 
 def estimate_memory(est: QueueEstimate | None) -> dict[str, Any] | None:
     """``est`` as memory (JSON-safe)."""
-    return None if est is None else {"mu_per_core": est.mu_per_core, "base_ms": est.base_ms,
-                                     "bases": dict(est.bases)}
+    if est is None:
+        return None
+    out: dict[str, Any] = {"mu_per_core": est.mu_per_core, "base_ms": est.base_ms,
+                           "bases": dict(est.bases)}
+    if est.place is not None:
+        out["place"] = list(est.place)
+    return out
 
 
 def recalled_estimate(memory: Mapping[str, Any] | None) -> QueueEstimate | None:
@@ -64,24 +70,30 @@ def recalled_estimate(memory: Mapping[str, Any] | None) -> QueueEstimate | None:
     base = memory.get("base_ms")
     bases = {str(k): float(v) for k, v in dict(memory.get("bases") or {}).items()
              if v is not None}
+    place = memory.get("place")
     return QueueEstimate(float(memory["mu_per_core"]),
-                         math.nan if base is None else float(base), bases)
+                         math.nan if base is None else float(base), bases,
+                         (str(place[0]), None if place[1] is None else str(place[1]))
+                         if isinstance(place, list | tuple) and len(place) == 2 else None)
 
 
 def explicit_predictors(ctx: PlanningContext, est: QueueEstimate,
-                        parallel_sizes: bool = False) -> dict[str, Predictor]:
+                        parallel_sizes: bool = False, current: WorkloadConfig | None = None
+                        ) -> dict[str, Predictor]:
     """One explicit predictor per objective it can predict (latency, throughput,
     availability); other KPI types are left out. ``parallel_sizes``: a bigger pod's latency as
     several servers, none faster per request than a current pod or one whole core
-    (:class:`ExplicitLatency`)."""
+    (:class:`ExplicitLatency`). ``current``: the configuration the estimate stands for (what
+    it vouches for); the workload's own by default."""
+    cfg = ctx.config if current is None else current
     out: dict[str, Predictor] = {}
     for o in ctx.intent.spec.objectives:
         spec = ctx.profiles[o.name].spec
         if spec.type is KPIType.LATENCY:
-            out[o.name] = ExplicitLatency(est, spec.latency_percentile / 100.0, ctx.config,
+            out[o.name] = ExplicitLatency(est, spec.latency_percentile / 100.0, cfg,
                                           objective=o.name, parallel_sizes=parallel_sizes)
         elif spec.type is KPIType.THROUGHPUT:
-            out[o.name] = ExplicitThroughput(est, ctx.config)
+            out[o.name] = ExplicitThroughput(est, cfg)
         elif spec.type is KPIType.AVAILABILITY:
-            out[o.name] = ExplicitAvailability(est, ctx.config)
+            out[o.name] = ExplicitAvailability(est, cfg)
     return out

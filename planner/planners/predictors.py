@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 from knowledge.base import KnowledgeBase
 from planner.domain.intents import KPIType
-from planner.domain.state import ClusterSnapshot
+from planner.domain.state import ClusterSnapshot, WorkloadConfig
 from planner.models.effects import (
     KIND_AVAILABILITY,
     KIND_LATENCY,
@@ -85,6 +85,12 @@ class CurrentSizeOnly(Predictor):
                                   factor: float) -> FloatArray:
         return self.inner.predict_mean_rates_faster(batch, rates, factor)
 
+    def supported_faster(self, batch: CandidateBatch, rate: float, factor: float
+                         ) -> NDArray[np.bool_]:
+        out: NDArray[np.bool_] = (self.inner.supported_faster(batch, rate, factor)
+                                  & (batch.cpu == self.cpu))
+        return out
+
     def cpu_speedup(self, cpu: float, reference_cpu: float) -> float:
         return self.inner.cpu_speedup(cpu, reference_cpu)
 
@@ -122,6 +128,29 @@ class PredictorMemory:
                 "mixes": {d: dict(m) for d, m in self.mixes.items()}}
 
 
+def calibrated_estimate(ctx: PlanningContext, previous: QueueEstimate | None
+                        ) -> QueueEstimate | None:
+    """:func:`updated_estimate`, started afresh where this cycle's observation is of pods in
+    another place (device, node pool) than the estimate's: a GPU pod's service rate blended
+    into the CPU pods' it replaced describes neither."""
+    est = updated_estimate(ctx, previous)
+    if (est is not None and previous is not None and est is not previous
+            and previous.place is not None and est.place != previous.place):
+        est = updated_estimate(ctx, None)
+    return est
+
+
+def estimated_config(ctx: PlanningContext, est: QueueEstimate) -> WorkloadConfig:
+    """The configuration ``est`` vouches for: the workload's, in the place of the pods it was
+    calibrated on. Right after a move to another device or pool, until the new pods are
+    observed steady, the estimate still describes the pods that left; it predicts the new
+    place as if unchanged and does not vouch for it (a place a canary measured is then
+    predicted at its measured speed, :class:`planner.planners.canary.MeasuredShapes`)."""
+    if est.place is None:
+        return ctx.config
+    return ctx.config.with_(device=est.place[0], pool=est.place[1])
+
+
 class PredictorSource:
     """Chooses the predictors; holds the model cache (a cache of the knowledge base, not
     memory: see :class:`~planner.planners.effect_cache.EffectCache`)."""
@@ -134,10 +163,11 @@ class PredictorSource:
     def predictors(self, ctx: PlanningContext, mem: PredictorMemory) -> dict[str, Predictor]:
         """Per objective the best predictor available; objectives with none are left out.
         Updates ``mem`` (the caller's working copy of the intent's memory)."""
-        mem.estimate = est = updated_estimate(ctx, mem.estimate)
+        mem.estimate = est = calibrated_estimate(ctx, mem.estimate)
         out: dict[str, Predictor] = {} if est is None else {
             n: CurrentSizeOnly(p, ctx.config.cpu)
-            for n, p in explicit_predictors(ctx, est, parallel_sizes=True).items()}
+            for n, p in explicit_predictors(ctx, est, parallel_sizes=True,
+                                            current=estimated_config(ctx, est)).items()}
         latency_model = None
         for device in ("cpu", "gpu"):
             if (seen := observed_mix(ctx.workload, device)) is not None:
