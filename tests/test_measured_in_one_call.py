@@ -117,3 +117,37 @@ def test_a_speed_up_per_row_is_each_rows_own(case: Any, seed: int) -> None:
             alone = est._forward_many(thetas, X[rows], None,
                                       terms if f == 1.0 else _faster(terms, f))
             assert same(got[:, rows], alone)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(["learned", "learned2", "explicit", "nested"]),
+       st.integers(0, 2**32 - 1), st.floats(1.0, 3000.0),
+       st.sampled_from([1.0, 0.3, 2.5, 12.0, 40.0]))
+def test_support_at_a_speed_is_what_the_prediction_at_that_speed_says(
+        kind: str, seed: int, rate: float, factor: float) -> None:
+    """``supported_faster`` (what a chain of measured places asks at every link) answers
+    without predicting what ``predict_faster(...).supported`` says, for the learned latency
+    model, the explicit estimate as the planner wraps it, and a wrapper of measured speeds;
+    and the wrapped estimate's ``predict_faster_rows`` gives each row its own factor's
+    numbers."""
+    inner: Predictor = _explicit() if kind == "explicit" else _learned(kind == "learned2")
+    if kind == "nested":
+        inner = canary.MeasuredShapes(inner, {("gpu", None): canary.Speed(("cpu", None), 30.0)})
+    rng = np.random.default_rng(seed)
+    n = 30
+    batch = CandidateBatch(rng.integers(1, 60, n).astype(float), rng.choice(SIZES, n),
+                           (rng.random(n) < 0.4).astype(float),
+                           tuple(POOLS[i] for i in rng.integers(0, 3, n).tolist()))
+    with np.errstate(all="ignore"):
+        want = (inner.predict(batch, rate) if factor == 1.0
+                else inner.predict_faster(batch, rate, factor)).supported
+        assert np.array_equal(inner.supported_faster(batch, rate, factor), want)
+        if kind == "explicit":
+            factors = rng.choice([1.0, 0.3, 2.5, 12.0], n)
+            rows = inner.predict_faster_rows(batch, rate, factors)
+            for f in np.unique(factors).tolist():
+                m = factors == f
+                alone = (inner.predict(batch, rate) if f == 1.0
+                         else inner.predict_faster(batch, rate, f))
+                assert same(rows.mean[m], alone.mean[m])
+                assert np.array_equal(rows.supported[m], alone.supported[m])

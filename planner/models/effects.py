@@ -228,10 +228,13 @@ class LearnedKPI(Predictor):
 
     def supported_faster(self, batch: CandidateBatch, rate: float, factor: float
                          ) -> NDArray[np.bool_]:
-        """A latency model: :meth:`predict_faster`'s ``supported`` from the rows' features
-        alone; other models: the default."""
-        if self.model.kind != KIND_LATENCY or factor == 1.0:
-            return super().supported_faster(batch, rate, factor)
+        """:meth:`predict_faster`'s ``supported`` from the rows' features alone (another
+        model than a latency's predicts pods ``factor`` times as fast at the load divided by
+        ``factor``: its support there)."""
+        if factor == 1.0:
+            return self.supported(batch, rate)
+        if self.model.kind != KIND_LATENCY:
+            return self.supported(batch, rate / factor)
         X = self.model.features(batch, rate, self.mix, self.gpu_mix)
         out: NDArray[np.bool_] = (self.model.estimator.supported(X)
                                   & self.within_load_range(batch, rate / factor))

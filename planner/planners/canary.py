@@ -311,65 +311,61 @@ class MeasuredShapes(Predictor):
                                    Predictor]]) -> Prediction:
         """:meth:`_in_one_call` where a measured place's reference is itself a measured place
         (:meth:`_reference_model`): each row is followed along its chain first (the row moved
-        to the reference shape at the product of the speeds, while ``inner`` does not vouch
-        for it there and a measurement not yet used on its way covers it, the last such as
-        the place-by-place path applies them), then every row is predicted in one call. The
-        place-by-place path asks ``inner`` once per measurement at every link of every chain
-        (each nested wrapper predicts all its rows before remapping some), which made a plan
-        on gen-4009 with five places measured against one another several times slower
-        (docs/benchmarks.md 60); here each link costs one support check per group of rows
-        that share the measurements used and the speed."""
-        n = len(batch)
+        to the reference place at the product of the speeds, while ``inner`` does not vouch
+        for it there and a measurement not yet used on its way covers it), then every row is
+        predicted in one call: the numbers of the place-by-place path, which asks ``inner``
+        for every row at every link of every chain (each nested wrapper predicts all its rows
+        before remapping some: on gen-4009, five places measured against one another, most of
+        a plan's time, docs/benchmarks.md 60). Here a link costs one support check per speed
+        its rows are at."""
+        n, speeds = len(batch), self.speeds
         cpu, gpu, pools = batch.cpu.copy(), batch.gpu.copy(), list(batch.pool)
         factors = np.ones(n)
         own_rows: list[tuple[NDArray[np.bool_], CandidateBatch, float]] = []
-        used: dict[int, frozenset[int]] = {}       # rows whose chain goes on: measurements used
+        # Per row, the measurements used on its way (a chain never uses one twice), and
+        # whether it goes on; per measurement, the place measurement of its reference (-1).
+        used = np.zeros((n, len(speeds)), dtype=bool)
+        going = np.zeros(n, dtype=bool)
+        usable = [len(t) == 2 and not s.factor <= 0 for t, s in speeds]
+        where = {t: k for k, (t, _) in enumerate(speeds) if usable[k]}
+        ref_of = [where.get(s.reference, -1) if len(t) == 2 else -1 for t, s in speeds]
 
-        def move(idx: NDArray[np.int64], k: int, at: NDArray[np.float64]) -> None:
-            speed = self.speeds[k][1]
+        def move(idx: NDArray[np.int64], k: int) -> None:
+            speed = speeds[k][1]
             if speed.reference_cpu is not None:
                 cpu[idx] = speed.reference_cpu
             gpu[idx] = 1.0 if speed.reference[0] == "gpu" else 0.0
             for i in idx.tolist():
                 pools[i] = speed.reference[1]
-            factors[idx] = speed.factor * at
+            factors[idx] = speed.factor * factors[idx]
+            used[idx, k] = True
+            if ref_of[k] >= 0:
+                going[idx] = ~used[idx, ref_of[k]]
 
-        source = self._sources(batch, self.inner.supported(batch, rate))
         for rows, ref, f, own, _ in parts:
             if own is not None:          # its own size, faster by the factor on the model's
                 factors[rows] = own
                 own_rows.append((rows, ref, f))
-        for k, (tried, speed) in enumerate(self.speeds):
+        source = self._sources(batch, self.inner.supported(batch, rate))
+        for k, (tried, speed) in enumerate(speeds):
             idx = np.flatnonzero(source == k)
-            if not idx.size or self._own(tried, speed) is not None:
-                continue
-            move(idx, k, np.ones(idx.size))
-            if len(tried) == 2 and speed.reference in self._places:
-                for i in idx.tolist():
-                    used[i] = frozenset([k])
-        while used:
-            groups: dict[tuple[frozenset[int], float], list[int]] = {}
-            for i, ks in used.items():
-                groups.setdefault((ks, float(factors[i])), []).append(i)
-            used = {}
-            for (ks, at), members in groups.items():
-                idx = np.asarray(members, dtype=np.int64)
+            if idx.size and self._own(tried, speed) is None:
+                move(idx, k)
+        while going.any():
+            pending = np.flatnonzero(going)
+            going[pending] = False
+            at = factors[pending]
+            for f in np.unique(at).tolist():
+                idx = pending[np.isnan(at) if math.isnan(f) else at == f]
                 sub = CandidateBatch(batch.replicas[idx], cpu[idx], gpu[idx],
-                                     tuple(pools[i] for i in members))
-                off = ~self.inner.supported_faster(sub, rate, at)
-                rest = [(k, t, sp) for k, (t, sp) in enumerate(self.speeds)
-                        if k not in ks and len(t) == 2]
-                places = {t for _, t, sp in rest if not sp.factor <= 0}
+                                     tuple(pools[i] for i in idx.tolist()))
+                off = ~self.inner.supported_faster(sub, rate, f)
                 pick = np.full(idx.size, -1, dtype=np.int64)
-                for k, t, sp in rest:
-                    if not sp.factor <= 0:
-                        pick[tried_mask(sub, t) & off] = k
+                for k, (tried, _) in enumerate(speeds):
+                    if usable[k]:
+                        pick[tried_mask(sub, tried) & off & ~used[idx, k]] = k
                 for k in np.unique(pick[pick >= 0]).tolist():
-                    mine = idx[pick == k]
-                    move(mine, k, factors[mine])
-                    if self.speeds[k][1].reference in places:
-                        for i in mine.tolist():
-                            used[i] = ks | {k}
+                    move(idx[pick == k], k)
         p = self.inner.predict_faster_rows(CandidateBatch(batch.replicas, cpu, gpu,
                                                           tuple(pools)), rate, factors)
         ok = p.supported.copy()

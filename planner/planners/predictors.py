@@ -85,6 +85,10 @@ class CurrentSizeOnly(Predictor):
                                   factor: float) -> FloatArray:
         return self.inner.predict_mean_rates_faster(batch, rates, factor)
 
+    def predict_faster_rows(self, batch: CandidateBatch, rate: float,
+                            factors: FloatArray) -> Prediction:
+        return self._at_size(batch, self.inner.predict_faster_rows(batch, rate, factors))
+
     def supported_faster(self, batch: CandidateBatch, rate: float, factor: float
                          ) -> NDArray[np.bool_]:
         out: NDArray[np.bool_] = (self.inner.supported_faster(batch, rate, factor)
