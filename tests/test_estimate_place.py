@@ -108,3 +108,14 @@ def test_right_after_a_move_the_estimate_vouches_for_the_place_it_knows() -> Non
     assert mem.estimate is not None and mem.estimate.place == ("gpu", "gpu-pool")
     assert preds["p95"].supported(batch, 80.0).tolist() == [True, False]
     assert np.isfinite(preds["p95"].predict(batch, 80.0).mean[0])
+
+
+def test_saturated_pods_in_another_place_do_not_cap_the_estimate_of_the_old_one() -> None:
+    """GPU pods saturated at 30 req/s on two pods say nothing of the CPU pods' service rate
+    (20 req/s per core): the CPU pods' estimate is kept as it was, not capped to 15."""
+    cpu = calibrated_estimate(_ctx(CPU, 80.0, 0.5), None)
+    assert cpu is not None
+    assert calibrated_estimate(_ctx(GPU, 30.0, 0.97), cpu) == cpu
+    # Saturated pods where the estimate was calibrated still cap it.
+    capped = calibrated_estimate(_ctx(CPU, 80.0, 0.97), cpu)
+    assert capped is not None and capped.mu_per_core == pytest.approx(10.0)

@@ -1183,9 +1183,11 @@ class GridPlanner(Planner):
                     and fitting is None):
                 # What is known to meet the objectives does not fit the cluster: as when
                 # nothing known meets them, a place never observed may.
-                trying, trying_why = self._propose_canary(ctx, mem, tester, space, scored,
+                more, more_why = self._propose_canary(ctx, mem, tester, space, scored,
                                                           supported, rate, inp, math.inf,
                                                           rescue=True)
+                # (added to what following a canary said: a stop without an action keeps its reason)
+                trying, trying_why = trying + more, trying_why + more_why
             if "learned" in kinds and not violated and not inp.anchors:
                 # (Not while an objective holds only within its tolerance: anchored.)
                 probe = mem.explorer.propose(ctx, scored.batch, scored.feasible, supported,
@@ -1211,8 +1213,10 @@ class GridPlanner(Planner):
                 best_score = float(scored.score[idx])
                 if keep_current:
                     best_score = min(best_score, float(current.score[0]))
-                trying, trying_why = self._propose_canary(ctx, mem, tester, space, scored,
+                more, more_why = self._propose_canary(ctx, mem, tester, space, scored,
                                                           supported, rate, inp, best_score)
+                # (added to what following a canary said: a stop without an action keeps its reason)
+                trying, trying_why = trying + more, trying_why + more_why
             if probe is not None:
                 gain = 1.0 - float(scored.score[probe] / scored.score[idx])
                 idx, exploratory, why_kind = probe, True, "exploration"
@@ -1265,9 +1269,11 @@ class GridPlanner(Planner):
                     and (violated or "learned" in kinds)):
                 # A device or pool never observed may meet what no known one can: tried
                 # beside the workload, however it is sized meanwhile.
-                trying, trying_why = self._propose_canary(ctx, mem, tester, space, scored,
+                more, more_why = self._propose_canary(ctx, mem, tester, space, scored,
                                                           supported, rate, inp, math.inf,
                                                           rescue=violated)
+                # (added to what following a canary said: a stop without an action keeps its reason)
+                trying, trying_why = trying + more, trying_why + more_why
             scored, fb_why = self._sized_by_estimate(ctx, mem, rate, inp)
             idx = 0
             why = f"no configuration is predicted feasible: {fb_why}"

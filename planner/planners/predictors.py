@@ -138,9 +138,13 @@ def calibrated_estimate(ctx: PlanningContext, previous: QueueEstimate | None
     another place (device, node pool) than the estimate's: a GPU pod's service rate blended
     into the CPU pods' it replaced describes neither."""
     est = updated_estimate(ctx, previous)
-    if (est is not None and previous is not None and est is not previous
-            and previous.place is not None and est.place != previous.place):
-        est = updated_estimate(ctx, None)
+    if est is None or previous is None or est is previous or previous.place is None:
+        return est
+    if est.place != previous.place:
+        return updated_estimate(ctx, None)
+    if previous.place != (ctx.config.device, ctx.config.pool):
+        # Capped by the saturated throughput of pods in another place: that bounds theirs.
+        return previous
     return est
 
 
