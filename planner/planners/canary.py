@@ -283,34 +283,16 @@ class MeasuredShapes(Predictor):
         numbers are those the place-by-place path gives it (a row's prediction depends on
         that row alone; tested): where two measurements cover a row, the shape's, applied
         last there, is the one it gets."""
-        parts = self._remapped(batch, self.inner.supported(batch, rate))
-        if not parts:
+        supported = self.inner.supported(batch, rate)
+        if not (self._sources(batch, supported) >= 0).any():
             return self.inner.predict(batch, rate)
-        if any(own is None and model is not self.inner for _, _, _, own, model in parts):
-            return self._chained(batch, rate, parts)      # a chain of measurements
-        cpu, gpu, pools = batch.cpu.copy(), batch.gpu.copy(), list(batch.pool)
-        factors = np.ones(len(batch))
-        for rows, ref, f, own, _ in parts:
-            if own is not None:          # its own size, faster by the factor on the model's
-                factors[rows] = own
-                continue
-            cpu[rows], gpu[rows] = ref.cpu, ref.gpu    # the reference shape, at its speed
-            for i, pool in zip(np.flatnonzero(rows).tolist(), ref.pool, strict=True):
-                pools[i] = pool
-            factors[rows] = f
-        p = self.inner.predict_faster_rows(CandidateBatch(batch.replicas, cpu, gpu,
-                                                          tuple(pools)), rate, factors)
-        ok = p.supported.copy()
-        for rows, ref, f, own, _ in parts:
-            if own is not None:          # vouched for where the reference pods are
-                ok[rows] = self.inner.supported(ref, rate / f)
-        return Prediction(p.mean, p.bound, ok)
+        return self._chained(batch, rate, supported)
 
-    def _chained(self, batch: CandidateBatch, rate: float,
-                 parts: list[tuple[NDArray[np.bool_], CandidateBatch, float, float | None,
-                                   Predictor]]) -> Prediction:
-        """:meth:`_in_one_call` where a measured place's reference is itself a measured place
-        (:meth:`_reference_model`): each row is followed along its chain first (the row moved
+    def _chained(self, batch: CandidateBatch, rate: float, supported: NDArray[np.bool_]
+                 ) -> Prediction:
+        """:meth:`_in_one_call`'s rows remapped, ``supported`` being ``inner``'s support at
+        ``rate``. Where a measured place's reference is itself a measured place
+        (:meth:`_reference_model`), each row is followed along its chain first (the row moved
         to the reference place at the product of the speeds, while ``inner`` does not vouch
         for it there and a measurement not yet used on its way covers it), then every row is
         predicted in one call: the numbers of the place-by-place path, which asks ``inner``
@@ -342,15 +324,17 @@ class MeasuredShapes(Predictor):
             if ref_of[k] >= 0:
                 going[idx] = ~used[idx, ref_of[k]]
 
-        for rows, ref, f, own, _ in parts:
-            if own is not None:          # its own size, faster by the factor on the model's
-                factors[rows] = own
-                own_rows.append((rows, ref, f))
-        source = self._sources(batch, self.inner.supported(batch, rate))
+        source = self._sources(batch, supported)
         for k, (tried, speed) in enumerate(speeds):
-            idx = np.flatnonzero(source == k)
-            if idx.size and self._own(tried, speed) is None:
-                move(idx, k)
+            rows = source == k
+            if not rows.any():
+                continue
+            if (own := self._own(tried, speed)) is not None:
+                # Its own size, faster by the factor on the model's own prediction.
+                factors[rows] = own
+                own_rows.append((rows, _as_reference(batch, rows, speed), speed.factor))
+            else:
+                move(np.flatnonzero(rows), k)
         while going.any():
             pending = np.flatnonzero(going)
             going[pending] = False
@@ -363,7 +347,7 @@ class MeasuredShapes(Predictor):
                 pick = np.full(idx.size, -1, dtype=np.int64)
                 for k, (tried, _) in enumerate(speeds):
                     if usable[k]:
-                        pick[tried_mask(sub, tried) & off & ~used[idx, k]] = k
+                        pick[tried_mask(sub, tried) & off] = k
                 for k in np.unique(pick[pick >= 0]).tolist():
                     move(idx[pick == k], k)
         p = self.inner.predict_faster_rows(CandidateBatch(batch.replicas, cpu, gpu,

@@ -1184,8 +1184,8 @@ class GridPlanner(Planner):
                 # What is known to meet the objectives does not fit the cluster: as when
                 # nothing known meets them, a place never observed may.
                 more, more_why = self._propose_canary(ctx, mem, tester, space, scored,
-                                                          supported, rate, inp, math.inf,
-                                                          rescue=True)
+                                                      supported, rate, inp, math.inf,
+                                                      rescue=True)
                 # (added to what following a canary said: a stop without an action keeps its reason)
                 trying, trying_why = trying + more, trying_why + more_why
             if "learned" in kinds and not violated and not inp.anchors:
@@ -1214,7 +1214,7 @@ class GridPlanner(Planner):
                 if keep_current:
                     best_score = min(best_score, float(current.score[0]))
                 more, more_why = self._propose_canary(ctx, mem, tester, space, scored,
-                                                          supported, rate, inp, best_score)
+                                                      supported, rate, inp, best_score)
                 # (added to what following a canary said: a stop without an action keeps its reason)
                 trying, trying_why = trying + more, trying_why + more_why
             if probe is not None:
@@ -1270,8 +1270,8 @@ class GridPlanner(Planner):
                 # A device or pool never observed may meet what no known one can: tried
                 # beside the workload, however it is sized meanwhile.
                 more, more_why = self._propose_canary(ctx, mem, tester, space, scored,
-                                                          supported, rate, inp, math.inf,
-                                                          rescue=violated)
+                                                      supported, rate, inp, math.inf,
+                                                      rescue=violated)
                 # (added to what following a canary said: a stop without an action keeps its reason)
                 trying, trying_why = trying + more, trying_why + more_why
             scored, fb_why = self._sized_by_estimate(ctx, mem, rate, inp)
