@@ -151,3 +151,29 @@ def test_support_at_a_speed_is_what_the_prediction_at_that_speed_says(
                          else inner.predict_faster(batch, rate, f))
                 assert same(rows.mean[m], alone.mean[m])
                 assert np.array_equal(rows.supported[m], alone.supported[m])
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(["learned", "learned2", "explicit", "nested"]),
+       st.integers(0, 2**32 - 1), st.floats(1.0, 3000.0))
+def test_support_with_a_speed_per_row_is_each_rows_own(kind: str, seed: int,
+                                                       rate: float) -> None:
+    """``supported_faster_rows`` (one check for every row a chain of measured places moves
+    on, each at its own product of speeds) gives each row what ``supported_faster`` at its
+    factor alone gives it, NaN and 1 included, for the learned latency model (one set of
+    features), the explicit estimate as the planner wraps it and a wrapper of measured
+    speeds (the default, a call per factor)."""
+    inner: Predictor = _explicit() if kind == "explicit" else _learned(kind == "learned2")
+    if kind == "nested":
+        inner = canary.MeasuredShapes(inner, {("gpu", None): canary.Speed(("cpu", None), 30.0)})
+    rng = np.random.default_rng(seed)
+    n = 30
+    batch = CandidateBatch(rng.integers(1, 60, n).astype(float), rng.choice(SIZES, n),
+                           (rng.random(n) < 0.4).astype(float),
+                           tuple(POOLS[i] for i in rng.integers(0, 3, n).tolist()))
+    factors = rng.choice([1.0, 0.3, 2.5, 12.0, 40.0, math.nan], n)
+    with np.errstate(all="ignore"):
+        got = inner.supported_faster_rows(batch, rate, factors)
+        for i, f in enumerate(factors.tolist()):
+            one = batch.take(np.array([i]))
+            assert got[i] == inner.supported_faster(one, rate, f)[0]

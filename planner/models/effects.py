@@ -240,6 +240,18 @@ class LearnedKPI(Predictor):
                                   & self.within_load_range(batch, rate / factor))
         return out
 
+    def supported_faster_rows(self, batch: CandidateBatch, rate: float,
+                              factors: FloatArray) -> NDArray[np.bool_]:
+        """A latency model: :meth:`supported_faster` with a factor per row, from one set of
+        features (a row's support depends on its own row and factor alone); other models:
+        the default."""
+        if self.model.kind != KIND_LATENCY:
+            return super().supported_faster_rows(batch, rate, factors)
+        X = self.model.features(batch, rate, self.mix, self.gpu_mix)
+        out: NDArray[np.bool_] = (self.model.estimator.supported(X)
+                                  & self.within_load_range(batch, rate, factors))
+        return out
+
     def predict_faster_rows(self, batch: CandidateBatch, rate: float,
                             factors: FloatArray) -> Prediction:
         """A latency model: :meth:`predict_faster` with a factor per row, in one evaluation

@@ -40,6 +40,10 @@ class _Explicit(Predictor):
                          ) -> NDArray[np.bool_]:
         return _supported(batch, self.current)
 
+    def supported_faster_rows(self, batch: CandidateBatch, rate: float,
+                              factors: FloatArray) -> NDArray[np.bool_]:
+        return _supported(batch, self.current)
+
 
 class ExplicitLatency(_Explicit):
     """A latency percentile with each pod an M/M/1 queue served at the estimate's rate per core

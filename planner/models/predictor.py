@@ -144,6 +144,18 @@ class Predictor(ABC):
             return self.supported(batch, rate)
         return self.predict_faster(batch, rate, factor).supported
 
+    def supported_faster_rows(self, batch: CandidateBatch, rate: float,
+                              factors: FloatArray) -> NDArray[np.bool_]:
+        """Row ``i`` as :meth:`supported_faster` with ``factors[i]`` answers for it. This
+        default asks once per distinct factor; a predictor that tells support from the rows'
+        features (the learned model) answers in one call."""
+        ok = np.zeros(len(batch), dtype=bool)
+        values, group = np.unique(factors, return_inverse=True)   # NaN is one group
+        for k, f in enumerate(values.tolist()):
+            rows = np.flatnonzero(group.reshape(-1) == k)
+            ok[rows] = self.supported_faster(batch.take(rows), rate, f)
+        return ok
+
     def predict_faster_rows(self, batch: CandidateBatch, rate: float,
                             factors: FloatArray) -> Prediction:
         """Row ``i`` as :meth:`predict_faster` with ``factors[i]`` gives it (:meth:`predict`'s

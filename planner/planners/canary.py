@@ -104,8 +104,7 @@ def place_of(cfg: WorkloadConfig) -> Place:
 
 def place_mask(batch: CandidateBatch, place: Place) -> NDArray[np.bool_]:
     device, pool = place
-    out: NDArray[np.bool_] = ((batch.gpu > 0.5) == (device == "gpu")) & np.array(
-        [p == pool for p in batch.pool], dtype=bool)
+    out: NDArray[np.bool_] = ((batch.gpu > 0.5) == (device == "gpu")) & batch.in_pool(pool)
     return out
 
 
@@ -283,23 +282,24 @@ class MeasuredShapes(Predictor):
         numbers are those the place-by-place path gives it (a row's prediction depends on
         that row alone; tested): where two measurements cover a row, the shape's, applied
         last there, is the one it gets."""
-        supported = self.inner.supported(batch, rate)
-        if not (self._sources(batch, supported) >= 0).any():
+        source = self._sources(batch, self.inner.supported(batch, rate))
+        if not (source >= 0).any():
             return self.inner.predict(batch, rate)
-        return self._chained(batch, rate, supported)
+        return self._chained(batch, rate, source)
 
-    def _chained(self, batch: CandidateBatch, rate: float, supported: NDArray[np.bool_]
+    def _chained(self, batch: CandidateBatch, rate: float, source: NDArray[np.int64]
                  ) -> Prediction:
-        """:meth:`_in_one_call`'s rows remapped, ``supported`` being ``inner``'s support at
-        ``rate``. Where a measured place's reference is itself a measured place
-        (:meth:`_reference_model`), each row is followed along its chain first (the row moved
-        to the reference place at the product of the speeds, while ``inner`` does not vouch
-        for it there and a measurement not yet used on its way covers it), then every row is
-        predicted in one call: the numbers of the place-by-place path, which asks ``inner``
-        for every row at every link of every chain (each nested wrapper predicts all its rows
-        before remapping some: on gen-4009, five places measured against one another, most of
-        a plan's time, docs/benchmarks.md 60). Here a link costs one support check per speed
-        its rows are at."""
+        """:meth:`_in_one_call`'s rows remapped, ``source`` being :meth:`_sources` at
+        ``inner``'s support at ``rate``. Where a measured place's reference is itself a
+        measured place (:meth:`_reference_model`), each row is followed along its chain first
+        (the row moved to the reference place at the product of the speeds, while ``inner``
+        does not vouch for it there and a measurement not yet used on its way covers it), then
+        every row is predicted in one call: the numbers of the place-by-place path, which asks
+        ``inner`` for every row at every link of every chain (each nested wrapper predicts all
+        its rows before remapping some: on gen-4009, five places measured against one
+        another, most of a plan's time, docs/benchmarks.md 60). Here a link costs one support
+        check of the rows still going, each at its own speed
+        (:meth:`Predictor.supported_faster_rows`)."""
         n, speeds = len(batch), self.speeds
         cpu, gpu, pools = batch.cpu.copy(), batch.gpu.copy(), list(batch.pool)
         factors = np.ones(n)
@@ -324,7 +324,6 @@ class MeasuredShapes(Predictor):
             if ref_of[k] >= 0:
                 going[idx] = ~used[idx, ref_of[k]]
 
-        source = self._sources(batch, supported)
         for k, (tried, speed) in enumerate(speeds):
             rows = source == k
             if not rows.any():
@@ -336,20 +335,17 @@ class MeasuredShapes(Predictor):
             else:
                 move(np.flatnonzero(rows), k)
         while going.any():
-            pending = np.flatnonzero(going)
-            going[pending] = False
-            at = factors[pending]
-            for f in np.unique(at).tolist():
-                idx = pending[np.isnan(at) if math.isnan(f) else at == f]
-                sub = CandidateBatch(batch.replicas[idx], cpu[idx], gpu[idx],
-                                     tuple(pools[i] for i in idx.tolist()))
-                off = ~self.inner.supported_faster(sub, rate, f)
-                pick = np.full(idx.size, -1, dtype=np.int64)
-                for k, (tried, _) in enumerate(speeds):
-                    if usable[k]:
-                        pick[tried_mask(sub, tried) & off] = k
-                for k in np.unique(pick[pick >= 0]).tolist():
-                    move(idx[pick == k], k)
+            idx = np.flatnonzero(going)
+            going[idx] = False
+            sub = CandidateBatch(batch.replicas[idx], cpu[idx], gpu[idx],
+                                 tuple(pools[i] for i in idx.tolist()))
+            off = ~self.inner.supported_faster_rows(sub, rate, factors[idx])
+            pick = np.full(idx.size, -1, dtype=np.int64)
+            for k, (tried, _) in enumerate(speeds):
+                if usable[k]:
+                    pick[tried_mask(sub, tried) & off] = k
+            for k in np.unique(pick[pick >= 0]).tolist():
+                move(idx[pick == k], k)
         p = self.inner.predict_faster_rows(CandidateBatch(batch.replicas, cpu, gpu,
                                                           tuple(pools)), rate, factors)
         ok = p.supported.copy()

@@ -95,6 +95,12 @@ class CurrentSizeOnly(Predictor):
                                   & (batch.cpu == self.cpu))
         return out
 
+    def supported_faster_rows(self, batch: CandidateBatch, rate: float,
+                              factors: FloatArray) -> NDArray[np.bool_]:
+        out: NDArray[np.bool_] = (self.inner.supported_faster_rows(batch, rate, factors)
+                                  & (batch.cpu == self.cpu))
+        return out
+
     def cpu_speedup(self, cpu: float, reference_cpu: float) -> float:
         return self.inner.cpu_speedup(cpu, reference_cpu)
 
