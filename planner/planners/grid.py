@@ -71,9 +71,15 @@ FULL_GRID_LIMIT = 4_000
 """Up to this many points every candidate is scored in one vectorised batch."""
 GRID_LIMIT = 200_000
 """Up to this many, a monotone binary search over replicas; beyond, an optuna TPE study."""
-SPECULATIVE_ROWS = 64
+SPECULATIVE_ROWS = 256
 """Rows per model call of the binary search (:meth:`GridPlanner._grid`): while few
-combinations are unfinished, one call evaluates the points of their next several steps."""
+combinations are unfinished, one call evaluates the points of their next several steps. A
+call's fixed work (a chain of measured places, the support checks, the wrappers) outweighs its
+rows' up to a few hundred rows: from 64, 256 takes about a third off gen-4009's plan time with
+the same plans (docs/benchmarks.md section 61)."""
+WINDOW_ROWS = 64
+"""A replica axis longer than this is predicted in a window (:meth:`GridPlanner._windowed`)
+rather than whole."""
 HYSTERESIS = 0.05
 RISK_FREE = 0.7
 ALARM_DECAY = 0.995
@@ -677,7 +683,7 @@ class GridPlanner(Planner):
         if size <= min(FULL_GRID_LIMIT, self.grid_limit):
             # A replica axis longer than a model call's rows costs more to predict whole
             # than in the window that can matter, where the predictors promise monotonicity.
-            if len(space.replicas) > SPECULATIVE_ROWS:
+            if len(space.replicas) > WINDOW_ROWS:
                 starts = _run_starts(space, rate, inp)
                 if len(starts) < space.size:
                     return self._windowed(ctx, space, rate, inp, starts)
