@@ -184,13 +184,29 @@ class MeasuredShapes(Predictor):
     def _sources(self, batch: CandidateBatch, supported: NDArray[np.bool_]
                  ) -> NDArray[np.int64]:
         """Per row, the index in :attr:`speeds` of the measurement that predicts it (the last
-        that covers a row ``inner`` does not vouch for, as :meth:`_by_place` applies them;
-        speeds at most 0 are not used, NaN is), or -1: ``inner``'s own row."""
+        that covers a row ``inner`` does not vouch for, at a place and size it knows nothing
+        of, as :meth:`_by_place` applies them; speeds at most 0 are not used, NaN is), or -1:
+        ``inner``'s own row."""
         source = np.full(len(batch), -1, dtype=np.int64)
+        off = ~supported
+        if off.any():
+            off &= self._unknown(batch)
         for k, (tried, speed) in enumerate(self.speeds):
             if not speed.factor <= 0:
-                source[tried_mask(batch, tried) & ~supported] = k
+                source[tried_mask(batch, tried) & off] = k
         return source
+
+    def _unknown(self, batch: CandidateBatch) -> NDArray[np.bool_]:
+        """Rows of a place and CPU size ``inner`` does not vouch for at any load (asked at
+        next to none). A measured speed stands for a place until the models know the place
+        itself: where they vouch for it at some loads, a load beyond them is beyond what was
+        seen there, not a reason to predict the place from another through the speed. That
+        remap contradicted the model's own fit of the place: on gen-3238 six 1-cpu pods in the
+        1.4x pool, which the model trained there predicts at a p90 of 345 ms (beyond its
+        range), were predicted at 158 ms as unpinned CPU pods 1.4 times as fast, and chosen;
+        on gen-4009 17 and 36 pods alternated the same way (docs/benchmarks.md section 61)."""
+        out: NDArray[np.bool_] = ~self.inner.supported(batch, VOUCH_PROBE_RATE)
+        return out
 
     def _own(self, tried: Tried, speed: Speed) -> float | None:
         """For a CPU size measured against another size, the factor on ``inner``'s own
@@ -340,6 +356,8 @@ class MeasuredShapes(Predictor):
             sub = CandidateBatch(batch.replicas[idx], cpu[idx], gpu[idx],
                                  tuple(pools[i] for i in idx.tolist()))
             off = ~self.inner.supported_faster_rows(sub, rate, factors[idx])
+            if off.any():
+                off &= self._unknown(sub)
             pick = np.full(idx.size, -1, dtype=np.int64)
             for k, (tried, _) in enumerate(speeds):
                 if usable[k]:
@@ -381,7 +399,8 @@ class MeasuredShapes(Predictor):
                   for k, (tried, speed) in enumerate(self.speeds) if not speed.factor <= 0]
         if not places:
             return out
-        unsupported = [~self.inner.supported(batch, rate / factor) for rate in rates]
+        unknown = self._unknown(batch)
+        unsupported = [~self.inner.supported(batch, rate / factor) & unknown for rate in rates]
         for k, here, speed, own in places:
             rows = [(i, here & off) for i, off in enumerate(unsupported) if (here & off).any()]
             if not rows:
