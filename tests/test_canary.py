@@ -644,3 +644,31 @@ def test_a_size_measured_against_pods_of_a_size_they_no_longer_have_is_rebased()
     idle = replace(ctx, workload=replace(ctx.workload, pods=tuple(
         replace(p, request_rate=0.001, cpu_utilization=0.001) for p in busy)))
     assert canary.measured_speeds(idle, e, current_only)[(4.0, "cpu", None)] == as_measured
+
+
+class _KnowsPlaces(Predictor):
+    """Vouches for pods in pool ``a`` up to 10 req/s each and in pool ``b`` at any load, for
+    nothing else; predicts 100 ms in ``a``, 10 ms elsewhere."""
+
+    def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
+        a = batch.in_pool("a")
+        ok = (a & (rate / batch.replicas <= 10.0)) | batch.in_pool("b")
+        mean = np.where(a, 100.0, 10.0)
+        return Prediction(mean, mean.copy(), ok)
+
+
+def test_a_measured_speed_does_not_predict_a_place_the_model_knows_beyond_its_range() -> None:
+    """Pool ``a`` was measured at half the speed of pool ``b``, and the model has since
+    learned ``a`` itself, at up to 10 req/s a pod. Beyond that load ``a`` stays the model's
+    own, unvouched: not ``b``'s prediction through the speed, which contradicts what the
+    model learned of ``a`` (gen-4009 seed 2, docs/benchmarks.md section 61). A place the
+    model knows nothing of (``c``) is still predicted through its speed."""
+    inner = _KnowsPlaces()
+    lat = canary.MeasuredShapes(inner, {("cpu", "a"): canary.Speed(("cpu", "b"), 0.5),
+                                        ("cpu", "c"): canary.Speed(("cpu", "b"), 0.5)})
+    batch = CandidateBatch(np.array([20.0, 5.0, 5.0]), np.ones(3), np.zeros(3),
+                           ("a", "a", "c"))
+    for p in (lat.predict(batch, 100.0), lat._by_place(batch, 100.0, 1.0)):
+        assert p.supported.tolist() == [True, False, True]
+        assert p.mean.tolist() == [100.0, 100.0, 10.0]
+    assert lat.predict_mean_rates(batch, [100.0])[0].tolist() == [100.0, 100.0, 10.0]
