@@ -94,7 +94,8 @@ many times faster than the others is this idle under round-robin dispatch: a can
 idle is taken to be this busy (a lower bound of its capacity)."""
 VOUCH_PROBE_RATE = 1e-3
 """The load (req/s) at which :func:`_rebased` asks whether a predictor vouches for pods of a
-size: next to none, so only the size (not a load beyond what was seen) can refuse."""
+size, and :meth:`MeasuredShapes._unknown` whether it knows a place and size: next to none, so
+only the place and size (not a load beyond what was seen) can refuse."""
 MEASURED_TTL_S = 24 * 3600.0
 """A measured speed is used for this long (the workload may change)."""
 
@@ -201,10 +202,11 @@ class MeasuredShapes(Predictor):
         next to none). A measured speed stands for a place until the models know the place
         itself: where they vouch for it at some loads, a load beyond them is beyond what was
         seen there, not a reason to predict the place from another through the speed. That
-        remap contradicted the model's own fit of the place: on gen-3238 six 1-cpu pods in the
-        1.4x pool, which the model trained there predicts at a p90 of 345 ms (beyond its
-        range), were predicted at 158 ms as unpinned CPU pods 1.4 times as fast, and chosen;
-        on gen-4009 17 and 36 pods alternated the same way (docs/benchmarks.md section 61)."""
+        remap contradicted the model's own fit of the place: on gen-4009 seed 2, 17 and 36
+        pods alternated; on gen-3238 (with the estimates of places left, section 61) six
+        1-cpu pods in the 1.4x pool, which the model trained there predicts at a p90 of 345 ms
+        (beyond its range), were predicted at 158 ms as unpinned CPU pods 1.4 times as fast,
+        and chosen (docs/benchmarks.md section 61)."""
         out: NDArray[np.bool_] = ~self.inner.supported(batch, VOUCH_PROBE_RATE)
         return out
 
