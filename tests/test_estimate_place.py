@@ -101,13 +101,20 @@ def test_right_after_a_move_the_estimate_vouches_for_the_place_it_knows() -> Non
     assert mem.estimate == cpu                    # not steady: the CPU pods' estimate kept
     batch = CandidateBatch.of([GPU, CPU])
     assert preds["p95"].supported(batch, 80.0).tolist() == [False, True]
-    # Once the GPU pods are observed steady, the estimate is theirs and vouches for them.
+    # Once the GPU pods are observed steady, the estimate is theirs and vouches for them; the
+    # CPU pods' estimate is kept for the place they left, and vouches for it alone
+    # (tests/test_places_left.py).
     steady = _ctx(GPU, 80.0, 0.1)
     mem = PredictorMemory(cpu)
     preds = PredictorSource(None).predictors(steady, mem)
     assert mem.estimate is not None and mem.estimate.place == ("gpu", "gpu-pool")
-    assert preds["p95"].supported(batch, 80.0).tolist() == [True, False]
-    assert np.isfinite(preds["p95"].predict(batch, 80.0).mean[0])
+    assert set(mem.left) == {("cpu", "gpu-pool")} and mem.left[("cpu", "gpu-pool")].estimate == cpu
+    assert preds["p95"].supported(batch, 80.0).tolist() == [True, True]
+    p = preds["p95"].predict(batch, 80.0)
+    assert np.isfinite(p.mean[0])
+    assert cpu is not None and p.mean[1] == pytest.approx(
+        cpu.latency_ms(80.0, CPU, 0.95, "p95"), rel=1e-9)
+    assert p.mean[0] < p.mean[1]
 
 
 def test_saturated_pods_in_another_place_do_not_cap_the_estimate_of_the_old_one() -> None:

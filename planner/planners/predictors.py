@@ -25,6 +25,7 @@ from planner.models.effects import (
 from planner.models.mix import expected_mix, observed_mix
 from planner.models.predictor import CandidateBatch, FloatArray, Prediction, Predictor
 from planner.models.queue_estimate import QueueEstimate
+from planner.planners import places_left
 from planner.planners.base import PlanningContext
 from planner.planners.effect_cache import EffectCache
 from planner.planners.online import (
@@ -122,6 +123,8 @@ class PredictorMemory:
     mixes: dict[str, dict[str, float]] = field(default_factory=dict)
     """Per device, the node-pool mix its ready pods last had while the workload ran
     unpinned (:func:`planner.models.mix.expected_mix`'s ``last_seen``)."""
+    left: dict[places_left.Place, places_left.Left] = field(default_factory=dict)
+    """The estimates of places the workload left (:mod:`.places_left`)."""
 
     @staticmethod
     def recall(memory: Mapping[str, Any]) -> PredictorMemory:
@@ -131,11 +134,13 @@ class PredictorMemory:
                                 dict(memory.get("loaded_at") or {}).items()},
                                {str(d): {str(p): float(v) for p, v in m.items()}
                                 for d, m in dict(mixes).items() if isinstance(m, Mapping)}
-                               if isinstance(mixes, Mapping) else {})
+                               if isinstance(mixes, Mapping) else {},
+                               places_left.recalled_left(memory.get("left")))
 
     def as_memory(self) -> dict[str, Any]:
         return {"estimate": estimate_memory(self.estimate), "loaded_at": dict(self.loaded_at),
-                "mixes": {d: dict(m) for d, m in self.mixes.items()}}
+                "mixes": {d: dict(m) for d, m in self.mixes.items()},
+                "left": places_left.left_memory(self.left)}
 
 
 def calibrated_estimate(ctx: PlanningContext, previous: QueueEstimate | None
@@ -165,6 +170,29 @@ def estimated_config(ctx: PlanningContext, est: QueueEstimate) -> WorkloadConfig
     return ctx.config.with_(device=est.place[0], pool=est.place[1])
 
 
+def with_places_left(ctx: PlanningContext, preds: Mapping[str, Predictor],
+                     left: Mapping[places_left.Place, places_left.Left]
+                     ) -> dict[str, Predictor]:
+    """``preds`` with the explicit predictors of the places ``left`` on another device than
+    the workload's behind them (:class:`~planner.planners.places_left.WithPlacesLeft`), each
+    vouching for its place at the size its pods had; unchanged where there are none for an
+    objective. Only another device: pools of the device the pods run on are known to the
+    models through the node classes they were trained on, and an estimate of each pool left
+    beside them made the workload hop from pool to pool, each estimate more hopeful of its
+    own pool than the model of the pool it was in (gen-4009 seed 2: 247 actions, docs/
+    benchmarks.md section 61)."""
+    others: dict[str, list[Predictor]] = {}
+    for place, lf in left.items():
+        if place[0] == ctx.config.device:
+            continue
+        at = ctx.config.with_(device=place[0], pool=place[1], cpu=lf.cpu)
+        for name, p in explicit_predictors(ctx, lf.estimate, parallel_sizes=True,
+                                           current=at).items():
+            others.setdefault(name, []).append(CurrentSizeOnly(p, lf.cpu))
+    return {n: places_left.WithPlacesLeft(p, others[n]) if n in others else p
+            for n, p in preds.items()}
+
+
 class PredictorSource:
     """Chooses the predictors; holds the model cache (a cache of the knowledge base, not
     memory: see :class:`~planner.planners.effect_cache.EffectCache`)."""
@@ -177,7 +205,9 @@ class PredictorSource:
     def predictors(self, ctx: PlanningContext, mem: PredictorMemory) -> dict[str, Predictor]:
         """Per objective the best predictor available; objectives with none are left out.
         Updates ``mem`` (the caller's working copy of the intent's memory)."""
-        mem.estimate = est = calibrated_estimate(ctx, mem.estimate)
+        previous = mem.estimate
+        mem.estimate = est = calibrated_estimate(ctx, previous)
+        mem.left = places_left.updated(mem.left, previous, est, ctx.config.cpu, ctx.now)
         out: dict[str, Predictor] = {} if est is None else {
             n: CurrentSizeOnly(p, ctx.config.cpu)
             for n, p in explicit_predictors(ctx, est, parallel_sizes=True,
@@ -207,7 +237,7 @@ class PredictorSource:
         for o in ctx.intent.spec.objectives:
             if ctx.profiles[o.name].spec.type is KPIType.COST:
                 out[o.name] = ComputedCost(ctx.snapshot)
-        return out
+        return with_places_left(ctx, out, mem.left)
 
     def stale_note(self, ctx: PlanningContext, preds: Mapping[str, Predictor]) -> str:
         """For a plan's reason: which of ``preds``' learned models are served stale because

@@ -1,0 +1,232 @@
+"""What the explicit estimate knew of a place the workload left.
+
+The explicit estimate (:class:`~planner.models.queue_estimate.QueueEstimate`) describes the
+pods it was calibrated on, and starts afresh when the workload's pods are in another place
+(device, node pool): a GPU pod's service rate blended into the CPU pods' describes neither
+(:func:`planner.planners.predictors.calibrated_estimate`). What it knew of the place left was
+then lost. A learned model may never have known it: a workload rescued from an overload runs
+canaries and rollouts until it moves, and none of those minutes is settled enough to train on
+(:func:`planner.models.observations.settled`). After the move the models know only the new
+place, so the place left, and every place a canary measured against it, is predicted by no one
+who saw it: not a configuration to go back to when the load falls, only a trial (gen-3238: one
+GPU at $3.2/h through the day's trough, where 1-cpu pods in the 1.4x pool meet the p90 at a
+fraction of the price; docs/benchmarks.md section 61).
+
+So the estimate of a place left is kept (:class:`Left`, planner memory) for
+:data:`LEFT_TTL_S`, and :class:`WithPlacesLeft` predicts the rows a predictor does not vouch
+for in such a place by that estimate, vouched for there at the size its pods had: the explicit
+model's answer where it was calibrated, as before the move.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from planner.models.predictor import CandidateBatch, FloatArray, Prediction, Predictor
+from planner.models.queue_estimate import QueueEstimate
+from planner.planners.online import estimate_memory, recalled_estimate
+
+Place = tuple[str, str | None]
+
+LEFT_TTL_S = 24 * 3600.0
+"""How long the estimate of a place left is used (as a canary's measured speed: the workload
+may change)."""
+
+
+@dataclass(frozen=True)
+class Left:
+    """The explicit estimate of pods the workload had in a place it left, their CPU size and
+    when it left."""
+
+    estimate: QueueEstimate
+    cpu: float
+    at: float
+
+    def as_memory(self) -> dict[str, Any]:
+        return {"estimate": estimate_memory(self.estimate), "cpu": self.cpu, "at": self.at}
+
+    @staticmethod
+    def recall(memory: Any) -> Left | None:
+        """A :meth:`as_memory` record; ``None`` when it is not one."""
+        if not isinstance(memory, Mapping):
+            return None
+        est = recalled_estimate(memory.get("estimate"))
+        try:
+            cpu, at = float(memory["cpu"]), float(memory["at"])
+        except (KeyError, TypeError, ValueError):
+            return None
+        if est is None or est.place is None or not (math.isfinite(cpu) and cpu > 0):
+            return None
+        return Left(est, cpu, at)
+
+
+def updated(left: Mapping[Place, Left], previous: QueueEstimate | None,
+            now_estimate: QueueEstimate | None, cpu: float, now: float) -> dict[Place, Left]:
+    """``left`` after a cycle whose estimate went from ``previous`` to ``now_estimate``: where
+    it started afresh in another place, ``previous`` is kept for the place it described (the
+    pods there had ``cpu`` cores: a move changes the place, not the size); the place the
+    estimate describes now is no longer left; records older than :data:`LEFT_TTL_S` go."""
+    out = {p: lf for p, lf in left.items() if now - lf.at < LEFT_TTL_S}
+    if (previous is not None and now_estimate is not None and previous.place is not None
+            and now_estimate.place is not None and now_estimate.place != previous.place):
+        out[previous.place] = Left(previous, cpu, now)
+    if now_estimate is not None and now_estimate.place is not None:
+        out.pop(now_estimate.place, None)
+    return out
+
+
+def left_memory(left: Mapping[Place, Left]) -> list[dict[str, Any]]:
+    return [lf.as_memory() for lf in left.values()]
+
+
+def recalled_left(memory: Any) -> dict[Place, Left]:
+    """The records :func:`left_memory` wrote (unreadable ones dropped)."""
+    out: dict[Place, Left] = {}
+    for row in memory if isinstance(memory, list) else []:
+        lf = Left.recall(row)
+        if lf is not None and lf.estimate.place is not None:
+            out[lf.estimate.place] = lf
+    return out
+
+
+Ask = Callable[[Predictor, CandidateBatch, NDArray[np.intp]], Prediction]
+"""One predictor's prediction for some rows (the batch's rows, and their indices in it)."""
+
+
+class WithPlacesLeft(Predictor):
+    """``inner``'s predictions, except for rows it does not vouch for that one of ``others``
+    (the explicit predictors of places left, each vouching for its own place and size) vouches
+    for: those are predicted by it. Not :attr:`Predictor.monotone`: where ``inner`` starts to
+    vouch for a shape, its prediction takes over. Each source's rows keep the promise among
+    themselves (:meth:`runs`)."""
+
+    monotone = False
+
+    def __init__(self, inner: Predictor, others: Sequence[Predictor]) -> None:
+        self.inner = inner
+        self.others = tuple(others)
+        self.kind = inner.kind
+        self.model: Any = getattr(inner, "model", None)
+        """``inner``'s learned model, if it has one (what plans report as the model used)."""
+
+    # ------------------------------------------------------------ merging
+    def _merged(self, batch: CandidateBatch, p: Prediction, ask: Ask,
+                vouched: Callable[[Predictor, CandidateBatch, NDArray[np.intp]],
+                                  NDArray[np.bool_]]) -> Prediction:
+        todo = ~p.supported
+        if not todo.any():
+            return p
+        mean, bound, ok = p.mean.copy(), p.bound.copy(), p.supported.copy()
+        for other in self.others:
+            rows = np.flatnonzero(todo)
+            if rows.size == 0:
+                break
+            rows = rows[vouched(other, batch.take(rows), rows)]
+            if rows.size == 0:
+                continue
+            q = ask(other, batch.take(rows), rows)
+            mean[rows], bound[rows], ok[rows] = q.mean, q.bound, q.supported
+            todo[rows] = False
+        return Prediction(mean, bound, ok)
+
+    def _sources(self, batch: CandidateBatch, rate: float, factor: float = 1.0
+                 ) -> NDArray[np.int64]:
+        """Per row, the index in :attr:`others` of the predictor that predicts it for pods
+        ``factor`` times as fast at ``rate``, or -1 (``inner``)."""
+        source = np.full(len(batch), -1, dtype=np.int64)
+        todo = ~self.inner.supported_faster(batch, rate, factor)
+        for k, other in enumerate(self.others):
+            if not todo.any():
+                break
+            hit = todo & other.supported_faster(batch, rate, factor)
+            source[hit] = k
+            todo &= ~hit
+        return source
+
+    # ------------------------------------------------------------ predictions
+    def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
+        return self._merged(batch, self.inner.predict(batch, rate),
+                            lambda o, b, _: o.predict(b, rate),
+                            lambda o, b, _: o.supported(b, rate))
+
+    def predict_faster(self, batch: CandidateBatch, rate: float, factor: float) -> Prediction:
+        return self._merged(batch, self.inner.predict_faster(batch, rate, factor),
+                            lambda o, b, _: o.predict_faster(b, rate, factor),
+                            lambda o, b, _: o.supported_faster(b, rate, factor))
+
+    def predict_faster_rows(self, batch: CandidateBatch, rate: float,
+                            factors: FloatArray) -> Prediction:
+        f = np.asarray(factors, dtype=float)
+        return self._merged(batch, self.inner.predict_faster_rows(batch, rate, f),
+                            lambda o, b, rows: o.predict_faster_rows(b, rate, f[rows]),
+                            lambda o, b, rows: o.supported_faster_rows(b, rate, f[rows]))
+
+    def supported(self, batch: CandidateBatch, rate: float) -> NDArray[np.bool_]:
+        out = self.inner.supported(batch, rate)
+        for other in self.others:
+            out = out | other.supported(batch, rate)
+        return out
+
+    def supported_faster(self, batch: CandidateBatch, rate: float, factor: float
+                         ) -> NDArray[np.bool_]:
+        out = self.inner.supported_faster(batch, rate, factor)
+        for other in self.others:
+            out = out | other.supported_faster(batch, rate, factor)
+        return out
+
+    def supported_faster_rows(self, batch: CandidateBatch, rate: float,
+                              factors: FloatArray) -> NDArray[np.bool_]:
+        out = self.inner.supported_faster_rows(batch, rate, factors)
+        for other in self.others:
+            out = out | other.supported_faster_rows(batch, rate, factors)
+        return out
+
+    def predict_mean(self, batch: CandidateBatch, rate: float) -> FloatArray:
+        out: FloatArray = self.predict_mean_rates(batch, [rate])[0]
+        return out
+
+    def predict_mean_rates(self, batch: CandidateBatch, rates: Sequence[float]) -> FloatArray:
+        return self._mean_rates(batch, rates, 1.0)
+
+    def predict_mean_rates_faster(self, batch: CandidateBatch, rates: Sequence[float],
+                                  factor: float) -> FloatArray:
+        return self._mean_rates(batch, rates, factor)
+
+    def _mean_rates(self, batch: CandidateBatch, rates: Sequence[float],
+                    factor: float) -> FloatArray:
+        """``inner``'s means at each rate (one call), then per rate the rows it does not vouch
+        for that a place left does, from that place's estimate."""
+        out = np.array(self.inner.predict_mean_rates(batch, rates) if factor == 1.0
+                       else self.inner.predict_mean_rates_faster(batch, rates, factor),
+                       dtype=float).reshape(len(rates), len(batch))
+        for i, rate in enumerate(rates):
+            source = self._sources(batch, rate, factor)
+            for k in np.unique(source[source >= 0]).tolist():
+                rows = np.flatnonzero(source == k)
+                other = self.others[k]
+                sub = batch.take(rows)
+                out[i, rows] = (other.predict_mean_rates(sub, [rate]) if factor == 1.0
+                                else other.predict_mean_rates_faster(sub, [rate], factor))[0]
+        return out
+
+    def cpu_speedup(self, cpu: float, reference_cpu: float) -> float:
+        return self.inner.cpu_speedup(cpu, reference_cpu)
+
+    def runs(self, batch: CandidateBatch, rate: float) -> NDArray[np.int64]:
+        """``inner``'s runs, cut where a row's source changes (``inner``, or the place left
+        that predicts it: each monotone in replicas where it promises to be)."""
+        out = self.inner.runs(batch, rate)
+        source = self._sources(batch, rate)
+        for k, other in enumerate(self.others):
+            if not other.monotone:
+                rows = source == k
+                source[rows] = len(self.others) + np.flatnonzero(rows)
+        cut = np.ones(len(batch), dtype=bool)
+        cut[1:] = (out[1:] != out[:-1]) | (source[1:] != source[:-1])
+        return np.cumsum(cut, dtype=np.int64)

@@ -1,0 +1,150 @@
+"""The explicit estimate of a place the workload left is kept (planner memory) and predicts
+that place where the predictors in use do not vouch for it (``planner.planners.places_left``)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner.domain.state import WorkloadConfig
+from planner.models.explicit import ExplicitLatency
+from planner.models.predictor import CandidateBatch, Prediction, Predictor
+from planner.models.queue_estimate import QueueEstimate
+from planner.planners import places_left
+from planner.planners.predictors import CurrentSizeOnly, PredictorMemory
+from tests.test_measured_in_one_call import POOLS, SIZES, _learned
+from tests.test_prediction_equivalence import same
+
+CPU_EST = QueueEstimate(20.0, 5.0, {}, ("cpu", "slow"))
+GPU_EST = QueueEstimate(400.0, 3.0, {}, ("gpu", None))
+
+
+def test_a_restart_elsewhere_keeps_the_estimate_of_the_place_left_until_it_expires() -> None:
+    left = places_left.updated({}, CPU_EST, GPU_EST, 1.0, 100.0)
+    assert left == {("cpu", "slow"): places_left.Left(CPU_EST, 1.0, 100.0)}
+    # The same place: nothing left; the estimate of a place the workload is back in is live.
+    assert places_left.updated(left, GPU_EST, GPU_EST, 1.0, 200.0) == left
+    back = QueueEstimate(21.0, 5.0, {}, ("cpu", "slow"))
+    both = places_left.updated(left, GPU_EST, back, 1.0, 300.0)
+    assert set(both) == {("gpu", None)} and both[("gpu", None)].estimate == GPU_EST
+    # Kept for a day.
+    assert places_left.updated(left, GPU_EST, GPU_EST, 1.0,
+                               100.0 + places_left.LEFT_TTL_S - 1) == left
+    assert places_left.updated(left, GPU_EST, GPU_EST, 1.0,
+                               100.0 + places_left.LEFT_TTL_S) == {}
+    # An estimate of unknown place (memory written before places were kept) leaves nothing.
+    legacy = QueueEstimate(20.0, 5.0)
+    assert places_left.updated({}, legacy, GPU_EST, 1.0, 100.0) == {}
+
+
+def test_memory_keeps_the_places_left_and_older_memory_reads() -> None:
+    mem = PredictorMemory(GPU_EST, left=places_left.updated({}, CPU_EST, GPU_EST, 2.0, 50.0))
+    again = PredictorMemory.recall(mem.as_memory())
+    assert again.left == mem.left and again.estimate == GPU_EST
+    old = mem.as_memory()
+    del old["left"]
+    assert PredictorMemory.recall(old).left == {}
+    # Unreadable records are dropped, the readable ones kept.
+    bad = mem.as_memory()
+    bad["left"] = [*bad["left"], {"estimate": None, "cpu": 1.0, "at": 0.0}, "x",
+                   {"estimate": bad["left"][0]["estimate"], "cpu": "none", "at": 0.0}]
+    assert PredictorMemory.recall(bad).left == mem.left
+
+
+def _explicit_at(est: QueueEstimate, cpu: float) -> Predictor:
+    assert est.place is not None
+    cfg = WorkloadConfig(4, cpu, est.place[0], est.place[1])
+    return CurrentSizeOnly(ExplicitLatency(est, 0.95, cfg, parallel_sizes=True), cpu)
+
+
+def _row(p: Prediction, i: int) -> tuple[float, float, bool]:
+    return float(p.mean[i]), float(p.bound[i]), bool(p.supported[i])
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(["learned", "learned2", "explicit"]), st.integers(0, 2**32 - 1),
+       st.floats(1.0, 3000.0))
+def test_each_row_is_inners_where_it_vouches_else_the_place_lefts(
+        kind: str, seed: int, rate: float) -> None:
+    """Row by row: ``inner``'s numbers where it vouches, else those of the first place left
+    that vouches for the row (its place and size), else ``inner``'s unsupported ones; for a
+    prediction, one at a speed, one with a speed per row, the support of each and the means
+    at several loads."""
+    inner: Predictor = (_explicit_at(QueueEstimate(50.0, 5.0, {}, ("cpu", None)), 1.0)
+                        if kind == "explicit" else _learned(kind == "learned2"))
+    others = [_explicit_at(CPU_EST, 1.0), _explicit_at(GPU_EST, 2.0)]
+    wrapped = places_left.WithPlacesLeft(inner, others)
+    rng = np.random.default_rng(seed)
+    n = 30
+    batch = CandidateBatch(rng.integers(1, 60, n).astype(float), rng.choice(SIZES, n),
+                           (rng.random(n) < 0.4).astype(float),
+                           tuple(POOLS[i] for i in rng.integers(0, 3, n).tolist()))
+    factors = rng.choice([1.0, 0.3, 2.5, 12.0], n)
+
+    def want(ask: str, i: int) -> tuple[float, float, bool]:
+        one = batch.take(np.array([i]))
+        for p in (inner, *others):
+            got = (p.predict(one, rate) if ask == "predict"
+                   else p.predict_faster(one, rate, float(factors[i])))
+            if got.supported[0]:
+                return _row(got, 0)
+        return _row(inner.predict(one, rate) if ask == "predict"
+                    else inner.predict_faster(one, rate, float(factors[i])), 0)
+
+    with np.errstate(all="ignore"):
+        plain = wrapped.predict(batch, rate)
+        per_row = wrapped.predict_faster_rows(batch, rate, factors)
+        for i in range(n):
+            for got, ask in ((_row(plain, i), "predict"), (_row(per_row, i), "rows")):
+                w = want(ask, i)
+                assert same(np.array(got[:2]), np.array(w[:2])) and got[2] == w[2]
+        assert np.array_equal(wrapped.supported(batch, rate), plain.supported)
+        assert np.array_equal(wrapped.supported_faster_rows(batch, rate, factors),
+                              per_row.supported)
+        at = wrapped.predict_faster(batch, rate, 2.5)
+        assert np.array_equal(wrapped.supported_faster(batch, rate, 2.5), at.supported)
+        rates = [rate, rate / 3.0]
+        means = wrapped.predict_mean_rates(batch, rates)
+        for j, r in enumerate(rates):
+            p = wrapped.predict(batch, r)
+            # The mean path: a learned model's fitted parameters alone, the same rows.
+            ref = np.where(inner.supported(batch, r) | ~p.supported,
+                           inner.predict_mean_rates(batch, [r])[0], p.mean)
+            assert same(means[j], ref)
+
+
+def test_runs_are_cut_where_the_source_changes() -> None:
+    """A replica run of one shape that ``inner`` vouches for from some count on is two runs:
+    the place left's rows below, ``inner``'s from there."""
+    inner = _learned(False)
+    wrapped = places_left.WithPlacesLeft(inner, [_explicit_at(QueueEstimate(
+        20.0, 5.0, {}, ("cpu", None)), 1.0)])
+    reps = np.arange(1, 30, dtype=float)
+    batch = CandidateBatch(reps, np.ones(reps.size), np.zeros(reps.size), (None,) * reps.size)
+    rate = 600.0
+    sup = inner.supported(batch, rate)
+    assert not sup.all() and sup.any()
+    runs = wrapped.runs(batch, rate)
+    assert len(set(runs.tolist())) == 2
+    assert math.isclose(float(wrapped.predict(batch, rate).mean[-1]),
+                        float(inner.predict(batch, rate).mean[-1]))
+
+
+def test_source_vouches_for_the_place_left_after_a_move() -> None:
+    """The learned model vouches for GPU pods only (all it was trained on); the CPU pods the
+    workload left are predicted from their estimate, at the size they had, and vouched for;
+    CPU pods of another size or pool are not."""
+    cpu_left = places_left.Left(CPU_EST, 1.0, 0.0)
+    inner = _explicit_at(GPU_EST, 1.0)
+    wrapped = places_left.WithPlacesLeft(inner, [_explicit_at(cpu_left.estimate, cpu_left.cpu)])
+    batch = CandidateBatch.of([WorkloadConfig(8, 1.0, "cpu", "slow"),
+                               WorkloadConfig(8, 2.0, "cpu", "slow"),
+                               WorkloadConfig(8, 1.0, "cpu", "fast"),
+                               WorkloadConfig(1, 1.0, "gpu", None)])
+    p = wrapped.predict(batch, 80.0)
+    assert p.supported.tolist() == [True, False, False, True]
+    assert p.mean[0] == pytest.approx(CPU_EST.latency_ms(80.0, WorkloadConfig(8, 1.0), 0.95))
