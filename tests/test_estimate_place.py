@@ -19,6 +19,7 @@ from planner.domain.state import (
 )
 from planner.models.predictor import CandidateBatch
 from planner.models.queue_estimate import QueueEstimate
+from planner.planners import places_left
 from planner.planners.base import PlanningContext
 from planner.planners.online import estimate_memory, recalled_estimate, updated_estimate
 from planner.planners.predictors import PredictorMemory, PredictorSource, calibrated_estimate
@@ -126,3 +127,25 @@ def test_saturated_pods_in_another_place_do_not_cap_the_estimate_of_the_old_one(
     # Saturated pods where the estimate was calibrated still cap it.
     capped = calibrated_estimate(_ctx(CPU, 80.0, 0.97), cpu)
     assert capped is not None and capped.mu_per_core == pytest.approx(10.0)
+
+
+def test_on_the_way_back_the_place_left_is_vouched_for() -> None:
+    """After CPU -> GPU the plan goes back to CPU: while the CPU pods roll out (the
+    configuration CPU, the pods serving still GPU, the estimate still theirs), the CPU place
+    it goes back to is vouched for by the estimate it left there (the device filter is the
+    serving pods', not the configuration's), and the GPU pods by their own."""
+    cpu = calibrated_estimate(_ctx(CPU, 80.0, 0.5), None)
+    gpu = calibrated_estimate(_ctx(GPU, 80.0, 0.1), cpu)
+    assert cpu is not None and gpu is not None and gpu.place == ("gpu", "gpu-pool")
+    ctx = _ctx(CPU, 80.0, 0.1)
+    pods = tuple(PodState(f"g{i}", "n", 1.0, "gpu", cpu_utilization=0.1, pool="gpu-pool",
+                          started_at=NOW - 3600.0) for i in range(2)) + tuple(
+        PodState(f"c{i}", "n", 1.0, "cpu", pool="gpu-pool", ready=False, started_at=NOW - 5.0)
+        for i in range(8))
+    wl = WorkloadState("ns", "w", CPU, pods, request_rate=80.0, cpu_utilization=0.1)
+    ctx = PlanningContext(ctx.intent, ctx.profiles, wl, ctx.snapshot, ctx.current, ctx.admin,
+                          ctx.actuators, None, NOW)
+    mem = PredictorMemory(gpu, left=places_left.updated({}, cpu, gpu, NOW - 600.0))
+    preds = PredictorSource(None).predictors(ctx, mem)
+    assert mem.estimate == gpu                     # not steady: the GPU pods' estimate kept
+    assert preds["p95"].supported(CandidateBatch.of([CPU, GPU]), 80.0).tolist() == [True, True]

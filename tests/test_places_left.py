@@ -19,30 +19,32 @@ from planner.planners.predictors import CurrentSizeOnly, PredictorMemory
 from tests.test_measured_in_one_call import POOLS, SIZES, _learned
 from tests.test_prediction_equivalence import same
 
-CPU_EST = QueueEstimate(20.0, 5.0, {}, ("cpu", "slow"))
-GPU_EST = QueueEstimate(400.0, 3.0, {}, ("gpu", None))
+CPU_EST = QueueEstimate(20.0, 5.0, {}, ("cpu", "slow"), 1.0)
+GPU_EST = QueueEstimate(400.0, 3.0, {}, ("gpu", None), 4.0)
 
 
 def test_a_restart_elsewhere_keeps_the_estimate_of_the_place_left_until_it_expires() -> None:
-    left = places_left.updated({}, CPU_EST, GPU_EST, 1.0, 100.0)
+    """The place left is kept at the size its pods had (1 cpu), not the new pods' (4)."""
+    left = places_left.updated({}, CPU_EST, GPU_EST, 100.0)
     assert left == {("cpu", "slow"): places_left.Left(CPU_EST, 1.0, 100.0)}
     # The same place: nothing left; the estimate of a place the workload is back in is live.
-    assert places_left.updated(left, GPU_EST, GPU_EST, 1.0, 200.0) == left
-    back = QueueEstimate(21.0, 5.0, {}, ("cpu", "slow"))
-    both = places_left.updated(left, GPU_EST, back, 1.0, 300.0)
-    assert set(both) == {("gpu", None)} and both[("gpu", None)].estimate == GPU_EST
+    assert places_left.updated(left, GPU_EST, GPU_EST, 200.0) == left
+    back = QueueEstimate(21.0, 5.0, {}, ("cpu", "slow"), 1.0)
+    both = places_left.updated(left, GPU_EST, back, 300.0)
+    assert set(both) == {("gpu", None)} and both[("gpu", None)].cpu == 4.0
     # Kept for a day.
-    assert places_left.updated(left, GPU_EST, GPU_EST, 1.0,
+    assert places_left.updated(left, GPU_EST, GPU_EST,
                                100.0 + places_left.LEFT_TTL_S - 1) == left
-    assert places_left.updated(left, GPU_EST, GPU_EST, 1.0,
-                               100.0 + places_left.LEFT_TTL_S) == {}
-    # An estimate of unknown place (memory written before places were kept) leaves nothing.
-    legacy = QueueEstimate(20.0, 5.0)
-    assert places_left.updated({}, legacy, GPU_EST, 1.0, 100.0) == {}
+    assert places_left.updated(left, GPU_EST, GPU_EST, 100.0 + places_left.LEFT_TTL_S) == {}
+    # An estimate of unknown place or size (memory written before they were kept) leaves
+    # nothing.
+    assert places_left.updated({}, QueueEstimate(20.0, 5.0), GPU_EST, 100.0) == {}
+    assert places_left.updated({}, QueueEstimate(20.0, 5.0, {}, ("cpu", "slow")), GPU_EST,
+                               100.0) == {}
 
 
 def test_memory_keeps_the_places_left_and_older_memory_reads() -> None:
-    mem = PredictorMemory(GPU_EST, left=places_left.updated({}, CPU_EST, GPU_EST, 2.0, 50.0))
+    mem = PredictorMemory(GPU_EST, left=places_left.updated({}, CPU_EST, GPU_EST, 50.0))
     again = PredictorMemory.recall(mem.as_memory())
     assert again.left == mem.left and again.estimate == GPU_EST
     old = mem.as_memory()
@@ -51,7 +53,10 @@ def test_memory_keeps_the_places_left_and_older_memory_reads() -> None:
     # Unreadable records are dropped, the readable ones kept.
     bad = mem.as_memory()
     bad["left"] = [*bad["left"], {"estimate": None, "cpu": 1.0, "at": 0.0}, "x",
-                   {"estimate": bad["left"][0]["estimate"], "cpu": "none", "at": 0.0}]
+                   {"estimate": bad["left"][0]["estimate"], "cpu": "none", "at": 0.0},
+                   {"estimate": {**bad["left"][0]["estimate"], "mu_per_core": None},
+                    "cpu": 1.0, "at": 0.0},
+                   {"estimate": bad["left"][0]["estimate"], "cpu": 1.0, "at": math.inf}]
     assert PredictorMemory.recall(bad).left == mem.left
 
 
@@ -70,8 +75,9 @@ def _row(p: Prediction, i: int) -> tuple[float, float, bool]:
        st.floats(1.0, 3000.0))
 def test_each_row_is_inners_where_it_vouches_else_the_place_lefts(
         kind: str, seed: int, rate: float) -> None:
-    """Row by row: ``inner``'s numbers where it vouches, else those of the first place left
-    that vouches for the row (its place and size), else ``inner``'s unsupported ones; for a
+    """Row by row: ``inner``'s numbers where it vouches or knows the row's place and size at
+    some load, else those of the first place left that vouches for the row (its place and
+    size), else ``inner``'s unsupported ones; for a
     prediction, one at a speed, one with a speed per row, the support of each and the means
     at several loads."""
     inner: Predictor = (_explicit_at(QueueEstimate(50.0, 5.0, {}, ("cpu", None)), 1.0)
@@ -87,7 +93,8 @@ def test_each_row_is_inners_where_it_vouches_else_the_place_lefts(
 
     def want(ask: str, i: int) -> tuple[float, float, bool]:
         one = batch.take(np.array([i]))
-        for p in (inner, *others):
+        known = bool(inner.supported(one, places_left.PROBE_RATE)[0])
+        for p in (inner, *([] if known else others)):
             got = (p.predict(one, rate) if ask == "predict"
                    else p.predict_faster(one, rate, float(factors[i])))
             if got.supported[0]:
@@ -117,27 +124,35 @@ def test_each_row_is_inners_where_it_vouches_else_the_place_lefts(
             assert same(means[j], ref)
 
 
-def test_runs_are_cut_where_the_source_changes() -> None:
-    """A replica run of one shape that ``inner`` vouches for from some count on is two runs:
-    the place left's rows below, ``inner``'s from there."""
+def test_a_place_the_model_knows_stays_its_own_beyond_its_range() -> None:
+    """The learned model knows 1-cpu CPU pods in no pool up to a load per core; a place-left
+    estimate of that place does not take over beyond it (the model's own, unvouched, as for
+    a measured speed), and the runs are the model's; a place it knows nothing of is the
+    estimate's, a run of its own."""
     inner = _learned(False)
-    wrapped = places_left.WithPlacesLeft(inner, [_explicit_at(QueueEstimate(
-        20.0, 5.0, {}, ("cpu", None)), 1.0)])
-    reps = np.arange(1, 30, dtype=float)
-    batch = CandidateBatch(reps, np.ones(reps.size), np.zeros(reps.size), (None,) * reps.size)
-    rate = 600.0
-    sup = inner.supported(batch, rate)
-    assert not sup.all() and sup.any()
+    wrapped = places_left.WithPlacesLeft(inner, [
+        _explicit_at(QueueEstimate(150.0, 5.0, {}, ("cpu", None), 1.0), 1.0),
+        _explicit_at(CPU_EST, 1.0)])
+    reps = np.arange(1, 41, dtype=float)
+    n = reps.size
+    batch = CandidateBatch(np.tile(reps, 2), np.ones(2 * n), np.zeros(2 * n),
+                           (None,) * n + ("slow",) * n)
+    rate = 2000.0
+    with np.errstate(all="ignore"):
+        own = inner.predict(batch, rate)
+        got = wrapped.predict(batch, rate)
+    assert not own.supported[:n].all()
+    assert got.supported[:n].tolist() == own.supported[:n].tolist()
+    assert same(got.mean[:n], own.mean[:n])
+    assert got.supported[n:].all() and not own.supported[n:].any()
     runs = wrapped.runs(batch, rate)
-    assert len(set(runs.tolist())) == 2
-    assert math.isclose(float(wrapped.predict(batch, rate).mean[-1]),
-                        float(inner.predict(batch, rate).mean[-1]))
+    assert len(set(runs[n:].tolist())) == 1 and not set(runs[n:]) & set(runs[:n])
 
 
 def test_source_vouches_for_the_place_left_after_a_move() -> None:
-    """The learned model vouches for GPU pods only (all it was trained on); the CPU pods the
-    workload left are predicted from their estimate, at the size they had, and vouched for;
-    CPU pods of another size or pool are not."""
+    """The GPU pods' estimate vouches for GPU pods only; the CPU pods the workload left are
+    predicted from their estimate, at the size they had, and vouched for; CPU pods of another
+    size or pool are not."""
     cpu_left = places_left.Left(CPU_EST, 1.0, 0.0)
     inner = _explicit_at(GPU_EST, 1.0)
     wrapped = places_left.WithPlacesLeft(inner, [_explicit_at(cpu_left.estimate, cpu_left.cpu)])

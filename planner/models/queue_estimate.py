@@ -30,6 +30,8 @@ class QueueEstimate:
     place: tuple[str, str | None] | None = None
     """The device and node pool of the pods the last observation was of (``None``: not
     known, an estimate written before it was kept)."""
+    cpu: float | None = None
+    """Their CPU size (``None``: not known, as for ``place``)."""
 
     def base_for(self, objective: str | None) -> float:
         """The base latency for ``objective`` (the shared one when it has none of its own)."""
@@ -78,7 +80,8 @@ def estimate(workload: WorkloadState, latency_ms: float | None, q: float,
         # Near saturation the observed latency is queueing, not base latency: skip it.
         queueing = 1000.0 * math.log(1.0 / (1.0 - q)) / max(mu - rate / ready, 1e-9)
         base = min(max(0.0, latency_ms - queueing), latency_ms, max_base_ms)
-    return QueueEstimate(mu / cpu, base, place=(workload.config.device, workload.config.pool))
+    return QueueEstimate(mu / cpu, base, place=(workload.config.device, workload.config.pool),
+                         cpu=cpu)
 
 
 def _mix(old: float | None, new: float, alpha: float) -> float:
@@ -93,13 +96,14 @@ def blend(old: QueueEstimate | None, new: QueueEstimate, alpha: float = 0.3) -> 
         base = new.base_ms if not math.isnan(new.base_ms) else 0.0
         return QueueEstimate(new.mu_per_core, base,
                              {k: v for k, v in new.bases.items() if not math.isnan(v)},
-                             new.place)
+                             new.place, new.cpu)
     bases = dict(old.bases)
     for k, v in new.bases.items():
         if not math.isnan(mixed := _mix(bases.get(k), v, alpha)):
             bases[k] = mixed
     return QueueEstimate((1 - alpha) * old.mu_per_core + alpha * new.mu_per_core,
-                         _mix(old.base_ms, new.base_ms, alpha), bases, new.place or old.place)
+                         _mix(old.base_ms, new.base_ms, alpha), bases, new.place or old.place,
+                         old.cpu if new.cpu is None else new.cpu)
 
 
 def capped(old: QueueEstimate, workload: WorkloadState) -> QueueEstimate:
@@ -112,4 +116,4 @@ def capped(old: QueueEstimate, workload: WorkloadState) -> QueueEstimate:
     bound = rate / (ready * workload.config.cpu)
     if old.mu_per_core <= bound:
         return old
-    return QueueEstimate(bound, old.base_ms, dict(old.bases), old.place)
+    return QueueEstimate(bound, old.base_ms, dict(old.bases), old.place, old.cpu)

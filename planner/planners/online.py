@@ -49,7 +49,8 @@ def updated_estimate(ctx: PlanningContext, previous: QueueEstimate | None
         if previous is not None and util is not None and util >= SATURATED_UTILIZATION:
             return capped(previous, ctx.workload)
         return previous
-    return blend(previous, QueueEstimate(fresh.mu_per_core, fresh.base_ms, bases, fresh.place))
+    return blend(previous, QueueEstimate(fresh.mu_per_core, fresh.base_ms, bases, fresh.place,
+                                         fresh.cpu))
 
 
 def estimate_memory(est: QueueEstimate | None) -> dict[str, Any] | None:
@@ -60,6 +61,8 @@ def estimate_memory(est: QueueEstimate | None) -> dict[str, Any] | None:
                            "bases": dict(est.bases)}
     if est.place is not None:
         out["place"] = list(est.place)
+    if est.cpu is not None:
+        out["cpu"] = est.cpu
     return out
 
 
@@ -71,10 +74,12 @@ def recalled_estimate(memory: Mapping[str, Any] | None) -> QueueEstimate | None:
     bases = {str(k): float(v) for k, v in dict(memory.get("bases") or {}).items()
              if v is not None}
     place = memory.get("place")
+    cpu = memory.get("cpu")
     return QueueEstimate(float(memory["mu_per_core"]),
                          math.nan if base is None else float(base), bases,
                          (str(place[0]), None if place[1] is None else str(place[1]))
-                         if isinstance(place, list | tuple) and len(place) == 2 else None)
+                         if isinstance(place, list | tuple) and len(place) == 2 else None,
+                         float(cpu) if isinstance(cpu, int | float) else None)
 
 
 def explicit_predictors(ctx: PlanningContext, est: QueueEstimate,

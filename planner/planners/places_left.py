@@ -56,26 +56,29 @@ class Left:
         """A :meth:`as_memory` record; ``None`` when it is not one."""
         if not isinstance(memory, Mapping):
             return None
-        est = recalled_estimate(memory.get("estimate"))
         try:
+            est = recalled_estimate(memory.get("estimate"))
             cpu, at = float(memory["cpu"]), float(memory["at"])
         except (KeyError, TypeError, ValueError):
             return None
-        if est is None or est.place is None or not (math.isfinite(cpu) and cpu > 0):
+        if (est is None or est.place is None or not (math.isfinite(cpu) and cpu > 0)
+                or not math.isfinite(at)):
             return None
         return Left(est, cpu, at)
 
 
 def updated(left: Mapping[Place, Left], previous: QueueEstimate | None,
-            now_estimate: QueueEstimate | None, cpu: float, now: float) -> dict[Place, Left]:
+            now_estimate: QueueEstimate | None, now: float) -> dict[Place, Left]:
     """``left`` after a cycle whose estimate went from ``previous`` to ``now_estimate``: where
-    it started afresh in another place, ``previous`` is kept for the place it described (the
-    pods there had ``cpu`` cores: a move changes the place, not the size); the place the
-    estimate describes now is no longer left; records older than :data:`LEFT_TTL_S` go."""
-    out = {p: lf for p, lf in left.items() if now - lf.at < LEFT_TTL_S}
+    it started afresh in another place, ``previous`` is kept for the place and size of the
+    pods it described (not where either is unknown: an estimate written before they were
+    kept); the place the estimate describes now is no longer left; records older than
+    :data:`LEFT_TTL_S` (or from the future) go."""
+    out = {p: lf for p, lf in left.items() if 0.0 <= now - lf.at < LEFT_TTL_S}
     if (previous is not None and now_estimate is not None and previous.place is not None
-            and now_estimate.place is not None and now_estimate.place != previous.place):
-        out[previous.place] = Left(previous, cpu, now)
+            and previous.cpu is not None and now_estimate.place is not None
+            and now_estimate.place != previous.place):
+        out[previous.place] = Left(previous, previous.cpu, now)
     if now_estimate is not None and now_estimate.place is not None:
         out.pop(now_estimate.place, None)
     return out
@@ -99,12 +102,20 @@ Ask = Callable[[Predictor, CandidateBatch, NDArray[np.intp]], Prediction]
 """One predictor's prediction for some rows (the batch's rows, and their indices in it)."""
 
 
+PROBE_RATE = 1e-3
+"""The load (req/s) at which :class:`WithPlacesLeft` asks whether ``inner`` knows a place and
+size at all: next to none, so only the place and size (not a load beyond what was seen) can
+refuse (as :data:`planner.planners.canary.VOUCH_PROBE_RATE` for measured speeds)."""
+
+
 class WithPlacesLeft(Predictor):
-    """``inner``'s predictions, except for rows it does not vouch for that one of ``others``
-    (the explicit predictors of places left, each vouching for its own place and size) vouches
-    for: those are predicted by it. Not :attr:`Predictor.monotone`: where ``inner`` starts to
-    vouch for a shape, its prediction takes over. Each source's rows keep the promise among
-    themselves (:meth:`runs`)."""
+    """``inner``'s predictions, except for rows of a place and size it knows nothing of (does
+    not vouch for at any load) that one of ``others`` (the explicit predictors of places left,
+    each vouching for its own place and size) vouches for: those are predicted by it. Where
+    ``inner`` knows the place at some loads, a load beyond them stays its own, unvouched (as
+    for a measured speed: :meth:`planner.planners.canary.MeasuredShapes._unknown`). Not
+    :attr:`Predictor.monotone`: each source's rows keep the promise among themselves
+    (:meth:`runs`)."""
 
     monotone = False
 
@@ -120,6 +131,8 @@ class WithPlacesLeft(Predictor):
                 vouched: Callable[[Predictor, CandidateBatch, NDArray[np.intp]],
                                   NDArray[np.bool_]]) -> Prediction:
         todo = ~p.supported
+        if todo.any():
+            todo &= self._unknown(batch)
         if not todo.any():
             return p
         mean, bound, ok = p.mean.copy(), p.bound.copy(), p.supported.copy()
@@ -141,6 +154,8 @@ class WithPlacesLeft(Predictor):
         ``factor`` times as fast at ``rate``, or -1 (``inner``)."""
         source = np.full(len(batch), -1, dtype=np.int64)
         todo = ~self.inner.supported_faster(batch, rate, factor)
+        if todo.any():
+            todo &= self._unknown(batch)
         for k, other in enumerate(self.others):
             if not todo.any():
                 break
@@ -148,6 +163,11 @@ class WithPlacesLeft(Predictor):
             source[hit] = k
             todo &= ~hit
         return source
+
+    def _unknown(self, batch: CandidateBatch) -> NDArray[np.bool_]:
+        """Rows of a place and size ``inner`` does not vouch for at any load."""
+        out: NDArray[np.bool_] = ~self.inner.supported(batch, PROBE_RATE)
+        return out
 
     # ------------------------------------------------------------ predictions
     def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
@@ -168,23 +188,31 @@ class WithPlacesLeft(Predictor):
                             lambda o, b, rows: o.supported_faster_rows(b, rate, f[rows]))
 
     def supported(self, batch: CandidateBatch, rate: float) -> NDArray[np.bool_]:
-        out = self.inner.supported(batch, rate)
-        for other in self.others:
-            out = out | other.supported(batch, rate)
-        return out
+        return self._either(self.inner.supported(batch, rate), batch,
+                            lambda o: o.supported(batch, rate))
 
     def supported_faster(self, batch: CandidateBatch, rate: float, factor: float
                          ) -> NDArray[np.bool_]:
-        out = self.inner.supported_faster(batch, rate, factor)
-        for other in self.others:
-            out = out | other.supported_faster(batch, rate, factor)
-        return out
+        return self._either(self.inner.supported_faster(batch, rate, factor), batch,
+                            lambda o: o.supported_faster(batch, rate, factor))
 
     def supported_faster_rows(self, batch: CandidateBatch, rate: float,
                               factors: FloatArray) -> NDArray[np.bool_]:
-        out = self.inner.supported_faster_rows(batch, rate, factors)
+        return self._either(self.inner.supported_faster_rows(batch, rate, factors), batch,
+                            lambda o: o.supported_faster_rows(batch, rate, factors))
+
+    def _either(self, own: NDArray[np.bool_], batch: CandidateBatch,
+                vouched: Callable[[Predictor], NDArray[np.bool_]]) -> NDArray[np.bool_]:
+        """``own`` (``inner``'s support), or a place left's where ``inner`` knows nothing of
+        the row's place and size."""
+        if own.all():
+            return own
+        unknown = self._unknown(batch)
+        if not unknown.any():
+            return own
+        out = own.copy()
         for other in self.others:
-            out = out | other.supported_faster_rows(batch, rate, factors)
+            out |= unknown & vouched(other)
         return out
 
     def predict_mean(self, batch: CandidateBatch, rate: float) -> FloatArray:

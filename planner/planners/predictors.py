@@ -115,8 +115,9 @@ class CurrentSizeOnly(Predictor):
 
 @dataclass
 class PredictorMemory:
-    """What choosing predictors remembers of an intent: the online explicit estimate and,
-    per objective, when the learned model in use was loaded."""
+    """What choosing predictors remembers of an intent: the online explicit estimate, per
+    objective when the learned model in use was loaded, the node-pool mixes, and the
+    estimates of places the workload left."""
 
     estimate: QueueEstimate | None = None
     loaded_at: dict[str, float] = field(default_factory=dict)
@@ -171,19 +172,20 @@ def estimated_config(ctx: PlanningContext, est: QueueEstimate) -> WorkloadConfig
 
 
 def with_places_left(ctx: PlanningContext, preds: Mapping[str, Predictor],
-                     left: Mapping[places_left.Place, places_left.Left]
+                     left: Mapping[places_left.Place, places_left.Left], serving: str
                      ) -> dict[str, Predictor]:
     """``preds`` with the explicit predictors of the places ``left`` on another device than
-    the workload's behind them (:class:`~planner.planners.places_left.WithPlacesLeft`), each
-    vouching for its place at the size its pods had; unchanged where there are none for an
-    objective. Only another device: pools of the device the pods run on are known to the
-    models through the node classes they were trained on, and an estimate of each pool left
-    beside them made the workload hop from pool to pool, each estimate more hopeful of its
-    own pool than the model of the pool it was in (gen-4009 seed 2: 247 actions, docs/
-    benchmarks.md section 61)."""
+    ``serving`` (the device of the pods the live estimate describes: during a move back, the
+    place left is the one moved to) behind them
+    (:class:`~planner.planners.places_left.WithPlacesLeft`), each vouching for its place at
+    the size its pods had; unchanged where there are none for an objective. Only another
+    device: pools of the device the pods run on are known to the models through the node
+    classes they were trained on, and an estimate of each pool left beside them made the
+    workload hop from pool to pool, each estimate more hopeful of its own pool than the model
+    of the pool it was in (gen-4009 seed 2: 247 actions, docs/benchmarks.md section 61)."""
     others: dict[str, list[Predictor]] = {}
     for place, lf in left.items():
-        if place[0] == ctx.config.device:
+        if place[0] == serving:
             continue
         at = ctx.config.with_(device=place[0], pool=place[1], cpu=lf.cpu)
         for name, p in explicit_predictors(ctx, lf.estimate, parallel_sizes=True,
@@ -207,7 +209,7 @@ class PredictorSource:
         Updates ``mem`` (the caller's working copy of the intent's memory)."""
         previous = mem.estimate
         mem.estimate = est = calibrated_estimate(ctx, previous)
-        mem.left = places_left.updated(mem.left, previous, est, ctx.config.cpu, ctx.now)
+        mem.left = places_left.updated(mem.left, previous, est, ctx.now)
         out: dict[str, Predictor] = {} if est is None else {
             n: CurrentSizeOnly(p, ctx.config.cpu)
             for n, p in explicit_predictors(ctx, est, parallel_sizes=True,
@@ -237,7 +239,9 @@ class PredictorSource:
         for o in ctx.intent.spec.objectives:
             if ctx.profiles[o.name].spec.type is KPIType.COST:
                 out[o.name] = ComputedCost(ctx.snapshot)
-        return with_places_left(ctx, out, mem.left)
+        serving = est.place[0] if est is not None and est.place is not None \
+            else ctx.config.device
+        return with_places_left(ctx, out, mem.left, serving)
 
     def stale_note(self, ctx: PlanningContext, preds: Mapping[str, Predictor]) -> str:
         """For a plan's reason: which of ``preds``' learned models are served stale because
