@@ -119,6 +119,22 @@ def test_a_speed_up_per_row_is_each_rows_own(case: Any, seed: int) -> None:
             assert same(got[:, rows], alone)
 
 
+def _support_case(kind: str, seed: int
+                  ) -> tuple[Predictor, np.random.Generator, CandidateBatch]:
+    """A predictor of ``kind`` (the learned model of one or two CPU sizes, the explicit
+    estimate as the planner wraps it, or measured speeds around the learned model), a
+    generator seeded with ``seed`` and 30 random rows over sizes, devices and pools."""
+    inner: Predictor = _explicit() if kind == "explicit" else _learned(kind == "learned2")
+    if kind == "nested":
+        inner = canary.MeasuredShapes(inner, {("gpu", None): canary.Speed(("cpu", None), 30.0)})
+    rng = np.random.default_rng(seed)
+    n = 30
+    batch = CandidateBatch(rng.integers(1, 60, n).astype(float), rng.choice(SIZES, n),
+                           (rng.random(n) < 0.4).astype(float),
+                           tuple(POOLS[i] for i in rng.integers(0, 3, n).tolist()))
+    return inner, rng, batch
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.sampled_from(["learned", "learned2", "explicit", "nested"]),
        st.integers(0, 2**32 - 1), st.floats(1.0, 3000.0),
@@ -130,14 +146,8 @@ def test_support_at_a_speed_is_what_the_prediction_at_that_speed_says(
     model, the explicit estimate as the planner wraps it, and a wrapper of measured speeds;
     and the wrapped estimate's ``predict_faster_rows`` gives each row its own factor's
     numbers."""
-    inner: Predictor = _explicit() if kind == "explicit" else _learned(kind == "learned2")
-    if kind == "nested":
-        inner = canary.MeasuredShapes(inner, {("gpu", None): canary.Speed(("cpu", None), 30.0)})
-    rng = np.random.default_rng(seed)
-    n = 30
-    batch = CandidateBatch(rng.integers(1, 60, n).astype(float), rng.choice(SIZES, n),
-                           (rng.random(n) < 0.4).astype(float),
-                           tuple(POOLS[i] for i in rng.integers(0, 3, n).tolist()))
+    inner, rng, batch = _support_case(kind, seed)
+    n = len(batch)
     with np.errstate(all="ignore"):
         want = (inner.predict(batch, rate) if factor == 1.0
                 else inner.predict_faster(batch, rate, factor)).supported
@@ -163,14 +173,8 @@ def test_support_with_a_speed_per_row_is_each_rows_own(kind: str, seed: int,
     factor alone gives it, NaN and 1 included, for the learned latency model (one set of
     features), the explicit estimate as the planner wraps it and a wrapper of measured
     speeds (the default, a call per factor)."""
-    inner: Predictor = _explicit() if kind == "explicit" else _learned(kind == "learned2")
-    if kind == "nested":
-        inner = canary.MeasuredShapes(inner, {("gpu", None): canary.Speed(("cpu", None), 30.0)})
-    rng = np.random.default_rng(seed)
-    n = 30
-    batch = CandidateBatch(rng.integers(1, 60, n).astype(float), rng.choice(SIZES, n),
-                           (rng.random(n) < 0.4).astype(float),
-                           tuple(POOLS[i] for i in rng.integers(0, 3, n).tolist()))
+    inner, rng, batch = _support_case(kind, seed)
+    n = len(batch)
     factors = rng.choice([1.0, 0.3, 2.5, 12.0, 40.0, math.nan], n)
     with np.errstate(all="ignore"):
         got = inner.supported_faster_rows(batch, rate, factors)
