@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.domain.state import WorkloadConfig
-from planner.models.effects import KIND_LATENCY, EffectModel, LearnedLatency
+from planner.models.effects import KIND_LATENCY, EffectModel, LearnedLatency, LearnedThroughput
 from planner.models.explicit import ExplicitLatency
 from planner.models.latency import QueueingLatencyRegressor, _faster
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
@@ -181,3 +181,16 @@ def test_support_with_a_speed_per_row_is_each_rows_own(kind: str, seed: int,
         for i, f in enumerate(factors.tolist()):
             one = batch.take(np.array([i]))
             assert got[i] == inner.supported_faster(one, rate, f)[0]
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.booleans(), st.integers(0, 2**32 - 1), st.floats(1.0, 3000.0))
+def test_throughput_support_is_what_its_prediction_says(two_sizes: bool, seed: int,
+                                                        rate: float) -> None:
+    """The learned throughput's ``supported`` (asked by every measured speed and place left)
+    answers without the capacity what ``predict(...).supported`` says."""
+    lat = _learned(two_sizes)
+    thr = LearnedThroughput(lat.model)
+    _, _, batch = _support_case("learned", seed)
+    with np.errstate(all="ignore"):
+        assert np.array_equal(thr.supported(batch, rate), thr.predict(batch, rate).supported)

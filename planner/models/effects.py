@@ -322,3 +322,11 @@ class LearnedThroughput(Predictor):
         cap = est.capacity(X)
         served = np.minimum(rate, cap)
         return Prediction(served, np.minimum(rate, cap * 0.9), est.supported(X))
+
+    def supported(self, batch: CandidateBatch, rate: float) -> NDArray[np.bool_]:
+        """:meth:`predict`'s ``supported`` from the rows' features alone, without the
+        capacity (asked at every measured speed and place left, docs/benchmarks.md 61)."""
+        est: QueueingLatencyRegressor = self.model.estimator
+        out: NDArray[np.bool_] = est.supported(self.model.features(batch, rate, self.mix,
+                                                                   self.gpu_mix))
+        return out
