@@ -26,7 +26,7 @@ GPU_EST = QueueEstimate(400.0, 3.0, {}, ("gpu", None), 4.0)
 def test_a_restart_elsewhere_keeps_the_estimate_of_the_place_left_until_it_expires() -> None:
     """The place left is kept at the size its pods had (1 cpu), not the new pods' (4)."""
     left = places_left.updated({}, CPU_EST, GPU_EST, 100.0)
-    assert left == {("cpu", "slow"): places_left.Left(CPU_EST, 1.0, 100.0)}
+    assert left == {("cpu", "slow"): places_left.Left(CPU_EST, 100.0)}
     # The same place: nothing left; the estimate of a place the workload is back in is live.
     assert places_left.updated(left, GPU_EST, GPU_EST, 200.0) == left
     back = QueueEstimate(21.0, 5.0, {}, ("cpu", "slow"), 1.0)
@@ -52,11 +52,12 @@ def test_memory_keeps_the_places_left_and_older_memory_reads() -> None:
     assert PredictorMemory.recall(old).left == {}
     # Unreadable records are dropped, the readable ones kept.
     bad = mem.as_memory()
-    bad["left"] = [*bad["left"], {"estimate": None, "cpu": 1.0, "at": 0.0}, "x",
-                   {"estimate": bad["left"][0]["estimate"], "cpu": "none", "at": 0.0},
-                   {"estimate": {**bad["left"][0]["estimate"], "mu_per_core": None},
-                    "cpu": 1.0, "at": 0.0},
-                   {"estimate": bad["left"][0]["estimate"], "cpu": 1.0, "at": math.inf}]
+    est = bad["left"][0]["estimate"]
+    bad["left"] = [*bad["left"], {"estimate": None, "at": 0.0}, "x",
+                   {"estimate": {**est, "cpu": "none"}, "at": 0.0},
+                   {"estimate": {**est, "cpu": 0.0}, "at": 0.0},
+                   {"estimate": {**est, "mu_per_core": None}, "at": 0.0},
+                   {"estimate": est, "at": math.inf}]
     assert PredictorMemory.recall(bad).left == mem.left
 
 
@@ -93,7 +94,7 @@ def test_each_row_is_inners_where_it_vouches_else_the_place_lefts(
 
     def want(ask: str, i: int) -> tuple[float, float, bool]:
         one = batch.take(np.array([i]))
-        known = bool(inner.supported(one, places_left.PROBE_RATE)[0])
+        known = bool(inner.knows(one)[0])
         for p in (inner, *([] if known else others)):
             got = (p.predict(one, rate) if ask == "predict"
                    else p.predict_faster(one, rate, float(factors[i])))
@@ -153,7 +154,7 @@ def test_source_vouches_for_the_place_left_after_a_move() -> None:
     """The GPU pods' estimate vouches for GPU pods only; the CPU pods the workload left are
     predicted from their estimate, at the size they had, and vouched for; CPU pods of another
     size or pool are not."""
-    cpu_left = places_left.Left(CPU_EST, 1.0, 0.0)
+    cpu_left = places_left.Left(CPU_EST, 0.0)
     inner = _explicit_at(GPU_EST, 1.0)
     wrapped = places_left.WithPlacesLeft(inner, [_explicit_at(cpu_left.estimate, cpu_left.cpu)])
     batch = CandidateBatch.of([WorkloadConfig(8, 1.0, "cpu", "slow"),

@@ -20,6 +20,9 @@ from planner.domain.state import WorkloadConfig
 
 FloatArray = NDArray[np.float64]
 
+KNOWS_RATE = 1e-3
+"""The load (req/s) at which :meth:`Predictor.knows` asks for support: next to none."""
+
 
 @dataclass(frozen=True)
 class CandidateBatch:
@@ -119,6 +122,13 @@ class Predictor(ABC):
         """``predict(batch, rate).supported``; a predictor that can tell without predicting
         (a learned model: from the rows' features alone) answers without predicting."""
         return self.predict(batch, rate).supported
+
+    def knows(self, batch: CandidateBatch) -> NDArray[np.bool_]:
+        """Rows of a place and CPU size this predictor vouches for at some load: its support
+        at next to none (:data:`KNOWS_RATE`), so only the place and size can refuse, not a
+        load beyond what was seen. A measured speed or the estimate of a place left stands
+        in for a place only where its models know nothing of it."""
+        return self.supported(batch, KNOWS_RATE)
 
     def predict_mean_rates(self, batch: CandidateBatch, rates: Sequence[float]) -> FloatArray:
         """``(len(rates), len(batch))``: row ``i`` is :meth:`predict_mean` at ``rates[i]``

@@ -92,10 +92,6 @@ MIN_UTILIZATION = 0.005
 steps of the millicore resolution CPU metrics have (an idler pod's ratio is noise). A GPU pod
 many times faster than the others is this idle under round-robin dispatch: a canary pod that
 idle is taken to be this busy (a lower bound of its capacity)."""
-VOUCH_PROBE_RATE = 1e-3
-"""The load (req/s) at which :func:`_rebased` asks whether a predictor vouches for pods of a
-size, and :meth:`MeasuredShapes._unknown` whether it knows a place and size: next to none, so
-only the place and size (not a load beyond what was seen) can refuse."""
 MEASURED_TTL_S = 24 * 3600.0
 """A measured speed is used for this long (the workload may change)."""
 
@@ -198,16 +194,16 @@ class MeasuredShapes(Predictor):
         return source
 
     def _unknown(self, batch: CandidateBatch) -> NDArray[np.bool_]:
-        """Rows of a place and CPU size ``inner`` does not vouch for at any load (asked at
-        next to none). A measured speed stands for a place until the models know the place
-        itself: where they vouch for it at some loads, a load beyond them is beyond what was
-        seen there, not a reason to predict the place from another through the speed. That
-        remap contradicted the model's own fit of the place: on gen-4009 seed 2, 17 and 36
-        pods alternated; on gen-3238 (with the estimates of places left, section 61) six
-        1-cpu pods in the 1.4x pool, which the model trained there predicts at a p90 of 345 ms
-        (beyond its range), were predicted at 158 ms as unpinned CPU pods 1.4 times as fast,
-        and chosen (docs/benchmarks.md section 61)."""
-        out: NDArray[np.bool_] = ~self.inner.supported(batch, VOUCH_PROBE_RATE)
+        """Rows of a place and CPU size ``inner`` does not vouch for at any load
+        (:meth:`Predictor.knows`). A measured speed stands for a place until the models know
+        the place itself: where they vouch for it at some loads, a load beyond them is beyond
+        what was seen there, not a reason to predict the place from another through the
+        speed. That remap contradicted the model's own fit of the place: on gen-4009 seed 2,
+        17 and 36 pods alternated; on gen-3238 (with the estimates of places left, section
+        61) six 1-cpu pods in the 1.4x pool, which the model trained there predicts at a p90
+        of 345 ms (beyond its range), were predicted at 158 ms as unpinned CPU pods 1.4 times
+        as fast, and chosen (docs/benchmarks.md section 61)."""
+        out: NDArray[np.bool_] = ~self.inner.knows(batch)
         return out
 
     def _own(self, tried: Tried, speed: Speed) -> float | None:
@@ -726,7 +722,7 @@ def _rebased(ctx: PlanningContext, tried: Tried, m: Measured,
     at = CandidateBatch(np.array([float(max(cur.replicas, 1))]),
                         np.array([m.reference_cpu]),
                         np.array([1.0 if cur.device == "gpu" else 0.0]), (cur.pool,))
-    if all(bool(p.supported(at, VOUCH_PROBE_RATE)[0]) for p in preds.values()):
+    if all(bool(p.knows(at)[0]) for p in preds.values()):
         return None
     theirs = pods_capacity(ctx.workload, cur.cpu)
     if theirs is None or not theirs > 0:

@@ -1133,6 +1133,8 @@ class GridPlanner(Planner):
         preds = inp.preds
         tester = ctx.actuators.get("canary")
         tester = tester if isinstance(tester, CanaryActuator) else None
+        # What following a canary and proposing one do and say (a proposal adds to what
+        # following said: a canary's stop without an action keeps its reason).
         trying: list[Action] = []
         trying_why: list[ReasonPart] = []
         canary_on = False
@@ -1189,11 +1191,10 @@ class GridPlanner(Planner):
                     and fitting is None):
                 # What is known to meet the objectives does not fit the cluster: as when
                 # nothing known meets them, a place never observed may.
-                more, more_why = self._propose_canary(ctx, mem, tester, space, scored,
-                                                      supported, rate, inp, math.inf,
-                                                      rescue=True)
-                # (added to what following a canary said: a stop without an action keeps its reason)
-                trying, trying_why = trying + more, trying_why + more_why
+                actions, parts = self._propose_canary(ctx, mem, tester, space, scored, supported,
+                                                      rate, inp, math.inf, rescue=True)
+                trying += actions
+                trying_why += parts
             if "learned" in kinds and not violated and not inp.anchors:
                 # (Not while an objective holds only within its tolerance: anchored.)
                 probe = mem.explorer.propose(ctx, scored.batch, scored.feasible, supported,
@@ -1219,10 +1220,10 @@ class GridPlanner(Planner):
                 best_score = float(scored.score[idx])
                 if keep_current:
                     best_score = min(best_score, float(current.score[0]))
-                more, more_why = self._propose_canary(ctx, mem, tester, space, scored,
-                                                      supported, rate, inp, best_score)
-                # (added to what following a canary said: a stop without an action keeps its reason)
-                trying, trying_why = trying + more, trying_why + more_why
+                actions, parts = self._propose_canary(ctx, mem, tester, space, scored, supported,
+                                                      rate, inp, best_score)
+                trying += actions
+                trying_why += parts
             if probe is not None:
                 gain = 1.0 - float(scored.score[probe] / scored.score[idx])
                 idx, exploratory, why_kind = probe, True, "exploration"
@@ -1244,10 +1245,11 @@ class GridPlanner(Planner):
                     # A device or pool never observed may meet the objectives at its prior's
                     # optimistic end, where the unexplored configuration is only the model's
                     # extrapolation: tried beside the workload meanwhile (a rescue).
-                    more, more_why = self._propose_canary(ctx, mem, tester, space, scored,
+                    actions, parts = self._propose_canary(ctx, mem, tester, space, scored,
                                                           supported, rate, inp, math.inf,
                                                           rescue=True)
-                    trying, trying_why = trying + more, trying_why + more_why
+                    trying += actions
+                    trying_why += parts
             else:
                 # Only CPU sizes never observed are predicted to meet the objectives, on what a
                 # model extrapolates: the cheapest is tried beside the workload (a canary, which
@@ -1275,11 +1277,10 @@ class GridPlanner(Planner):
                     and (violated or "learned" in kinds)):
                 # A device or pool never observed may meet what no known one can: tried
                 # beside the workload, however it is sized meanwhile.
-                more, more_why = self._propose_canary(ctx, mem, tester, space, scored,
-                                                      supported, rate, inp, math.inf,
-                                                      rescue=violated)
-                # (added to what following a canary said: a stop without an action keeps its reason)
-                trying, trying_why = trying + more, trying_why + more_why
+                actions, parts = self._propose_canary(ctx, mem, tester, space, scored, supported,
+                                                      rate, inp, math.inf, rescue=violated)
+                trying += actions
+                trying_why += parts
             scored, fb_why = self._sized_by_estimate(ctx, mem, rate, inp)
             idx = 0
             why = f"no configuration is predicted feasible: {fb_why}"

@@ -41,15 +41,24 @@ may change)."""
 
 @dataclass(frozen=True)
 class Left:
-    """The explicit estimate of pods the workload had in a place it left, their CPU size and
-    when it left."""
+    """The explicit estimate of pods the workload had in a place it left (its place and CPU
+    size known), and when it left."""
 
     estimate: QueueEstimate
-    cpu: float
     at: float
 
+    @property
+    def place(self) -> Place:
+        assert self.estimate.place is not None
+        return self.estimate.place
+
+    @property
+    def cpu(self) -> float:
+        assert self.estimate.cpu is not None
+        return self.estimate.cpu
+
     def as_memory(self) -> dict[str, Any]:
-        return {"estimate": estimate_memory(self.estimate), "cpu": self.cpu, "at": self.at}
+        return {"estimate": estimate_memory(self.estimate), "at": self.at}
 
     @staticmethod
     def recall(memory: Any) -> Left | None:
@@ -58,13 +67,13 @@ class Left:
             return None
         try:
             est = recalled_estimate(memory.get("estimate"))
-            cpu, at = float(memory["cpu"]), float(memory["at"])
+            at = float(memory["at"])
         except (KeyError, TypeError, ValueError):
             return None
-        if (est is None or est.place is None or not (math.isfinite(cpu) and cpu > 0)
-                or not math.isfinite(at)):
+        if (est is None or est.place is None or est.cpu is None
+                or not (math.isfinite(est.cpu) and est.cpu > 0) or not math.isfinite(at)):
             return None
-        return Left(est, cpu, at)
+        return Left(est, at)
 
 
 def updated(left: Mapping[Place, Left], previous: QueueEstimate | None,
@@ -78,7 +87,7 @@ def updated(left: Mapping[Place, Left], previous: QueueEstimate | None,
     if (previous is not None and now_estimate is not None and previous.place is not None
             and previous.cpu is not None and now_estimate.place is not None
             and now_estimate.place != previous.place):
-        out[previous.place] = Left(previous, previous.cpu, now)
+        out[previous.place] = Left(previous, now)
     if now_estimate is not None and now_estimate.place is not None:
         out.pop(now_estimate.place, None)
     return out
@@ -93,19 +102,13 @@ def recalled_left(memory: Any) -> dict[Place, Left]:
     out: dict[Place, Left] = {}
     for row in memory if isinstance(memory, list) else []:
         lf = Left.recall(row)
-        if lf is not None and lf.estimate.place is not None:
-            out[lf.estimate.place] = lf
+        if lf is not None:
+            out[lf.place] = lf
     return out
 
 
 Ask = Callable[[Predictor, CandidateBatch, NDArray[np.intp]], Prediction]
 """One predictor's prediction for some rows (the batch's rows, and their indices in it)."""
-
-
-PROBE_RATE = 1e-3
-"""The load (req/s) at which :class:`WithPlacesLeft` asks whether ``inner`` knows a place and
-size at all: next to none, so only the place and size (not a load beyond what was seen) can
-refuse (as :data:`planner.planners.canary.VOUCH_PROBE_RATE` for measured speeds)."""
 
 
 class WithPlacesLeft(Predictor):
@@ -165,8 +168,9 @@ class WithPlacesLeft(Predictor):
         return source
 
     def _unknown(self, batch: CandidateBatch) -> NDArray[np.bool_]:
-        """Rows of a place and size ``inner`` does not vouch for at any load."""
-        out: NDArray[np.bool_] = ~self.inner.supported(batch, PROBE_RATE)
+        """Rows of a place and size ``inner`` does not vouch for at any load
+        (:meth:`Predictor.knows`)."""
+        out: NDArray[np.bool_] = ~self.inner.knows(batch)
         return out
 
     # ------------------------------------------------------------ predictions
