@@ -170,6 +170,29 @@ def from_document(doc: dict[str, Any]) -> EffectModel:
                        meta, tuple(classes))
 
 
+def _vouched(pred: LearnedKPI | LearnedThroughput, batch: CandidateBatch, rate: float
+             ) -> NDArray[np.bool_]:
+    """``pred``'s estimator's own support of ``batch``'s rows (without the load range; do not
+    write to it). A latency model's depends on the rows' places and sizes alone
+    (:meth:`QueueingLatencyRegressor.supported`), so it is asked once per place and size
+    (:attr:`CandidateBatch.places`) and once per batch and predictor
+    (:attr:`CandidateBatch.answers`): within a plan a batch is asked at several loads and by
+    several wrappers (on gen-6429, half the support questions were repeats, about 870 rows
+    each over a few dozen places and sizes; docs/benchmarks.md 62)."""
+    est = pred.model.estimator
+    if not isinstance(est, QueueingLatencyRegressor):
+        out: NDArray[np.bool_] = est.supported(pred.model.features(batch, rate, pred.mix,
+                                                                   pred.gpu_mix))
+        return out
+    known = batch.answers.get(pred)
+    if known is None:
+        sub, back = batch.places
+        known = est.supported(pred.model.features(sub, 0.0, pred.mix, pred.gpu_mix))[back]
+        known.flags.writeable = False
+        batch.answers[pred] = known
+    return known
+
+
 class LearnedKPI(Predictor):
     """A learned model's own prediction: mean, conservative bound and support."""
 
@@ -190,8 +213,7 @@ class LearnedKPI(Predictor):
 
     def supported(self, batch: CandidateBatch, rate: float) -> NDArray[np.bool_]:
         """:meth:`predict`'s ``supported`` without predicting."""
-        X = self.model.features(batch, rate, self.mix, self.gpu_mix)
-        out: NDArray[np.bool_] = (self.model.estimator.supported(X)
+        out: NDArray[np.bool_] = (_vouched(self, batch, rate)
                                   & self.within_load_range(batch, rate))
         return out
 
@@ -235,8 +257,7 @@ class LearnedKPI(Predictor):
             return self.supported(batch, rate)
         if self.model.kind != KIND_LATENCY:
             return self.supported(batch, rate / factor)
-        X = self.model.features(batch, rate, self.mix, self.gpu_mix)
-        out: NDArray[np.bool_] = (self.model.estimator.supported(X)
+        out: NDArray[np.bool_] = (_vouched(self, batch, rate)
                                   & self.within_load_range(batch, rate / factor))
         return out
 
@@ -247,8 +268,7 @@ class LearnedKPI(Predictor):
         the default."""
         if self.model.kind != KIND_LATENCY:
             return super().supported_faster_rows(batch, rate, factors)
-        X = self.model.features(batch, rate, self.mix, self.gpu_mix)
-        out: NDArray[np.bool_] = (self.model.estimator.supported(X)
+        out: NDArray[np.bool_] = (_vouched(self, batch, rate)
                                   & self.within_load_range(batch, rate, factors))
         return out
 
@@ -326,7 +346,5 @@ class LearnedThroughput(Predictor):
     def supported(self, batch: CandidateBatch, rate: float) -> NDArray[np.bool_]:
         """:meth:`predict`'s ``supported`` from the rows' features alone, without the
         capacity (asked at every measured speed and place left, docs/benchmarks.md 61)."""
-        est: QueueingLatencyRegressor = self.model.estimator
-        out: NDArray[np.bool_] = est.supported(self.model.features(batch, rate, self.mix,
-                                                                   self.gpu_mix))
+        out: NDArray[np.bool_] = _vouched(self, batch, rate).copy()
         return out

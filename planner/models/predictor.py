@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from operator import itemgetter
 
 import numpy as np
 from numpy.typing import NDArray
@@ -61,11 +62,40 @@ class CandidateBatch:
         out: NDArray[np.bool_] = np.array([p == pool for p in pools], dtype=bool)[rows]
         return out
 
+    @cached_property
+    def places(self) -> tuple[CandidateBatch, NDArray[np.intp]]:
+        """The batch's distinct places and sizes (pool, device and CPU size), one pod each, and
+        per row the index of its own among them: what depends on the place and size alone (a
+        learned latency model's support) is asked once per place and size and looked up per
+        row (a batch holds a few over hundreds of rows)."""
+        _, pool = self.pool_rows
+        order = np.lexsort((self.cpu, self.gpu, pool))
+        new = np.ones(len(self), dtype=bool)
+        for column in (self.cpu, self.gpu, pool):
+            ranked = column[order]
+            new[1:] &= ranked[1:] == ranked[:-1]
+        new = ~new
+        new[:1] = True
+        back = np.empty(len(self), dtype=np.intp)
+        back[order] = np.cumsum(new) - 1
+        sub = self.take(order[new])
+        return CandidateBatch(np.ones(len(sub)), sub.cpu, sub.gpu, sub.pool), back
+
+    @cached_property
+    def answers(self) -> dict[object, NDArray[np.bool_]]:
+        """Per asker, an answer per row that it worked out once for this batch (a learned
+        model's support by :attr:`places`, the same at every load): the batch is asked the
+        same question many times within a plan, at several loads and by several wrappers."""
+        return {}
+
     def take(self, rows: NDArray[np.intp]) -> CandidateBatch:
         """The rows ``rows`` of this batch, in that order."""
         picked = rows.tolist()
-        return CandidateBatch(self.replicas[rows], self.cpu[rows], self.gpu[rows],
-                              tuple(self.pool[i] for i in picked))
+        if len(picked) == 1:
+            pool: tuple[str | None, ...] = (self.pool[picked[0]],)
+        else:
+            pool = itemgetter(*picked)(self.pool) if picked else ()
+        return CandidateBatch(self.replicas[rows], self.cpu[rows], self.gpu[rows], pool)
 
     def config(self, i: int) -> WorkloadConfig:
         return WorkloadConfig(int(self.replicas[i]), float(self.cpu[i]),
