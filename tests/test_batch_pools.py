@@ -67,3 +67,25 @@ def test_unobserved_shapes_and_explicit_support_equal_the_row_by_row_code(
     same = np.array([p == cur.pool for p in batch.pool], dtype=bool)
     gpu_now = 1.0 if cur.device == "gpu" else 0.0
     assert _supported(batch, cur).tolist() == ((batch.gpu == gpu_now) & same).tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(config_st, min_size=1, max_size=30), st.data())
+def test_a_taken_batch_answers_per_pool_as_one_built_from_its_rows(
+        configs: list[WorkloadConfig], data: st.DataObject) -> None:
+    """A batch taken from one whose pools were worked out keeps them (some perhaps with no
+    row): every per-pool answer is that of the same rows built afresh."""
+    parent = CandidateBatch.of(configs)
+    assert len(parent.pool_rows[1]) == len(configs)   # worked out before the take
+    idx = np.array(data.draw(st.lists(st.integers(0, len(configs) - 1), max_size=40)),
+                   dtype=np.intp)
+    taken = parent.take(idx)
+    fresh = CandidateBatch.of([configs[i] for i in idx.tolist()])
+    assert taken.pool == fresh.pool
+    pools, rows = taken.pool_rows
+    assert [pools[j] for j in rows.tolist()] == list(fresh.pool)
+    for pool in POOLS:
+        assert taken.in_pool(pool).tolist() == fresh.in_pool(pool).tolist()
+    cluster = (NodeState("n0", "a", "r", 32.0, 0.0, 1, 0, 0.03, 2.5),)
+    snapshot = ClusterSnapshot(0.0, cluster, {})
+    assert prices(snapshot, taken).tobytes() == prices(snapshot, fresh).tobytes()

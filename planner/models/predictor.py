@@ -51,7 +51,9 @@ class CandidateBatch:
     def pool_rows(self) -> tuple[tuple[str | None, ...], NDArray[np.intp]]:
         """The batch's distinct pools (in order of first appearance) and per row the index of
         its pool among them: what depends on the pool alone is worked out once per pool and
-        looked up per row (a batch holds a few pools over hundreds of rows)."""
+        looked up per row (a batch holds a few pools over hundreds of rows). A batch taken
+        from one that had worked them out keeps its pools (:meth:`take`): some may then have
+        no row."""
         at = {p: j for j, p in enumerate(dict.fromkeys(self.pool))}
         rows = np.fromiter(map(at.__getitem__, self.pool), dtype=np.intp, count=len(self.pool))
         return tuple(at), rows
@@ -95,7 +97,11 @@ class CandidateBatch:
             pool: tuple[str | None, ...] = (self.pool[picked[0]],)
         else:
             pool = itemgetter(*picked)(self.pool) if picked else ()
-        return CandidateBatch(self.replicas[rows], self.cpu[rows], self.gpu[rows], pool)
+        out = CandidateBatch(self.replicas[rows], self.cpu[rows], self.gpu[rows], pool)
+        known = self.__dict__.get("pool_rows")
+        if known is not None:
+            out.__dict__["pool_rows"] = (known[0], known[1][rows])
+        return out
 
     def config(self, i: int) -> WorkloadConfig:
         return WorkloadConfig(int(self.replicas[i]), float(self.cpu[i]),
