@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from importlib import metadata as importlib_metadata
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -170,6 +171,12 @@ def from_document(doc: dict[str, Any]) -> EffectModel:
                        meta, tuple(classes))
 
 
+def _fixed(mix: Mapping[str, float] | None) -> Mapping[str, float] | None:
+    """A read-only copy of ``mix``: what a learned predictor answers depends on it, and its
+    answers are kept per batch (:func:`_vouched`)."""
+    return None if mix is None else MappingProxyType(dict(mix))
+
+
 def _vouched(pred: LearnedKPI | LearnedThroughput, batch: CandidateBatch, rate: float
              ) -> NDArray[np.bool_]:
     """``pred``'s estimator's own support of ``batch``'s rows (without the load range; do not
@@ -201,8 +208,8 @@ class LearnedKPI(Predictor):
     def __init__(self, model: EffectModel, mix: Mapping[str, float] | None = None,
                  gpu_mix: Mapping[str, float] | None = None) -> None:
         self.model = model
-        self.mix = mix
-        self.gpu_mix = gpu_mix
+        self.mix = _fixed(mix)
+        self.gpu_mix = _fixed(gpu_mix)
         """Where unpinned GPU pods run (``None``: as ``mix`` says)."""
 
     def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
@@ -332,8 +339,8 @@ class LearnedThroughput(Predictor):
     def __init__(self, model: EffectModel, mix: Mapping[str, float] | None = None,
                  gpu_mix: Mapping[str, float] | None = None) -> None:
         self.model = model
-        self.mix = mix
-        self.gpu_mix = gpu_mix
+        self.mix = _fixed(mix)
+        self.gpu_mix = _fixed(gpu_mix)
         """Where unpinned GPU pods run (``None``: as ``mix`` says)."""
 
     def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
