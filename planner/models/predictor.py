@@ -72,15 +72,16 @@ class CandidateBatch:
         row (a batch holds a few over hundreds of rows)."""
         _, pool = self.pool_rows
         order = np.lexsort((self.cpu, self.gpu, pool))
-        new = np.ones(len(self), dtype=bool)
+        # In that order, a row starts a new place unless it equals the one before it.
+        same = np.zeros(len(self), dtype=bool)
+        same[1:] = True
         for column in (self.cpu, self.gpu, pool):
             ranked = column[order]
-            new[1:] &= ranked[1:] == ranked[:-1]
-        new = ~new
-        new[:1] = True
+            same[1:] &= ranked[1:] == ranked[:-1]
+        first = ~same
         back = np.empty(len(self), dtype=np.intp)
-        back[order] = np.cumsum(new) - 1
-        sub = self.take(order[new])
+        back[order] = np.cumsum(first) - 1
+        sub = self.take(order[first])
         return CandidateBatch(np.ones(len(sub)), sub.cpu, sub.gpu, sub.pool), back
 
     @cached_property
@@ -93,10 +94,11 @@ class CandidateBatch:
     def take(self, rows: NDArray[np.intp]) -> CandidateBatch:
         """The rows ``rows`` of this batch, in that order."""
         picked = rows.tolist()
-        if len(picked) == 1:
-            pool: tuple[str | None, ...] = (self.pool[picked[0]],)
+        pool: tuple[str | None, ...]
+        if len(picked) > 1:
+            pool = itemgetter(*picked)(self.pool)   # C speed; one index gives a bare item
         else:
-            pool = itemgetter(*picked)(self.pool) if picked else ()
+            pool = tuple(self.pool[i] for i in picked)
         out = CandidateBatch(self.replicas[rows], self.cpu[rows], self.gpu[rows], pool)
         known = self.__dict__.get("pool_rows")
         if known is not None:
@@ -106,6 +108,15 @@ class CandidateBatch:
     def config(self, i: int) -> WorkloadConfig:
         return WorkloadConfig(int(self.replicas[i]), float(self.cpu[i]),
                               "gpu" if self.gpu[i] > 0.5 else "cpu", self.pool[i])
+
+
+def runs_by_source(runs: NDArray[np.int64], source: NDArray[np.int64]) -> NDArray[np.int64]:
+    """``runs`` (a predictor's :meth:`Predictor.runs`) cut where the row's ``source`` changes:
+    what a wrapper that predicts some rows by another predictor returns (each source keeps
+    the promise among its own rows)."""
+    cut = np.ones(len(runs), dtype=bool)
+    cut[1:] = (runs[1:] != runs[:-1]) | (source[1:] != source[:-1])
+    return np.cumsum(cut, dtype=np.int64)
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,13 @@ from actuators.canary import CanaryActuator, describe
 from planner.domain.plan import Action, ReasonPart
 from planner.domain.state import CanaryState, PodState, WorkloadConfig, WorkloadState
 from planner.models import training
-from planner.models.predictor import CandidateBatch, FloatArray, Prediction, Predictor
+from planner.models.predictor import (
+    CandidateBatch,
+    FloatArray,
+    Prediction,
+    Predictor,
+    runs_by_source,
+)
 from planner.planners.base import PlanningContext
 from planner.planners.capacity import free_slots, runs, runs_shape
 from planner.planners.feedback import (
@@ -174,9 +180,7 @@ class MeasuredShapes(Predictor):
         remapped = source >= 0
         if not self.inner.monotone and remapped.any():
             source[remapped] = len(self.speeds) + np.flatnonzero(remapped)
-        cut = np.ones(len(batch), dtype=bool)
-        cut[1:] = (out[1:] != out[:-1]) | (source[1:] != source[:-1])
-        return np.cumsum(cut, dtype=np.int64)
+        return runs_by_source(out, source)
 
     def _sources(self, batch: CandidateBatch, supported: NDArray[np.bool_]
                  ) -> NDArray[np.int64]:

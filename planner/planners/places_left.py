@@ -28,7 +28,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from planner.models.predictor import CandidateBatch, FloatArray, Prediction, Predictor
+from planner.models.predictor import (
+    CandidateBatch,
+    FloatArray,
+    Prediction,
+    Predictor,
+    runs_by_source,
+)
 from planner.models.queue_estimate import QueueEstimate
 from planner.planners.online import estimate_memory, recalled_estimate
 
@@ -259,6 +265,4 @@ class WithPlacesLeft(Predictor):
             if not other.monotone:
                 rows = source == k
                 source[rows] = len(self.others) + np.flatnonzero(rows)
-        cut = np.ones(len(batch), dtype=bool)
-        cut[1:] = (out[1:] != out[:-1]) | (source[1:] != source[:-1])
-        return np.cumsum(cut, dtype=np.int64)
+        return runs_by_source(out, source)
