@@ -46,7 +46,12 @@ class ClusterBackend(ABC):
         """Set the replica count."""
 
     def resize(self, workload: str, cpu: float) -> None:
-        """Set the CPU request (cores) of every pod; may restart pods."""
+        """Set the CPU request (cores) of every pod, and of the pods to come.
+
+        Where the cluster resizes in place (:attr:`ClusterSnapshot.in_place_resize`) running
+        pods keep running at the new size; a pod whose node cannot make room is left to the
+        cluster for a while (deferred) and then replaced by a pod of the new size, as is every
+        pod where the cluster cannot resize in place (a rollout restarts them)."""
         raise UnsupportedOperation(f"{self.name} backend cannot resize {workload}")
 
     def set_device(self, workload: str, device: str) -> None:

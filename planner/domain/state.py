@@ -187,6 +187,11 @@ class ClusterSnapshot:
     time: float
     nodes: tuple[NodeState, ...]
     workloads: dict[str, WorkloadState]
+    in_place_resize: bool = False
+    """The cluster changes a running pod's CPU without restarting it (Kubernetes >= 1.33, the
+    Pod ``resize`` subresource; the simulator when its scenario says so). A CPU change alone then
+    costs no restart; a resize the node has no room for is deferred and, past a limit, rolled
+    out (:meth:`planner.domain.ports.ClusterBackend.resize`)."""
     memo: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
     """Values other layers derive from ``nodes`` and keep with this snapshot (the free room per
     pod shape, :mod:`planner.planners.capacity`); a snapshot with other nodes starts without
