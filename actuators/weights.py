@@ -84,7 +84,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from actuators import dispatch as pw
@@ -222,6 +222,29 @@ def engine_config(e: admin_config.EngineSettings) -> pw.EngineConfig:
                            e.change_threshold, e.reference_weight, e.min_weight, e.max_weight)
 
 
+def use_case_problem(policy: str, params: Mapping[str, Any]) -> str | None:
+    """Why an intent's ``spec.useCase`` dispatch policy cannot be used (``None``: it can): an
+    unregistered name, or parameters the policy refuses."""
+    if policy not in pw.REGISTRY.available():
+        return (f"spec.useCase.dispatch: no weight policy {policy!r} is installed; fix: use one "
+                f"of balance, {', '.join(sorted(pw.REGISTRY.available()))}")
+    try:
+        pw.create_policy(policy, **params)
+    except (TypeError, ValueError) as exc:
+        return (f"spec.useCase.dispatchParams: {exc}; fix: give parameters the {policy} policy "
+                "accepts (docs/api.md, use cases)")
+    return None
+
+
+def observe_dispatch(actuators: Iterable[object],
+                     policies: Mapping[str, tuple[str, Mapping[str, Any]]]) -> None:
+    """Give every weights actuator this cycle's weight policy per workload (from the intents'
+    use cases, :func:`planner.domain.use_case.dispatch_policy`)."""
+    for act in actuators:
+        if isinstance(act, WeightsActuator):
+            act.observe_policies(policies)
+
+
 def _check_policy(d: admin_config.DispatchConfig) -> None:
     """The admin's policy must be a registered one that accepts its ``policyParams``."""
     pw.REGISTRY.get(d.policy, "dispatch.policy")
@@ -260,11 +283,32 @@ class WeightsActuator(ClusterAware, Actuator):
         self.sinks = Sinks(admin.dispatch, configmap_apply, sleep)
         self._delivery: tuple[Action, Delivery] | None = None
         """:meth:`apply`'s outcome, for :meth:`applied` right after (see the module docstring)."""
+        self._policies: dict[str, tuple[str, dict[str, Any]]] = {}
+        """This cycle's policy per workload whose intent names one (input, like the snapshot:
+        :meth:`observe_policies`); the others use the admin's."""
 
-    def engine(self, memory: Memory = EMPTY) -> pw.WeightEngine:
-        """An engine in the state ``memory`` (this actuator's memory of an intent) holds."""
-        policy = (self._policy_factory() if self._policy_factory is not None
-                  else pw.create_policy(self.dispatch.policy, **self.dispatch.policy_params))
+    def observe_policies(self, policies: Mapping[str, tuple[str, Mapping[str, Any]]]) -> None:
+        """This cycle's weight policy (name, parameters) per workload whose intent's use case
+        names one (``squeeze``, ``manual``); a workload not named uses the admin's
+        ``dispatch.policy`` (``balance``)."""
+        self._policies = {k: (name, dict(params)) for k, (name, params) in policies.items()}
+
+    def policy_name(self, workload: str | None = None) -> str:
+        """The name of the policy that weights ``workload``."""
+        named = self._policies.get(workload) if workload is not None else None
+        return named[0] if named is not None else self.dispatch.policy
+
+    def engine(self, memory: Memory = EMPTY, workload: str | None = None) -> pw.WeightEngine:
+        """An engine in the state ``memory`` (this actuator's memory of an intent) holds, with
+        ``workload``'s policy (:meth:`observe_policies`; the admin's when none is named).
+        Restored state of another policy is dropped by the engine (only the guards' part is
+        kept)."""
+        named = self._policies.get(workload) if workload is not None else None
+        if named is not None:
+            policy = pw.create_policy(named[0], **named[1])
+        else:
+            policy = (self._policy_factory() if self._policy_factory is not None
+                      else pw.create_policy(self.dispatch.policy, **self.dispatch.policy_params))
         eng = pw.WeightEngine(policy, engine_config(self.dispatch.engine))
         state = memory.get("engine")
         if isinstance(state, Mapping) and state:
@@ -286,11 +330,11 @@ class WeightsActuator(ClusterAware, Actuator):
         if mem.at == now:
             return memory
         try:
-            eng = self.engine(mem.as_memory())
+            eng = self.engine(mem.as_memory(), workload)
         except ValueError as exc:
             log.error("weights memory of %s: engine state not restored (%s): starting afresh",
                       workload, exc)
-            eng = self.engine()
+            eng = self.engine(workload=workload)
         present = {p.name for p in ws.pods}
         for gone in set(eng.weights) - present:
             eng.forget(gone)
@@ -357,7 +401,7 @@ class WeightsActuator(ClusterAware, Actuator):
                             "status": d.get("status", "unknown"),
                             "reason": d.get("reason", "no decision")})
         retry = {s: mem.failures[s] for s in lagging if s in mem.failures}
-        policy = mem.policy or self.dispatch.policy
+        policy = mem.policy or self.policy_name(workload)
         parts = [f"{c['pod']} {'-' if c['from'] is None else c['from']}->{c['to']}"
                  for c in changes[:MAX_CHANGES_IN_REASON]]
         if len(changes) > MAX_CHANGES_IN_REASON:

@@ -557,6 +557,8 @@ def _facts_of_type(annotation: Any) -> Doc:
         return {"type": "string", "enum": sorted(m.value for m in annotation)}
     if get_origin(annotation) is list:
         return {"type": "array"}
+    if get_origin(annotation) is dict:
+        return {"type": "object"}
     if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
         return {"type": "object"}
     raise TypeError(f"no CRD type for {annotation!r}")
@@ -580,7 +582,8 @@ def model_facts(model: type[pydantic.BaseModel], prefix: str = "") -> dict[str, 
         annotation, _ = _strip_optional(field.annotation)
         facts = _facts_of_type(annotation)
         facts["required"] = field.is_required()
-        if not field.is_required() and field.default is not None:
+        if not field.is_required() and field.default_factory is None \
+                and field.default is not None:
             default = field.default
             facts["default"] = default.value if isinstance(default, Enum) else default
         for meta in field.metadata:

@@ -44,6 +44,7 @@ from planner.api import schemas
 from planner.api.runtime import Runtime
 from planner.control import controller as controller_module
 from planner.domain import plan as plan_domain
+from planner.domain import use_case
 from planner.domain.admin import AdminConfig
 from planner.domain.errors import IntentPlannerError, SpecError, TemporaryError
 from planner.domain.intents import Intent, KPIProfile, objective_profiles, parse_intent
@@ -290,7 +291,8 @@ def compute(p: Prepared) -> schemas.PreviewOut:
     """Plan on the prepared copies and show the plan as it is: the load it was sized for,
     its steps and predictions, models and reasons all come from the plan itself."""
     t0 = time.perf_counter()
-    ctx = PlanningContext(p.intent, p.profiles, p.workload, p.snapshot, p.current, p.admin,
+    ctx = PlanningContext(p.intent, p.profiles, p.workload, p.snapshot, p.current,
+                          use_case.planning_admin(p.admin, p.intent, p.workload.config),
                           p.actuators, p.knowledge, p.snapshot.time,
                           p.memory.for_planner(p.planner.name), p.memory.actuators,
                           p.placement, safety.vetoed_shapes(p.memory.safety, p.snapshot.time))

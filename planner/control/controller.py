@@ -18,6 +18,7 @@ from typing import Any
 
 from actuators import registry as actuator_registry
 from actuators import topology
+from actuators import weights as weights_actuator
 from actuators.base import Actuator
 from knowledge.base import KnowledgeBase
 from planner.control import contention
@@ -39,6 +40,7 @@ from planner.domain.plan import Plan
 from planner.domain.ports import ClusterBackend, IntentSource, KPISource
 from planner.domain.state import ClusterSnapshot, WorkloadConfig
 from planner.domain.status import build_status
+from planner.domain.use_case import dispatch_policy, pin_notes, planning_admin, use_case_status
 from planner.planners import capacity, safety
 from planner.planners import registry as planner_registry
 from planner.planners.base import Planner, PlanningContext
@@ -92,6 +94,10 @@ class IntentController:
         self._last_retention = -float("inf")
         self.pod_detail = PodDetailSampler()
         self.clock = PhaseClock()
+        self._declared: dict[str, list[Intent]] = {}
+        """This cycle's intents with a use case, by workload (:meth:`_use_cases`)."""
+        self._use_case_problems: dict[str, str] = {}
+        """This cycle's intents whose use case's dispatch policy cannot be used, and why."""
         """The last cycle's CPU time per phase (:mod:`planner.control.phases`)."""
 
     def planner_for(self, intent: Intent) -> Planner:
@@ -168,6 +174,7 @@ class IntentController:
             intents = sorted(self.source.intents(), key=lambda i: -i.spec.priority)
             self.intents_seen = len(intents)
             self._forget({i.key for i in intents})
+            self._use_cases(intents)
         with clock.phase("kpis"):
             measured = self._measure_all(intents, snapshot, profiles)
         with clock.phase("observe"):
@@ -197,6 +204,28 @@ class IntentController:
                 except Exception:  # a hook must not stop the controller
                     log.exception("cycle hook failed")
         return outcomes
+
+    def _use_cases(self, intents: list[Intent]) -> None:
+        """This cycle's use cases: each workload's weight policy to the weights actuator, the
+        intents whose dispatch policy cannot be used (reported invalid), and every intent by
+        workload for the status's list of a workload's use cases."""
+        self._declared = {}
+        self._use_case_problems = {}
+        policies: dict[str, tuple[str, dict[str, Any]]] = {}
+        for intent in intents:
+            uc = intent.spec.use_case
+            if uc is None:
+                continue
+            self._declared.setdefault(intent.workload_key, []).append(intent)
+            if uc.dispatch == "balance":
+                continue
+            name, params = dispatch_policy(uc, self.admin)
+            problem = weights_actuator.use_case_problem(name, params)
+            if problem is not None:
+                self._use_case_problems[intent.key] = problem
+            else:
+                policies[intent.workload_key] = (name, params)
+        weights_actuator.observe_dispatch(self.actuators.values(), policies)
 
     def _forget(self, keys: set[str]) -> None:
         """Drop the write-side bookkeeping of intents that no longer exist."""
@@ -312,6 +341,12 @@ class IntentController:
         if out.invalid is None and workload is None:
             out.invalid = (f"spec.targetRef: {intent.spec.target_ref.kind} "
                            f"{intent.workload_key!r} not found")
+        if out.invalid is None:
+            out.invalid = self._use_case_problems.get(intent.key)
+        out.use_case = use_case_status(
+            intent, self._declared.get(intent.workload_key, ()),
+            workload.config if workload is not None else None,
+            pin_notes(intent.spec.use_case, self.admin, snapshot.facts.has_gpu))
         if out.invalid is not None or workload is None:
             self._report(out, now)
             return out
@@ -334,7 +369,8 @@ class IntentController:
                 placement: WorkloadConfig | None = None) -> PlanningContext:
         """What the staged intent's planner is given when planned on ``view``."""
         return PlanningContext(s.out.intent, s.profiles, s.workload, view, s.out.current,
-                               self.admin, self.actuators, self.knowledge, s.snapshot.time,
+                               planning_admin(self.admin, s.out.intent, s.workload.config),
+                               self.actuators, self.knowledge, s.snapshot.time,
                                s.mem.for_planner(s.planner.name), s.mem.actuators, placement,
                                safety.vetoed_shapes(s.mem.safety, s.snapshot.time))
 
@@ -414,7 +450,8 @@ class IntentController:
         mem = self._memory.get(key)
         out.status = build_status(out.intent, previous, now, out.current, out.met,
                                   out.plan, out.applied, out.errors, out.invalid, unknown_reasons,
-                                  out.planner_error, mem.changes if mem is not None else None)
+                                  out.planner_error, mem.changes if mem is not None else None,
+                                  out.use_case)
         self._statuses[key] = out.status
         self.source.report(out.intent, out.status)
         if self._stored_statuses.get(key) == out.status:

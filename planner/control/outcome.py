@@ -28,6 +28,8 @@ class IntentOutcome:
     """The actuators' errors this cycle."""
     planner_error: str | None = None
     invalid: str | None = None
+    use_case: dict[str, Any] | None = None
+    """The status's ``useCase`` (:func:`planner.domain.use_case.use_case_status`)."""
     status: dict[str, Any] = field(default_factory=dict)
 
 

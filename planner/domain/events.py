@@ -39,6 +39,8 @@ def build_event(
         "current": dict(current),
         "desired": {o.name: o.value for o in intent.spec.objectives},
         "config": cfg.as_dict(),
+        **({"use_case": {"class": uc.workload_class, "name": uc.name, "device": uc.device}}
+           if (uc := intent.spec.use_case) is not None else {}),
         "load": {"request_rate": workload.request_rate,
                  "cpu_utilization": workload.cpu_utilization},
         "pod_groups": pod_groups(workload.pods),

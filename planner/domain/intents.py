@@ -116,11 +116,49 @@ class Objective(_Spec):
         return self.measured_by if "/" in self.measured_by else f"{namespace}/{self.measured_by}"
 
 
+class UseCase(_Spec):
+    """What the workload is and how it is served: the owner's description (issue 15).
+
+    ``class`` and ``name`` say what the workload does (``ai``/``detect``, ``media``/``transcode``,
+    ``gaming``/``render``, ...): free DNS labels, shown in the status and recorded with every
+    event so that workloads of one kind can be compared. ``device`` pins the device (``cpu``,
+    ``gpu``) or lets the planner choose (``auto``). ``dispatch`` chooses how requests are spread
+    over the pods: ``balance`` (the admin's policy, ``slo`` by default), ``squeeze`` (pack onto
+    as few pods as possible up to a threshold, so that idle pods can be removed) or ``manual``
+    (the owner's rules); ``dispatchParams`` are that policy's parameters. With
+    ``horizontallyScalable: false`` the planner never changes the replica count: only size,
+    device, placement and weights."""
+
+    workload_class: str = Field(alias="class", min_length=1, max_length=63, pattern=DNS_LABEL)
+    name: str = Field(min_length=1, max_length=63, pattern=DNS_LABEL)
+    device: Literal["auto", "cpu", "gpu"] = "auto"
+    dispatch: Literal["balance", "squeeze", "manual"] = "balance"
+    dispatch_params: dict[str, Any] = Field(default_factory=dict, alias="dispatchParams")
+    horizontally_scalable: bool = Field(default=True, alias="horizontallyScalable")
+
+    @field_validator("dispatch_params")
+    @classmethod
+    def _params_need_a_policy(cls, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        if v and info.data.get("dispatch", "balance") == "balance":
+            raise ValueError("dispatchParams are the squeeze or manual policy's parameters; "
+                             "with dispatch: balance the admin's dispatch.policyParams apply "
+                             "(remove dispatchParams, or set dispatch: squeeze or manual)")
+        return v
+
+    def as_dict(self) -> dict[str, Any]:
+        """The use case as the CRD writes it (camelCase keys, defaults included)."""
+        return self.model_dump(by_alias=True)
+
+
 class IntentSpec(_Spec):
     target_ref: TargetRef = Field(alias="targetRef")
     priority: float = Field(default=0.5, ge=0.01, le=1.0)
     active: bool = True
     objectives: list[Objective] = Field(min_length=1, max_length=5)
+    use_case: UseCase | None = Field(default=None, alias="useCase")
+    """What the workload is, which device it needs, how requests are dispatched
+    (:class:`UseCase`); ``None``: the planner chooses the device, ``balance`` dispatch,
+    horizontally scalable."""
 
     @field_validator("objectives")
     @classmethod

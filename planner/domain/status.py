@@ -82,10 +82,12 @@ def build_status(
     unknown_reasons: dict[str, str] | None = None,
     planner_error: str | None = None,
     changes: Mapping[str, float] | None = None,
+    use_case: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The Intent's status. ``errors`` are the actuators' (``ActuationFailed``); a planner that
     failed is ``planner_error`` (``Planned`` false, reason ``PlannerError``): the two are
-    reported apart. ``changes`` is when each actuator last applied an action."""
+    reported apart. ``changes`` is when each actuator last applied an action; ``use_case`` the
+    ``useCase`` part (:func:`planner.domain.use_case.use_case_status`)."""
     gen = intent.metadata.generation
     conds: list[Condition] = []
     if invalid is not None:
@@ -116,6 +118,8 @@ def build_status(
         "desiredObjectives": {o.name: o.value for o in intent.spec.objectives},
         "lastAction": prev.get("lastAction", ""),
     }
+    if use_case is not None:
+        status["useCase"] = dict(use_case)
     if applied:
         status["lastAction"] = applied[-1]
     if changes:

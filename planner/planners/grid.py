@@ -1156,8 +1156,11 @@ class GridPlanner(Planner):
                 "worse than staying" for n, b in inp.anchors.items())))
         # The shape on trial counts as known until the retrained model covers it.
         supported = scored.supported | feedback.shape_mask(scored.batch, trial)
+        # A device the admin's (or the owner's, planner.domain.use_case) bounds leave out is
+        # not kept however well it does.
         keep_current = bool(current.feasible[0] and (current.supported[0]
-                                                     or feedback.shape_of(cfg) == trial))
+                                                     or feedback.shape_of(cfg) == trial)
+                            and cfg.device in ctx.admin.devices)
         known = scored.feasible & supported
         exploratory = False
         probe: int | None = None
