@@ -133,8 +133,8 @@ def test_weights_actuator_uses_each_workloads_policy() -> None:
     assert unknown is not None and unknown.startswith("spec.useCase.dispatch:")
 
 
-def _multi_tenant(use_case: dict[str, Any] | None, gpu_speedup: float | None = None
-                  ) -> ScenarioRun:
+def _multi_tenant(use_case: dict[str, Any] | None, gpu_speedup: float | None = None,
+                  planner: str | None = None) -> ScenarioRun:
     doc = yaml.safe_load(MULTI.read_text())
     if gpu_speedup is not None:            # and GPUs nearly free: they pay at any load
         doc["workloads"][0]["service"]["gpu_speedup"] = gpu_speedup
@@ -142,7 +142,7 @@ def _multi_tenant(use_case: dict[str, Any] | None, gpu_speedup: float | None = N
     for m in doc["manifests"]:
         if m["kind"] == "Intent" and m["metadata"]["name"] == "inference" and use_case:
             m["spec"]["useCase"] = use_case
-    return ScenarioRun(parse_scenario(doc, str(MULTI), MULTI.parent))
+    return ScenarioRun(parse_scenario(doc, str(MULTI), MULTI.parent), planner)
 
 
 def test_not_horizontally_scalable_keeps_the_replica_count() -> None:
@@ -188,3 +188,29 @@ def test_an_unusable_dispatch_policy_makes_the_intent_invalid() -> None:
     invalid = {c["type"]: c for c in status["conditions"]}["Invalid"]
     assert invalid["status"] == "True" and "spec.useCase.dispatch" in invalid["message"]
     assert run.sim.workloads["ml/inference"].config.replicas == 6     # nothing applied
+
+
+@pytest.mark.parametrize("planner", ["astar", "queueing", "hpa@60"])
+def test_every_planner_keeps_the_replica_count_of_a_non_scalable_workload(planner: str) -> None:
+    free = _multi_tenant(None, planner=planner)
+    free.run(duration=900)
+    assert len({e["config"]["replicas"] for e in free.knowledge.events("ml/inference")}) > 1
+    pinned = _multi_tenant({"class": "ai", "name": "infer", "horizontallyScalable": False},
+                           planner=planner)
+    pinned.run(duration=900)
+    assert {e["config"]["replicas"] for e in pinned.knowledge.events("ml/inference")} == {6}
+
+
+def test_astar_plans_only_the_pinned_device() -> None:
+    """Left alone, A* keeps this workload on CPU (its first goal state); pinned to GPU it
+    plans GPU states only."""
+    free = _multi_tenant(None, 100.0, planner="astar")
+    free.run(duration=900)
+    assert {e["config"]["device"] for e in free.knowledge.events("ml/inference")} == {"cpu"}
+    pinned = _multi_tenant({"class": "ai", "name": "infer", "device": "gpu"}, 100.0,
+                           planner="astar")
+    pinned.run(duration=900)
+    targets = {e["plan"]["target"]["device"] for e in pinned.knowledge.events("ml/inference")
+               if e.get("plan") and e["plan"]["actions"]}
+    assert targets == {"gpu"}
+    assert pinned.sim.workloads["ml/inference"].config.device == "gpu"

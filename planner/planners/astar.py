@@ -306,8 +306,17 @@ class AStarPlanner(Planner):
                     h = -1.0 / d if d > 0 else 0.0
                 else:
                     h = d
-                nodes[c] = _Node(c, {k: float(v[i]) for k, v in means.items()}, bool(goal[i]),
-                                 h, hold(c))
+                nodes[c] = _Node(c, {k: float(v[i]) for k, v in means.items()},
+                                 bool(goal[i]) and within(c), h, hold(c))
+
+        bounds = ctx.admin.replicas
+        devices = set(ctx.admin.devices)
+
+        def within(c: WorkloadConfig) -> bool:
+            """A state inside this intent's bounds (the admin's, narrowed by its use case:
+            :mod:`planner.domain.use_case`); the actuators propose within the admin's only."""
+            return c.device in devices and (c.replicas == start.replicas
+                                            or bounds.min <= c.replicas <= bounds.max)
 
         def edge(actuator: str, src: WorkloadConfig, dst: WorkloadConfig) -> float:
             return self.action_cost(actuator, priority, nodes[dst].hold > nodes[src].hold + 1e-12)
@@ -352,7 +361,8 @@ class AStarPlanner(Planner):
             succ: list[tuple[str, WorkloadConfig]] = []
             for name, act in ctx.actuators.items():
                 cands = act.candidates(ctx.workload, s, limit=self.max_candidates)
-                succ.extend((name, c) for c in cands[: self.max_candidates] if c != s)
+                succ.extend((name, c) for c in cands[: self.max_candidates]
+                            if c != s and within(c))
             evaluate([c for _, c in succ])
             for name, c in succ:
                 ng = gc + edge(name, s, c)
@@ -366,8 +376,10 @@ class AStarPlanner(Planner):
             answer = best_arc[1]
         if answer is None:
             # IDO's opportunistic planning: the state closest to the goal by the heuristic.
-            answer = min(g, key=lambda c: (nodes[c].h if self.heuristic == "ido"
-                                           else _distance(nodes[c], objectives), g[c]))
+            # Within the intent's bounds when any state reached is (the start may not be).
+            reached = [c for c in g if within(c)] or list(g)
+            answer = min(reached, key=lambda c: (nodes[c].h if self.heuristic == "ido"
+                                                 else _distance(nodes[c], objectives), g[c]))
         path: list[tuple[str, WorkloadConfig]] = []
         c = answer
         while c in parent:
