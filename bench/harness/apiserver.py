@@ -217,13 +217,16 @@ class Apiserver(KubernetesEmulator):
             return await super()._handle(request)  # discovery and non-Kubernetes paths
         act = request.action
         verb = str(act.value).lower() if act is not None else str(request.method.value).lower()
+        evict = request.subresource == "eviction" and verb in ("post", "create")
+        if evict:
+            verb = "create"
         self.calls.append(Call(verb, str(request.resource.plural), request.namespace,
                                dict(request.params), request.name, request.subresource))
         self._check_faults(request)
         if act in (action.LIST, action.WATCH) and self.watch_outage:
             raise KubernetesError(status=503, reason="ServiceUnavailable",
                                   message="the API server is restarting", details={})
-        if act == action.CREATE and request.subresource == "eviction":
+        if evict and request.name is not None:
             return await self._evict(request)
         if act == action.CREATE:
             return await self._create(request)
