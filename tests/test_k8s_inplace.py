@@ -326,3 +326,56 @@ def test_the_resize_patch_and_the_progress_of_a_pod() -> None:
     assert inplace.progress(p, 1.0, t0 + 301, settings)[0] == "replace"
     p["status"]["phase"] = "Succeeded"
     assert inplace.progress(p, 1.0, t0 + 301, settings)[0] == "skip"
+
+
+def test_without_the_permission_a_resize_rolls_out(api: RunningApiserver, kube: Kube,
+                                                   backend: KubernetesBackend,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    api.server.fail("PATCH", "/pods/web-0/resize$", 403, 'pods "web-0" is forbidden: User '
+                    'cannot patch resource "pods/resize"', reason="Forbidden")
+    mark = len(api.server.calls)
+    backend.resize(WEB, 1.0)
+    assert [w for w in writes(api, mark) if w[1] != "pods"] == [
+        ("update", "deployments", "web", None)]
+    d = kube.get("Deployment", NS, "web")
+    assert cpu_of(kube, "Deployment", "web") == ("1", "2") and not d["spec"].get("paused")
+    assert "in-place-resize-rbac.yaml" in caplog.text
+    # Forbidden on the ReplicaSet once paused: the Deployment is resumed by the rollout.
+    kube.patch("Deployment", NS, "web", {"spec": {"template": {"spec": {"containers": [
+        {**d["spec"]["template"]["spec"]["containers"][0],
+         "resources": {"requests": {"cpu": "1", "memory": "256Mi"}, "limits": {"cpu": "2"}}}]}}}})
+    controller_sees(kube, "Deployment", "web")
+    tmpl = kube.get("Deployment", NS, "web")["spec"]["template"]
+    kube.patch("ReplicaSet", NS, "web-abc123", {"spec": {"template": {
+        "spec": tmpl["spec"]}}})  # the controller's ReplicaSet of the current template
+    controller_sees(kube, "ReplicaSet", "web-abc123")
+    backend.resize(WEB, 2.0)
+    assert kube.get("Deployment", NS, "web")["spec"]["paused"] is True
+    controller_sees(kube, "Deployment", "web")
+    api.server.fail("PATCH", "/replicasets/web-abc123$", 403, "forbidden", reason="Forbidden")
+    backend.resize(WEB, 2.0)
+    d = kube.get("Deployment", NS, "web")
+    assert cpu_of(kube, "Deployment", "web") == ("2", "4") and d["spec"]["paused"] is False
+    assert inplace.PAUSED_ANNOTATION not in (d["metadata"].get("annotations") or {})
+
+
+def test_the_optional_role_grants_what_in_place_resize_uses() -> None:
+    from pathlib import Path
+
+    import kubernetes_validate
+    import yaml
+
+    root = Path(__file__).resolve().parent.parent / "deploy"
+    role, binding = yaml.safe_load_all(
+        (root / "optional" / "in-place-resize-rbac.yaml").read_text())
+    for doc in (role, binding):
+        kubernetes_validate.validate(doc, "1.33.0", strict=True)
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["pods/resize"], "verbs": ["patch"]},
+        {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]},
+        {"apiGroups": ["apps"], "resources": ["replicasets"], "verbs": ["patch"]}]
+    account = yaml.safe_load((root / "serviceaccount.yaml").read_text())
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount",
+                                    "name": account["metadata"]["name"],
+                                    "namespace": account["metadata"]["namespace"]}]

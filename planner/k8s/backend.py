@@ -68,7 +68,7 @@ from planner.domain.ports import ClusterBackend, UnsupportedOperation
 from planner.domain.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
 from planner.k8s import canary as canaries
 from planner.k8s import convert, devices, inplace, resources
-from planner.k8s.apierrors import NotFound, api_call
+from planner.k8s.apierrors import KubernetesPermanentError, NotFound, api_call
 from planner.k8s.changefeed import ChangeFeed
 from planner.k8s.convert import LabelKeys as LabelKeys
 from planner.k8s.loadmetrics import Load, LoadMetrics
@@ -298,8 +298,16 @@ class KubernetesBackend(ClusterBackend):
         if not tspec.get("containers"):
             raise PermanentError(f"resize {workload}: the pod template has no containers")
         if self.in_place():
-            self.resizer.resize(kind, ns, name, fresh, cpu)
-            return
+            try:
+                self.resizer.resize(kind, ns, name, fresh, cpu)
+                return
+            except KubernetesPermanentError as exc:
+                if exc.status != 403:
+                    raise
+                log.warning("resize %s: in place is not allowed (%s); rolling out instead. "
+                            "Fix: apply deploy/optional/in-place-resize-rbac.yaml, or set "
+                            "inPlaceResize.mode: off", workload, exc)
+            fresh = self._read_workload(kind, ns, name)
         self._patch_template_cpu(kind, ns, name, fresh, cpu)
 
     def _patch_template_cpu(self, kind: str, ns: str, name: str, fresh: Mapping[str, Any],

@@ -126,23 +126,32 @@ class InPlaceResizer:
 
     # ------------------------------------------------------------------ entry point
     def resize(self, kind: str, ns: str, name: str, fresh: Raw, cpu: float) -> None:
+        """One step towards ``cpu`` cores: the pods' resizes first (a missing permission shows
+        before the workload is touched), then the template, then the replacements."""
         workload = f"{ns}/{name}"
-        template_ready = self._template_step(kind, ns, name, fresh, cpu)
-        if template_ready is None:
+        if kind == "StatefulSet" and _strategy(fresh) != "OnDelete":
+            self.backend._patch_template_cpu(kind, ns, name, fresh, cpu)  # a rollout
             return
-        self._pods(workload, ns, fresh, cpu, replace=template_ready)
+        pods = self._pods(ns, fresh)
+        now = self.backend.now()
+        decisions = [(p, *inplace.progress(p, cpu, now, self.settings)) for p in pods]
+        failed = self._each(workload, [p for p, d, _ in decisions if d == "resize"],
+                            lambda p: self._resize_pod(ns, p, cpu))
+        if self._template_step(kind, ns, name, fresh, cpu):
+            stuck = [(p, why) for p, d, why in decisions if d == "replace"]
+            for p, why in stuck:
+                log.info("resize %s: replacing pod %s (%s)", workload, _name(p), why)
+            failed += self._each(workload, [p for p, _ in stuck],
+                                 lambda p: self._evict(ns, _name(p)))
+        if failed:
+            raise TemporaryError(f"resize {workload} in place: {'; '.join(failed)}")
 
     # ------------------------------------------------------------------ the template
-    def _template_step(self, kind: str, ns: str, name: str, fresh: Raw, cpu: float
-                       ) -> bool | None:
-        """``True``: the template has the new size (pods may be replaced); ``False``: not
-        yet (resize the pods, replace none); ``None``: a rollout replaces the pods."""
-        if kind == "StatefulSet":
-            if at_size(fresh, cpu):
-                return True
-            strategy = (_spec(fresh).get("updateStrategy") or {}).get("type") or "RollingUpdate"
+    def _template_step(self, kind: str, ns: str, name: str, fresh: Raw, cpu: float) -> bool:
+        """Whether the template has the new size now (pods may then be replaced)."""
+        if kind == "StatefulSet":  # OnDelete: a template change replaces no pod
             self.backend._patch_template_cpu(kind, ns, name, fresh, cpu)
-            return True if strategy == "OnDelete" else None
+            return True
         if at_size(fresh, cpu) and not paused_by_us(fresh):
             return True
         return self._adopt(ns, name, fresh, cpu)
@@ -210,38 +219,34 @@ class InPlaceResizer:
         return found[-1] if found else None
 
     # ------------------------------------------------------------------ the pods
-    def _pods(self, workload: str, ns: str, w: Raw, cpu: float, replace: bool) -> None:
+    def _pods(self, ns: str, w: Raw) -> list[Raw]:
+        """The workload's pods as the API server has them now (not its canary's)."""
         selector = _spec(w).get("selector") or {}
-        now = self.backend.now()
-        failed: list[str] = []
-        for pod in self._list(ns, "", "pods", selector):
-            labels = _meta(pod).get("labels") or {}
-            if not canaries.selects(selector, labels, canary=False):
-                continue
-            pod_name = str(_meta(pod).get("name"))
-            decision, why = inplace.progress(pod, cpu, now, self.settings)
-            try:
-                if decision == "resize":
-                    self._resize_pod(ns, pod_name, inplace.resize_patch(pod, cpu), cpu)
-                elif decision == "replace" and replace:
-                    log.info("resize %s: replacing pod %s (%s)", workload, pod_name, why)
-                    self._evict(ns, pod_name)
-            except TemporaryError as exc:
-                failed.append(f"{pod_name}: {exc}")
-        if failed:
-            raise TemporaryError(f"resize {workload} in place: {'; '.join(failed)}")
+        return [p for p in self._list(ns, "", "pods", selector)
+                if canaries.selects(selector, _meta(p).get("labels") or {}, canary=False)]
 
-    def _resize_pod(self, ns: str, pod: str, ops: list[dict[str, Any]], cpu: float) -> None:
+    @staticmethod
+    def _each(workload: str, pods: list[Raw], act: Callable[[Raw], None]) -> list[str]:
+        """``act`` on every pod; the temporary failures, by pod (a permanent one raises)."""
+        failed = []
+        for p in pods:
+            try:
+                act(p)
+            except TemporaryError as exc:
+                failed.append(f"{_name(p)}: {exc}")
+        return failed
+
+    def _resize_pod(self, ns: str, pod: Raw, cpu: float) -> None:
+        ops = inplace.resize_patch(pod, cpu)
         if not ops:
             return
         b = self.backend
-        try:
-            with api_call(f"resize pod {ns}/{pod} in place to {cpu:g} CPU"):
-                _read(b.core.patch_namespaced_pod_resize(
-                    pod, ns, ops, _content_type=JSON_PATCH, _preload_content=False,
-                    _request_timeout=b.timeout, field_manager=b.field_manager))
-        except NotFound:
-            pass
+        name = _name(pod)
+        with contextlib.suppress(NotFound), api_call(
+                f"resize pod {ns}/{name} in place to {cpu:g} CPU"):
+            _read(b.core.patch_namespaced_pod_resize(
+                name, ns, ops, _content_type=JSON_PATCH, _preload_content=False,
+                _request_timeout=b.timeout, field_manager=b.field_manager))
 
     def _evict(self, ns: str, pod: str) -> None:
         body = {"apiVersion": "policy/v1", "kind": "Eviction",
@@ -282,6 +287,14 @@ class InPlaceResizer:
             return _read(b.apps.patch_namespaced_deployment(
                 name, ns, body, _content_type=MERGE_PATCH, _preload_content=False,
                 _request_timeout=b.timeout, field_manager=b.field_manager))
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return str(_meta(obj).get("name"))
+
+
+def _strategy(obj: Mapping[str, Any]) -> str:
+    return str((_spec(obj).get("updateStrategy") or {}).get("type") or "RollingUpdate")
 
 
 def _read(resp: Any) -> Raw:
