@@ -225,3 +225,18 @@ def test_defaults() -> None:
     assert [t.as_api() for t in s.gpu.tolerations] == [GPU_TAINT]
     assert s.in_place_resize.mode == "auto" and s.in_place_resize.deferred_s == 300
     assert s.gpu_metrics.utilization == "DCGM_FI_DEV_GPU_UTIL"
+
+
+def test_the_operator_command_checks_the_backend_settings(tmp_path: Any) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from planner.k8s import command
+
+    app = typer.Typer()
+    app.command()(command.operator)
+    bad = tmp_path / "backend.yaml"
+    bad.write_text("gpu:\n  resource: gpu\n")
+    result = CliRunner().invoke(app, ["--backend-settings", str(bad)])
+    assert result.exit_code == 2
+    assert "kubernetes.gpu.resource" in result.output and "nvidia.com/gpu" in result.output

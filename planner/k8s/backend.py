@@ -20,8 +20,11 @@ StatefulSets from :class:`planner.k8s.watchcache.WatchCache` (no API request per
 * a workload's config: ``spec.replicas``; CPU from the pod template's requests (1 core if it
   has none); device from the template; pool from the template's ``nodeSelector`` on the pool
   (or zone) label. Request rate and CPU utilisation come from an optional
-  :class:`planner.k8s.loadmetrics.LoadMetrics` (Prometheus, two queries per cycle); without
-  it, or when it fails, they are ``None``.
+  :class:`planner.k8s.loadmetrics.LoadMetrics` (Prometheus, two queries per cycle; two more
+  for the GPU pods' utilisation and memory from the DCGM exporter when there are GPU pods);
+  without it, or when it fails, they are ``None``;
+* :attr:`~planner.domain.state.ClusterSnapshot.in_place_resize`: the ``inPlaceResize``
+  setting's ``on``/``off``, or (``auto``) the API server's ``/version`` is 1.33 or later.
 
 Workloads are keyed ``namespace/name``; when a Deployment and a StatefulSet share a name the
 Deployment wins.
@@ -31,15 +34,26 @@ the cache's event stream, :mod:`planner.k8s.changefeed`; nodes and workloads com
 identity); :meth:`KubernetesBackend.observe_full` converts everything (the reference).
 
 **Act** with the official client: :meth:`~KubernetesBackend.scale` through the ``scale``
-subresource; :meth:`~KubernetesBackend.resize` patches the pod template's container CPU
-requests (a rolling restart; several containers keep their proportions, limits keep their
-ratio to the request) as a JSON merge patch of the whole container list read just before,
-guarded by ``metadata.resourceVersion``; :meth:`~KubernetesBackend.place` patches the template's
+subresource; :meth:`~KubernetesBackend.resize` sets the CPU requests (several containers keep
+their proportions, limits keep their ratio to the request): where the cluster resizes in place,
+the running pods through their ``resize`` subresource and the template without a rollout
+(:mod:`planner.k8s.resizer`: a Deployment is paused while its ReplicaSet gets the new size
+first; a pod the node cannot resize is evicted once the template has the new size); elsewhere,
+or without the permission (``deploy/optional/in-place-resize-rbac.yaml``), by patching the pod
+template (a rolling restart) as a JSON merge patch of the whole container list read just
+before, guarded by ``metadata.resourceVersion``; :meth:`~KubernetesBackend.set_device` makes
+the pods GPU pods and back (:mod:`planner.k8s.devices`: the GPU resource, node selector,
+tolerations and CPU of :class:`planner.k8s.settings.GpuSettings`, recorded in the workload's
+``intent-planner.io/gpu`` annotation so the way back removes exactly what was added; a
+rollout); :meth:`~KubernetesBackend.place` patches the template's
 ``nodeSelector`` on the pool label; :meth:`~KubernetesBackend.remove_pod` gives the pod the
 lowest ``controller.kubernetes.io/pod-deletion-cost``, scales down by one (so the ReplicaSet
 controller removes that pod) and deletes it (a 404 is fine);
 :meth:`~KubernetesBackend.set_canary` creates, patches or deletes the Deployment
-``<name>-canary`` (:mod:`planner.k8s.canary`; RBAC in ``deploy/optional/canary-rbac.yaml``).
+``<name>-canary`` (:mod:`planner.k8s.canary`; RBAC in ``deploy/optional/canary-rbac.yaml``),
+of another device too (its template made as ``set_device`` would make the workload's).
+Settings (GPUs, in-place resize, GPU metric names): :mod:`planner.k8s.settings`, given to the
+operator with ``--backend-settings``.
 Every method is a no-op when the workload already has the value. API failures become temporary
 or permanent errors (:mod:`planner.k8s.apierrors`).
 """
