@@ -159,8 +159,25 @@ def test_the_server_version_decides(api: RunningApiserver, kube: Kube) -> None:
         (1, 35), "off")
 
 
+def old_replicaset(kube: Kube, cpu: str, limit: str) -> None:
+    """A ReplicaSet of the revision history (scaled to 0) whose template is the Deployment's
+    at ``cpu``: what a resize by rollout left behind."""
+    rs = kube.get("ReplicaSet", NS, "web-abc123")
+    template = copy.deepcopy(rs["spec"]["template"])
+    template["metadata"]["labels"]["pod-template-hash"] = "old111"
+    template["spec"]["containers"][0]["resources"]["requests"]["cpu"] = cpu
+    template["spec"]["containers"][0]["resources"]["limits"]["cpu"] = limit
+    kube.create({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                 "metadata": {"name": "web-old111", "namespace": NS,
+                              "labels": template["metadata"]["labels"],
+                              "ownerReferences": rs["metadata"]["ownerReferences"]},
+                 "spec": {"replicas": 0, "selector": {"matchLabels": {
+                     "app": "web", "pod-template-hash": "old111"}}, "template": template}})
+
+
 def test_resize_in_place_then_the_template_without_a_rollout(
         api: RunningApiserver, kube: Kube, backend: KubernetesBackend) -> None:
+    old_replicaset(kube, "1", "2")
     before = {n: kube.get("Pod", NS, n) for n in PODS}
     start = len(api.server.calls)
     backend.resize(WEB, 1.0)
@@ -196,14 +213,32 @@ def test_resize_in_place_then_the_template_without_a_rollout(
     assert cpu_of(kube, "Deployment", "web") == ("1", "2")
     assert d["spec"]["paused"] is False
     assert inplace.PAUSED_ANNOTATION not in (d["metadata"].get("annotations") or {})
-    # The Deployment controller finds its ReplicaSet by this very comparison: no new one.
+    # The Deployment controller finds its ReplicaSet by this very comparison: no new one,
+    # and not the old one of the same size either (our annotation tells them apart).
     assert inplace.same_template(rs["spec"]["template"], d["spec"]["template"])
+    old = kube.get("ReplicaSet", NS, "web-old111")
+    assert not inplace.same_template(old["spec"]["template"], d["spec"]["template"])
+    assert old["spec"]["template"]["spec"]["containers"] == d["spec"]["template"]["spec"][
+        "containers"], "the same size: only the annotation differs"
     assert not [w for w in writes(api, start) if w[0] == "delete" or w[1:] == (
         "replicasets", None, None)], "no pod deleted, no ReplicaSet created"
     # Level-based: the next call finds everything at the size and writes nothing.
     mark = len(api.server.calls)
     backend.resize(WEB, 1.0)
     assert writes(api, mark) == []
+    # And back to the first size, in place too: the same ReplicaSet, found again.
+    controller_sees(kube, "Deployment", "web")
+    for _ in range(3):
+        backend.resize(WEB, 0.5)
+        controller_sees(kube, "Deployment", "web")
+        controller_sees(kube, "ReplicaSet", "web-abc123")
+    d = kube.get("Deployment", NS, "web")
+    assert cpu_of(kube, "Deployment", "web") == ("500m", "1") and not d["spec"]["paused"]
+    assert inplace.same_template(kube.get("ReplicaSet", NS, "web-abc123")["spec"]["template"],
+                                 d["spec"]["template"])
+    assert [cpu_of(kube, "Pod", n) for n in PODS] == [("500m", "1")] * 3
+    assert not [w for w in writes(api, start) if w[0] == "delete" or w[1:] == (
+        "replicasets", None, None)]
 
 
 def test_an_infeasible_resize_replaces_the_pod(api: RunningApiserver, kube: Kube,

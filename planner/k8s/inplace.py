@@ -33,6 +33,11 @@ HASH_LABEL = "pod-template-hash"
 PAUSED_ANNOTATION = "intent-planner.io/resize-paused"
 """On a Deployment the backend paused to give its ReplicaSet the new size first (see
 :mod:`planner.k8s.resizer`); the value is the CPU it was resizing to."""
+TEMPLATE_ANNOTATION = "intent-planner.io/replicaset"
+"""Pod template annotation an in-place resize sets on the ReplicaSet and the Deployment alike:
+the ReplicaSet's name. It keeps their template apart from an older ReplicaSet's kept in the
+revision history with the same size (the controller would take the oldest equal one as the
+Deployment's, and roll back to it)."""
 CPU_EPSILON = 0.0005
 """CPU sizes closer than this (half a millicore) are the same size."""
 
@@ -145,11 +150,36 @@ def label_selector(selector: Mapping[str, Any]) -> str:
     return ",".join(parts)
 
 
-def same_template(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+def same_template(a: Mapping[str, Any], b: Mapping[str, Any], *, but_cpu: bool = False
+                  ) -> bool:
     """Whether two pod templates are equal but for the ``pod-template-hash`` label: how the
     Deployment controller finds the ReplicaSet of a Deployment's template
-    (``EqualIgnoreHash``)."""
-    return _without_hash(a) == _without_hash(b)
+    (``EqualIgnoreHash``); ``but_cpu``: and but for what an in-place resize changes (the
+    containers' CPU requests and limits, :data:`TEMPLATE_ANNOTATION`)."""
+    a, b = _without_hash(a), _without_hash(b)
+    if but_cpu:
+        a, b = _without_cpu(a), _without_cpu(b)
+    return a == b
+
+
+def _without_cpu(template: dict[str, Any]) -> dict[str, Any]:
+    meta = dict(template.get("metadata") or {})
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                   if k != TEMPLATE_ANNOTATION}
+    if annotations:
+        meta["annotations"] = annotations
+    else:
+        meta.pop("annotations", None)
+    spec = dict(template.get("spec") or {})
+    containers = []
+    for c in spec.get("containers") or ():
+        c = dict(c)
+        res = {part: {k: v for k, v in (values or {}).items() if k != "cpu"}
+               for part, values in (c.get("resources") or {}).items()}
+        c["resources"] = res
+        containers.append(c)
+    spec["containers"] = containers
+    return {**template, "metadata": meta, "spec": spec}
 
 
 def _without_hash(template: Mapping[str, Any]) -> dict[str, Any]:

@@ -19,10 +19,14 @@ a Deployment, one level-based step per call, each call going as far as it can:
    (``status.observedGeneration``): while paused the controller creates no ReplicaSet, so
    the next step cannot race it into one for the old template;
 2. patch the **current ReplicaSet's** template to the new size (a ReplicaSet's template only
-   shapes the pods it creates from now on) and wait until the ReplicaSet controller has seen
-   it (the controllers share one ReplicaSet informer, so the Deployment controller has too);
-3. patch the **Deployment's** template to the same size and unpause it in one write: the
-   controller finds the ReplicaSet equal to the template, and nothing rolls.
+   shapes the pods it creates from now on), with the annotation
+   :data:`~planner.k8s.inplace.TEMPLATE_ANNOTATION` naming the ReplicaSet, and wait until the
+   ReplicaSet controller has seen it (the controllers share one ReplicaSet informer, so the
+   Deployment controller has too);
+3. patch the **Deployment's** template to the same containers and annotation and unpause it
+   in one write: the controller finds the ReplicaSet equal to the template, and nothing
+   rolls. (Without the annotation an older ReplicaSet of the revision history at the same size
+   would be equal too, and the controller takes the oldest equal one: a rollback.)
 
 Waiting is bounded by ``settleSeconds`` per call; a step not yet seen is left to the next call
 (state lives in the objects: the pause, our annotation, generations). Where there is no
@@ -158,7 +162,7 @@ class InPlaceResizer:
 
     def _adopt(self, ns: str, name: str, d: Raw, cpu: float) -> bool:
         what = f"Deployment {ns}/{name}"
-        rs = self._replicaset(ns, d, cpu)
+        rs = self._replicaset(ns, d)
         if rs is None:
             log.info("%s: no current ReplicaSet (a rollout in progress?): the template is "
                      "patched and rolls out", what)
@@ -173,11 +177,17 @@ class InPlaceResizer:
             log.info("%s: paused; its controller has not seen it yet (next call goes on)", what)
             return False
         rs_name = str(_meta(rs).get("name"))
-        if not at_size(rs, cpu):
+        # The Deployment's containers at the new size, for both: equal to the byte, so the
+        # controller finds the ReplicaSet equal to the Deployment's template.
+        # Our annotation keeps an older ReplicaSet of the same size from matching too.
+        want = containers_with_cpu(_containers(d), cpu)
+        mark = {"annotations": {inplace.TEMPLATE_ANNOTATION: rs_name}}
+        rs_annotations = (_template(rs).get("metadata") or {}).get("annotations") or {}
+        if (_containers(rs) != want
+                or rs_annotations.get(inplace.TEMPLATE_ANNOTATION) != rs_name):
             rs = self._patch_replicaset(ns, rs_name, {
                 "metadata": {"resourceVersion": _meta(rs).get("resourceVersion")},
-                "spec": {"template": {"spec": {
-                    "containers": containers_with_cpu(_containers(rs), cpu)}}}},
+                "spec": {"template": {"metadata": mark, "spec": {"containers": want}}}},
                 f"resize the template of ReplicaSet {ns}/{rs_name} to {cpu:g} CPU")
         if not self._settled(rs, lambda: self._read_replicaset(ns, rs_name)):
             log.info("%s: ReplicaSet %s resized; its controller has not seen it yet", what,
@@ -185,7 +195,7 @@ class InPlaceResizer:
             return False
         meta, spec = resume_fields(d)
         meta["resourceVersion"] = _meta(d).get("resourceVersion")
-        spec["template"] = {"spec": {"containers": containers_with_cpu(_containers(d), cpu)}}
+        spec["template"] = {"metadata": mark, "spec": {"containers": want}}
         self._patch_deployment(ns, name, {"metadata": meta, "spec": spec},
                                f"resize the template of {what} to {cpu:g} CPU (no rollout: "
                                f"ReplicaSet {rs_name} has it already)")
@@ -200,22 +210,23 @@ class InPlaceResizer:
             obj = read()
         return True
 
-    def _replicaset(self, ns: str, d: Raw, cpu: float) -> Raw | None:
-        """The Deployment's current ReplicaSet: owned by it, with its template (or, after
-        step 2, its template at the new size); the newest when several match."""
+    def _replicaset(self, ns: str, d: Raw) -> Raw | None:
+        """The Deployment's current ReplicaSet: owned by it, with its template but perhaps
+        for the containers' CPU (step 2 done, for this size or another). Of several, the one
+        with exactly the template, else the one running the most pods (an older revision
+        that differed in CPU only is scaled to 0), else the newest."""
         uid = _meta(d).get("uid")
         template = _template(d)
-        resized = json.loads(json.dumps(template))
-        resized.setdefault("spec", {})["containers"] = containers_with_cpu(_containers(d), cpu)
         found = []
         for rs in self._list(ns, "apps", "replicasets", _spec(d).get("selector") or {}):
             owners = _meta(rs).get("ownerReferences") or ()
             if not any(o.get("uid") == uid and o.get("controller") for o in owners):
                 continue
-            t = _template(rs)
-            if inplace.same_template(t, template) or inplace.same_template(t, resized):
+            if inplace.same_template(_template(rs), template, but_cpu=True):
                 found.append(rs)
-        found.sort(key=lambda r: timestamp(_meta(r).get("creationTimestamp")) or 0.0)
+        found.sort(key=lambda r: (inplace.same_template(_template(r), template),
+                                  int(_spec(r).get("replicas") or 0),
+                                  timestamp(_meta(r).get("creationTimestamp")) or 0.0))
         return found[-1] if found else None
 
     # ------------------------------------------------------------------ the pods
