@@ -55,7 +55,9 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
+
+from kubernetes.client import AppsV1Api, CoreV1Api
 
 from planner.domain.errors import TemporaryError
 from planner.k8s import canary as canaries
@@ -64,10 +66,8 @@ from planner.k8s.apierrors import NotFound, api_call
 from planner.k8s.convert import containers_cpu, timestamp
 from planner.k8s.quantities import cpu_quantity
 from planner.k8s.resources import PODS
+from planner.k8s.settings import InPlaceResizeSettings, KubernetesSettings
 from planner.k8s.templates import containers_with_cpu
-
-if TYPE_CHECKING:
-    from planner.k8s.backend import KubernetesBackend
 
 log = logging.getLogger(__name__)
 
@@ -114,10 +114,31 @@ def resume_fields(obj: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any
     return {"annotations": {inplace.PAUSED_ANNOTATION: None}}, {"paused": False}
 
 
+class Host(Protocol):
+    """What the resizer uses of its backend
+    (:class:`planner.k8s.backend.KubernetesBackend`)."""
+
+    core: CoreV1Api
+    apps: AppsV1Api
+    timeout: float
+    field_manager: str
+    settings: KubernetesSettings
+
+    def now(self) -> float: ...
+
+    def _read_workload(self, kind: str, ns: str, name: str) -> dict[str, Any]: ...
+
+    def _patch_template_cpu(self, kind: str, ns: str, name: str, fresh: Mapping[str, Any],
+                            cpu: float) -> None: ...
+
+    def _request(self, method: str, path: str, what: str, body: Any = None
+                 ) -> dict[str, Any]: ...
+
+
 class InPlaceResizer:
     """See the module docstring; ``backend`` is the caller (its API helpers and settings)."""
 
-    def __init__(self, backend: KubernetesBackend,
+    def __init__(self, backend: Host,
                  sleep: Callable[[float], None] = time.sleep,
                  monotonic: Callable[[], float] = time.monotonic) -> None:
         self.backend = backend
@@ -125,7 +146,7 @@ class InPlaceResizer:
         self.monotonic = monotonic
 
     @property
-    def settings(self) -> Any:
+    def settings(self) -> InPlaceResizeSettings:
         return self.backend.settings.in_place_resize
 
     # ------------------------------------------------------------------ entry point
