@@ -414,3 +414,17 @@ def test_the_optional_role_grants_what_in_place_resize_uses() -> None:
     assert binding["subjects"] == [{"kind": "ServiceAccount",
                                     "name": account["metadata"]["name"],
                                     "namespace": account["metadata"]["namespace"]}]
+
+
+def test_a_resize_refused_as_invalid_replaces_the_pod(api: RunningApiserver, kube: Kube,
+                                                      backend: KubernetesBackend) -> None:
+    adopted(api, kube, backend, 1.0)
+    kube.patch("Pod", NS, "web-2", {"spec": {"containers": [{
+        **kube.get("Pod", NS, "web-2")["spec"]["containers"][0],
+        "resources": {"requests": {"cpu": "500m"}, "limits": {"cpu": "1"}}}]}})
+    api.server.fail("PATCH", "/pods/web-2/resize$", 422, "Pod resize is not supported on "
+                    "Windows", reason="Invalid")
+    mark = len(api.server.calls)
+    backend.resize(WEB, 1.0)
+    assert writes(api, mark) == [("update", "pods", "web-2", "resize"),  # refused: 422
+                                 ("create", "pods", "web-2", "eviction")]

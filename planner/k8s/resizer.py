@@ -43,9 +43,12 @@ no resize conditions) and, per pod (:func:`planner.k8s.inplace.progress`): sends
 (a JSON patch of the ``resize`` subresource) to a pod asking for another size; waits for one
 deferred or in progress within the limits; and once the template has the new size,
 **evicts** a pod the node cannot resize (Infeasible, an error, deferred or in progress past
-the limits) through the Eviction API (PodDisruptionBudgets apply, as for VPA's eviction), so
-that its ReplicaSet makes a new pod of the new size elsewhere: one pod restarts, not all of
-them as a rollout would. An eviction refused (429 for a budget) is retried at the next call.
+the limits; a resize the API server refuses as invalid) through the Eviction API
+(PodDisruptionBudgets apply, as for VPA's eviction), so that its ReplicaSet makes a new pod of
+the new size elsewhere: one pod restarts, not all of them as a rollout would. An eviction
+refused (429 for a budget) is retried at the next call. The pods' resizes go first, so a
+missing permission (403) shows before the workload is touched; the backend then rolls out
+instead.
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ from kubernetes.client import AppsV1Api, CoreV1Api
 from planner.domain.errors import TemporaryError
 from planner.k8s import canary as canaries
 from planner.k8s import inplace
-from planner.k8s.apierrors import NotFound, api_call
+from planner.k8s.apierrors import KubernetesPermanentError, NotFound, api_call
 from planner.k8s.convert import containers_cpu, timestamp
 from planner.k8s.quantities import cpu_quantity
 from planner.k8s.resources import PODS
@@ -160,10 +163,11 @@ class InPlaceResizer:
         pods = self._pods(ns, fresh)
         now = self.backend.now()
         decisions = [(p, *inplace.progress(p, cpu, now, self.settings)) for p in pods]
+        rejected: list[tuple[Raw, str]] = []
         failed = self._each(workload, [p for p, d, _ in decisions if d == "resize"],
-                            lambda p: self._resize_pod(ns, p, cpu))
+                            lambda p: self._resize_pod(ns, p, cpu, rejected))
         if self._template_step(kind, ns, name, fresh, cpu):
-            stuck = [(p, why) for p, d, why in decisions if d == "replace"]
+            stuck = [(p, why) for p, d, why in decisions if d == "replace"] + rejected
             for p, why in stuck:
                 log.info("resize %s: replacing pod %s (%s)", workload, _name(p), why)
             failed += self._each(workload, [p for p, _ in stuck],
@@ -268,17 +272,25 @@ class InPlaceResizer:
                 failed.append(f"{_name(p)}: {exc}")
         return failed
 
-    def _resize_pod(self, ns: str, pod: Raw, cpu: float) -> None:
+    def _resize_pod(self, ns: str, pod: Raw, cpu: float,
+                    rejected: list[tuple[Raw, str]]) -> None:
+        """Send the resize; a pod whose resize the API server refuses as invalid (422: a pod
+        that cannot be resized, e.g. a Windows pod) goes to ``rejected``, to be replaced."""
         ops = inplace.resize_patch(pod, cpu)
         if not ops:
             return
         b = self.backend
         name = _name(pod)
-        with contextlib.suppress(NotFound), api_call(
-                f"resize pod {ns}/{name} in place to {cpu:g} CPU"):
-            _read(b.core.patch_namespaced_pod_resize(
-                name, ns, ops, _content_type=JSON_PATCH, _preload_content=False,
-                _request_timeout=b.timeout, field_manager=b.field_manager))
+        try:
+            with contextlib.suppress(NotFound), api_call(
+                    f"resize pod {ns}/{name} in place to {cpu:g} CPU"):
+                _read(b.core.patch_namespaced_pod_resize(
+                    name, ns, ops, _content_type=JSON_PATCH, _preload_content=False,
+                    _request_timeout=b.timeout, field_manager=b.field_manager))
+        except KubernetesPermanentError as exc:
+            if exc.status != 422:
+                raise
+            rejected.append((pod, f"resize refused: {exc}"))
 
     def _evict(self, ns: str, pod: str) -> None:
         body = {"apiVersion": "policy/v1", "kind": "Eviction",
