@@ -153,7 +153,7 @@ def test_a_gpu_workload_not_made_by_us_is_left_alone(api: RunningApiserver, kube
     ml["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] = {
         "nvidia.com/gpu": "1"}
     kube.create(ml)
-    wait_until(lambda: backend.cache.get(DEPLOYMENTS, NS, "ml"))
+    wait_until(lambda: backend.cache.get(DEPLOYMENTS, NS, "ml", wait=10))
     mark = len(api.server.calls)
     backend.set_device(f"{NS}/ml", "gpu")
     with pytest.raises(UnsupportedOperation, match="not added by intent-planner"):

@@ -292,7 +292,7 @@ def test_place_resumes_a_deployment_a_resize_left_paused(
         api: RunningApiserver, kube: Kube, backend: KubernetesBackend) -> None:
     backend.resize(WEB, 1.0)
     assert kube.get("Deployment", NS, "web")["spec"]["paused"] is True
-    wait_until(lambda: (backend.cache.get(DEPLOYMENTS, NS, "web") or {}).get(
+    wait_until(lambda: (backend.cache.get(DEPLOYMENTS, NS, "web", wait=10) or {}).get(
         "metadata", {}).get("annotations"))
     backend.place(WEB, "pool-a")
     d = kube.get("Deployment", NS, "web")
@@ -428,3 +428,15 @@ def test_a_resize_refused_as_invalid_replaces_the_pod(api: RunningApiserver, kub
     backend.resize(WEB, 1.0)
     assert writes(api, mark) == [("update", "pods", "web-2", "resize"),  # refused: 422
                                  ("create", "pods", "web-2", "eviction")]
+
+
+def test_a_canary_does_not_copy_the_replicaset_annotation(
+        api: RunningApiserver, kube: Kube, backend: KubernetesBackend) -> None:
+    from planner.domain.state import WorkloadConfig
+
+    adopted(api, kube, backend, 1.0)
+    tmpl = kube.get("Deployment", NS, "web")["spec"]["template"]
+    assert tmpl["metadata"]["annotations"] == {inplace.TEMPLATE_ANNOTATION: "web-abc123"}
+    backend.set_canary(WEB, WorkloadConfig(1, cpu=0.5))
+    canary = kube.get("Deployment", NS, "web-canary")["spec"]["template"]
+    assert inplace.TEMPLATE_ANNOTATION not in (canary["metadata"].get("annotations") or {})

@@ -489,13 +489,22 @@ class KubernetesBackend(ClusterBackend):
     def _with_device(self, workload: str, main: Mapping[str, Any], device: str
                      ) -> dict[str, Any]:
         """``main`` (a workload read from the API server) as the canary starts from it: its
-        template made a ``device`` template the way :meth:`set_device` would."""
-        tmpl = ((main.get("spec") or {}).get("template") or {})
+        template made a ``device`` template the way :meth:`set_device` would, without the
+        annotation an in-place resize gives the template (it names ``main``'s ReplicaSet)."""
+        tmpl = dict((main.get("spec") or {}).get("template") or {})
+        tmeta = dict(tmpl.get("metadata") or {})
+        annotations = {k: v for k, v in (tmeta.get("annotations") or {}).items()
+                       if k != inplace.TEMPLATE_ANNOTATION}
+        if annotations != (tmeta.get("annotations") or {}):
+            tmeta["annotations"] = annotations
+            if not annotations:
+                del tmeta["annotations"]
+            tmpl["metadata"] = tmeta
         tspec = tmpl.get("spec") or {}
         record = devices.read_record(main.get("metadata") or {})
         current = convert.containers_device(tspec.get("containers") or ())
         if current == device:
-            return dict(main)
+            return {**main, "spec": {**(main.get("spec") or {}), "template": tmpl}}
         if device == "gpu":
             want, _ = devices.with_gpu(tspec, self.settings.gpu)
         elif record is not None:
