@@ -139,11 +139,12 @@ def endpoint_metrics(pod: PodState, request_rate: float | None, share: float | N
                      now: float) -> pw.EndpointMetrics:
     """One engine sample for ``pod`` (see the module docstring)."""
     ready = serving(pod)
-    util = pod.cpu_utilization
-    if not ready or util is None:
+    util, gpu = pod.cpu_utilization, pod.gpu_utilization
+    if not ready or (util is None and gpu is None):
         return pw.EndpointMetrics(pod.name, now, ready=ready)
     rate = request_rate * share if request_rate is not None and share is not None else None
-    return pw.EndpointMetrics(pod.name, now, ready=True, cpu_util=util, request_rate=rate)
+    return pw.EndpointMetrics(pod.name, now, ready=True, cpu_util=util, gpu_util=gpu,
+                              request_rate=rate)
 
 
 CANARY_MEASURABLE = 0.05

@@ -168,8 +168,8 @@ def test_api_errors_are_temporary_or_permanent(api: RunningApiserver,
         backend.scale(f"{NS}/web", 4)
     with pytest.raises(NotFound):
         backend.scale(f"{NS}/nope", 4)
-    with pytest.raises(UnsupportedOperation):
-        backend.set_device(f"{NS}/web", "gpu")
+    with pytest.raises(UnsupportedOperation, match="unknown device 'tpu'"):
+        backend.set_device(f"{NS}/web", "tpu")
 
 
 def test_unreachable_api_server_is_temporary(kube: Kube) -> None:

@@ -21,6 +21,10 @@ subresources as plain patches of the whole object. :class:`Apiserver` adds the m
   ``status`` for resources that declare the subresource), JSON-patch and merge-patch bodies,
   the ``metadata.resourceVersion`` precondition (409 Conflict), finalizers and
   ``deletionTimestamp``;
+* the Pod ``resize`` subresource (a patch there changes only the containers' ``resources``
+  and ``resizePolicy``, as the API server's resize strategy keeps only those) and ``eviction``
+  (a POST deletes the pod; no disruption budgets); ``/version`` answers
+  :attr:`Apiserver.server_version` (kmock's own says 1.26);
 * :meth:`Apiserver.fail` injects an API error (status, reason, message) for the next matching
   requests; :attr:`Apiserver.calls` records every resource request with its parameters.
 
@@ -58,7 +62,8 @@ from kmock import KubernetesEmulator, KubernetesError, ResourceInfo, Server, act
 from kmock._internal import dicts, rendering
 
 BUILTIN_RESOURCES: dict[str, ResourceInfo] = {
-    "v1/pods": ResourceInfo(kind="Pod", namespaced=True, subresources={"status"},
+    "v1/pods": ResourceInfo(kind="Pod", namespaced=True,
+                            subresources={"status", "resize", "eviction"},
                             verbs={"get", "list", "watch", "create", "patch", "delete"}),
     "v1/nodes": ResourceInfo(kind="Node", namespaced=False, subresources={"status"},
                              verbs={"get", "list", "watch", "create", "patch", "delete"}),
@@ -72,6 +77,9 @@ BUILTIN_RESOURCES: dict[str, ResourceInfo] = {
                                   verbs={"get", "list", "watch", "create"}),
     "apps/v1/deployments": ResourceInfo(
         kind="Deployment", namespaced=True, subresources={"status", "scale"},
+        verbs={"get", "list", "watch", "create", "patch", "delete"}),
+    "apps/v1/replicasets": ResourceInfo(
+        kind="ReplicaSet", namespaced=True, subresources={"status", "scale"},
         verbs={"get", "list", "watch", "create", "patch", "delete"}),
     "apps/v1/statefulsets": ResourceInfo(
         kind="StatefulSet", namespaced=True, subresources={"status", "scale"},
@@ -132,6 +140,8 @@ class Apiserver(KubernetesEmulator):
     log_limit: int = 100_000
     history_limit: int = 3
     watch_outage: bool = False
+    server_version: tuple[str, str] = ("1", "26")
+    """``(major, minor)`` that ``/version`` answers."""
     calls: list[Call] = attrs.field(factory=list)
     """Every Kubernetes request (reads and writes), in arrival order."""
     _rv: int = attrs.field(default=0, init=False)
@@ -144,6 +154,7 @@ class Apiserver(KubernetesEmulator):
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
+        self.fallback["get /version/"] << self._serve_server_version  # the python client's
         for key, info in BUILTIN_RESOURCES.items():
             self.resources[key] = copy.deepcopy(info)
 
@@ -184,6 +195,11 @@ class Apiserver(KubernetesEmulator):
                 and (subresource is None or c.subresource == subresource)]
 
     # ------------------------------------------------------------------ request handling
+    async def _serve_server_version(self, request: rendering.Request) -> rendering.Payload:
+        major, minor = self.server_version
+        return {"major": major, "minor": minor, "gitVersion": f"v{major}.{minor}.0",
+                "platform": "linux/amd64"}
+
     def _info(self, res: Any) -> ResourceInfo:
         return self.resources[res]
 
@@ -201,12 +217,17 @@ class Apiserver(KubernetesEmulator):
             return await super()._handle(request)  # discovery and non-Kubernetes paths
         act = request.action
         verb = str(act.value).lower() if act is not None else str(request.method.value).lower()
+        evict = request.subresource == "eviction" and verb in ("post", "create")
+        if evict:
+            verb = "create"
         self.calls.append(Call(verb, str(request.resource.plural), request.namespace,
                                dict(request.params), request.name, request.subresource))
         self._check_faults(request)
         if act in (action.LIST, action.WATCH) and self.watch_outage:
             raise KubernetesError(status=503, reason="ServiceUnavailable",
                                   message="the API server is restarting", details={})
+        if evict and request.name is not None:
+            return await self._evict(request)
         if act == action.CREATE:
             return await self._create(request)
         if act == action.UPDATE and request.name is not None:
@@ -354,6 +375,8 @@ class Apiserver(KubernetesEmulator):
             else:
                 raise KubernetesError(status=400, reason="BadRequest",
                                       message="the patch body is not JSON", details={})
+            if sub == "resize":
+                new = _resize_only(old, new)
             new = copy.deepcopy(new)
             meta = new.setdefault("metadata", {})
             for k in ("uid", "creationTimestamp", "namespace", "name"):
@@ -407,6 +430,19 @@ class Apiserver(KubernetesEmulator):
                 self.objects[(res, request.namespace, name)].delete()
                 self._emit(res, "DELETED", copy.deepcopy(obj))
         return aiohttp.web.json_response(obj)
+
+    async def _evict(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
+        """``POST pods/NAME/eviction``: the pod is deleted (no disruption budgets here)."""
+        res, name = request.resource, str(request.name)
+        async with self._lock:
+            obj = self._get(res, request.namespace, name)
+            self._rv += 1
+            obj["metadata"]["resourceVersion"] = str(self._rv)
+            self.objects[(res, request.namespace, name)].delete()
+            self._emit(res, "DELETED", copy.deepcopy(obj))
+        return aiohttp.web.json_response(
+            {"apiVersion": "v1", "kind": "Status", "metadata": {}, "status": "Success",
+             "code": 201}, status=201)
 
     def _scale(self, obj: Mapping[str, Any]) -> dict[str, Any]:
         meta = obj.get("metadata", {})
@@ -589,6 +625,23 @@ def running_apiserver(**options: Any) -> Iterator[RunningApiserver]:
         yield api
 
 
+def _resize_only(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """``old`` with only the containers' ``resources`` and ``resizePolicy`` of ``new`` (by
+    container name): what the API server keeps of a patch of the ``resize`` subresource."""
+    out = copy.deepcopy(dict(old))
+    patched = {c.get("name"): c for c in (new.get("spec") or {}).get("containers") or ()}
+    for c in (out.get("spec") or {}).get("containers") or ():
+        src = patched.get(c.get("name"))
+        if src is None:
+            continue
+        for key in ("resources", "resizePolicy"):
+            if key in src:
+                c[key] = copy.deepcopy(src[key])
+            else:
+                c.pop(key, None)
+    return out
+
+
 # ---------------------------------------------------------------------- a small REST client
 def path_of(api_version: str, plural: str, namespace: str | None = None,
             name: str | None = None, sub: str | None = None) -> str:
@@ -606,6 +659,7 @@ def path_of(api_version: str, plural: str, namespace: str | None = None,
 PLURALS = {"Pod": ("v1", "pods"), "Node": ("v1", "nodes"), "Service": ("v1", "services"),
            "ConfigMap": ("v1", "configmaps"),
            "Deployment": ("apps/v1", "deployments"),
+           "ReplicaSet": ("apps/v1", "replicasets"),
            "StatefulSet": ("apps/v1", "statefulsets"),
            "EndpointSlice": ("discovery.k8s.io/v1", "endpointslices"),
            "Intent": ("intent-planner.io/v1alpha1", "intents"),

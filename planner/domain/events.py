@@ -72,7 +72,8 @@ POD_GROUP_COLUMNS = ("pool", "device", "cpu", "ready", "scheduled", "count", "re
 NODE_POOL_COLUMNS = ("pool", "region", "nodes", "cpu_capacity", "cpu_allocated", "gpus",
                      "gpus_allocated")
 POD_COLUMNS = ("name", "node", "cpu", "device", "ready", "restarts", "started_at",
-               "cpu_utilization", "pool", "request_rate")
+               "cpu_utilization", "pool", "request_rate", "gpu_utilization",
+               "gpu_memory_utilization")
 NODE_COLUMNS = ("name", "pool", "region", "cpu_capacity", "cpu_allocated", "gpus",
                 "gpus_allocated")
 

@@ -71,21 +71,29 @@ class PodState:
     request_rate: float | None = None
     """Requests per second the pod served over the metrics window, if known (per-pod request
     metrics: a service mesh's or the application's own)."""
+    gpu_utilization: float | None = None
+    """Fraction of the time the pod's GPUs were busy (mean over its GPUs), if known."""
+    gpu_memory_utilization: float | None = None
+    """Fraction of its GPUs' memory in use, if known."""
 
     def __init__(self, name: str, node: str | None, cpu: float, device: str = "cpu",
                  ready: bool = True, restarts: int = 0, started_at: float = 0.0,
                  cpu_utilization: float | None = None, pool: str | None = None,
-                 request_rate: float | None = None) -> None:
+                 request_rate: float | None = None, gpu_utilization: float | None = None,
+                 gpu_memory_utilization: float | None = None) -> None:
         _set_attributes(self, {"name": name, "node": node, "cpu": cpu, "device": device,
                                "ready": ready, "restarts": restarts, "started_at": started_at,
                                "cpu_utilization": cpu_utilization, "pool": pool,
-                               "request_rate": request_rate})
+                               "request_rate": request_rate,
+                               "gpu_utilization": gpu_utilization,
+                               "gpu_memory_utilization": gpu_memory_utilization})
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "node": self.node, "cpu": self.cpu, "device": self.device,
                 "ready": self.ready, "restarts": self.restarts, "started_at": self.started_at,
                 "cpu_utilization": self.cpu_utilization, "pool": self.pool,
-                "request_rate": self.request_rate}
+                "request_rate": self.request_rate, "gpu_utilization": self.gpu_utilization,
+                "gpu_memory_utilization": self.gpu_memory_utilization}
 
 
 @dataclass(frozen=True)

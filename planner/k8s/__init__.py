@@ -10,9 +10,13 @@
 * :mod:`planner.k8s.backend` - ``KubernetesBackend``: observe from the cache, act via the API.
 * :mod:`planner.k8s.canary` - a workload's canary as a second Deployment ``<name>-canary``.
 * :mod:`planner.k8s.templates` - pod template edits (CPU, node selector) and merge patches.
+* :mod:`planner.k8s.devices` - a pod template made a GPU template and back, exactly.
+* :mod:`planner.k8s.inplace` - in-place resize: server version, a pod's progress, the patch.
+* :mod:`planner.k8s.resizer` - in-place resize of a workload (pods, template without rollout).
+* :mod:`planner.k8s.settings` - the backend's settings: GPUs, in-place resize, GPU metrics.
 * :mod:`planner.k8s.source` - ``KubernetesIntentSource``: Intents and KPIProfiles, and status.
 * :mod:`planner.k8s.kpi` - Prometheus KPIs with availability from pod restarts.
-* :mod:`planner.k8s.loadmetrics` - request rate and CPU utilisation of workloads (Prometheus).
+* :mod:`planner.k8s.loadmetrics` - request rate, CPU and GPU utilisation (Prometheus).
 * :mod:`planner.k8s.runner` - coalesces planning ticks into one controller cycle.
 * :mod:`planner.k8s.health` - ``/healthz``, ``/readyz`` and ``/metrics``.
 * :mod:`planner.k8s.operator` - the kopf handlers and the operator wiring.

@@ -20,8 +20,11 @@ StatefulSets from :class:`planner.k8s.watchcache.WatchCache` (no API request per
 * a workload's config: ``spec.replicas``; CPU from the pod template's requests (1 core if it
   has none); device from the template; pool from the template's ``nodeSelector`` on the pool
   (or zone) label. Request rate and CPU utilisation come from an optional
-  :class:`planner.k8s.loadmetrics.LoadMetrics` (Prometheus, two queries per cycle); without
-  it, or when it fails, they are ``None``.
+  :class:`planner.k8s.loadmetrics.LoadMetrics` (Prometheus, two queries per cycle; two more
+  for the GPU pods' utilisation and memory from the DCGM exporter when there are GPU pods);
+  without it, or when it fails, they are ``None``;
+* :attr:`~planner.domain.state.ClusterSnapshot.in_place_resize`: the ``inPlaceResize``
+  setting's ``on``/``off``, or (``auto``) the API server's ``/version`` is 1.33 or later.
 
 Workloads are keyed ``namespace/name``; when a Deployment and a StatefulSet share a name the
 Deployment wins.
@@ -31,15 +34,26 @@ the cache's event stream, :mod:`planner.k8s.changefeed`; nodes and workloads com
 identity); :meth:`KubernetesBackend.observe_full` converts everything (the reference).
 
 **Act** with the official client: :meth:`~KubernetesBackend.scale` through the ``scale``
-subresource; :meth:`~KubernetesBackend.resize` patches the pod template's container CPU
-requests (a rolling restart; several containers keep their proportions, limits keep their
-ratio to the request) as a JSON merge patch of the whole container list read just before,
-guarded by ``metadata.resourceVersion``; :meth:`~KubernetesBackend.place` patches the template's
+subresource; :meth:`~KubernetesBackend.resize` sets the CPU requests (several containers keep
+their proportions, limits keep their ratio to the request): where the cluster resizes in place,
+the running pods through their ``resize`` subresource and the template without a rollout
+(:mod:`planner.k8s.resizer`: a Deployment is paused while its ReplicaSet gets the new size
+first; a pod the node cannot resize is evicted once the template has the new size); elsewhere,
+or without the permission (``deploy/optional/in-place-resize-rbac.yaml``), by patching the pod
+template (a rolling restart) as a JSON merge patch of the whole container list read just
+before, guarded by ``metadata.resourceVersion``; :meth:`~KubernetesBackend.set_device` makes
+the pods GPU pods and back (:mod:`planner.k8s.devices`: the GPU resource, node selector,
+tolerations and CPU of :class:`planner.k8s.settings.GpuSettings`, recorded in the workload's
+``intent-planner.io/gpu`` annotation so the way back removes exactly what was added; a
+rollout); :meth:`~KubernetesBackend.place` patches the template's
 ``nodeSelector`` on the pool label; :meth:`~KubernetesBackend.remove_pod` gives the pod the
 lowest ``controller.kubernetes.io/pod-deletion-cost``, scales down by one (so the ReplicaSet
 controller removes that pod) and deletes it (a 404 is fine);
 :meth:`~KubernetesBackend.set_canary` creates, patches or deletes the Deployment
-``<name>-canary`` (:mod:`planner.k8s.canary`; RBAC in ``deploy/optional/canary-rbac.yaml``).
+``<name>-canary`` (:mod:`planner.k8s.canary`; RBAC in ``deploy/optional/canary-rbac.yaml``),
+of another device too (its template made as ``set_device`` would make the workload's).
+Settings (GPUs, in-place resize, GPU metric names): :mod:`planner.k8s.settings`, given to the
+operator with ``--backend-settings``.
 Every method is a no-op when the workload already has the value. API failures become temporary
 or permanent errors (:mod:`planner.k8s.apierrors`).
 """
@@ -53,23 +67,33 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api, V1DeleteOptions, V1Preconditions
+from kubernetes.client import (
+    ApiClient,
+    AppsV1Api,
+    CoreV1Api,
+    V1DeleteOptions,
+    V1Preconditions,
+    VersionApi,
+)
 from kubernetes.client.exceptions import ApiException
 
-from planner.domain.errors import PermanentError
+from planner.domain.errors import IntentPlannerError, PermanentError
 from planner.domain.ports import ClusterBackend, UnsupportedOperation
 from planner.domain.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
 from planner.k8s import canary as canaries
-from planner.k8s import convert, resources
-from planner.k8s.apierrors import NotFound, api_call
+from planner.k8s import convert, devices, inplace, resources
+from planner.k8s.apierrors import KubernetesPermanentError, NotFound, api_call
 from planner.k8s.changefeed import ChangeFeed
 from planner.k8s.convert import LabelKeys as LabelKeys
-from planner.k8s.loadmetrics import LoadMetrics
+from planner.k8s.loadmetrics import Load, LoadMetrics
 from planner.k8s.projections import DELETION_COST
+from planner.k8s.resizer import InPlaceResizer, resume_fields
 from planner.k8s.resources import DEPLOYMENTS, NODES, PODS, STATEFULSETS
+from planner.k8s.settings import DEFAULT as DEFAULT_SETTINGS
+from planner.k8s.settings import KubernetesSettings
 from planner.k8s.snapshot_builder import SnapshotBuilder
 from planner.k8s.snapshot_full import full_snapshot
-from planner.k8s.templates import containers_with_cpu, node_selector_on
+from planner.k8s.templates import containers_with_cpu, merge_patch, node_selector_on
 from planner.k8s.watchcache import WatchCache
 
 log = logging.getLogger(__name__)
@@ -101,11 +125,16 @@ def _read(resp: Any) -> dict[str, Any]:
     return out
 
 
-def _utilized(pods: tuple[PodState, ...], per_pod: Mapping[str, float]
-              ) -> tuple[PodState, ...]:
-    """``pods`` with the CPU utilisation measured per pod, where there is one."""
-    return tuple(dataclasses.replace(p, cpu_utilization=per_pod.get(p.name, p.cpu_utilization))
-                 for p in pods)
+def _utilized(pods: tuple[PodState, ...], load: Load) -> tuple[PodState, ...]:
+    """``pods`` with the CPU (and GPU) utilisation measured per pod, where there is one."""
+    cpu, gpu, mem = load.pod_utilization, load.pod_gpu_utilization, load.pod_gpu_memory
+    if not gpu and not mem:
+        return tuple(dataclasses.replace(p, cpu_utilization=cpu.get(p.name, p.cpu_utilization))
+                     for p in pods)
+    return tuple(dataclasses.replace(
+        p, cpu_utilization=cpu.get(p.name, p.cpu_utilization),
+        gpu_utilization=gpu.get(p.name, p.gpu_utilization),
+        gpu_memory_utilization=mem.get(p.name, p.gpu_memory_utilization)) for p in pods)
 
 
 class KubernetesBackend(ClusterBackend):
@@ -117,8 +146,12 @@ class KubernetesBackend(ClusterBackend):
     def __init__(self, cache: WatchCache, api_client: ApiClient, labels: LabelKeys | None = None,
                  *, load: LoadMetrics | None = None,
                  clock: Callable[[], float] = time.time, ready_wait_s: float = 0.0,
-                 request_timeout_s: float = 15.0, field_manager: str = "intent-planner") -> None:
+                 request_timeout_s: float = 15.0, field_manager: str = "intent-planner",
+                 settings: KubernetesSettings = DEFAULT_SETTINGS) -> None:
         self.cache = cache
+        self.settings = settings
+        self.server_version: tuple[int, int] | None = None
+        """``(major, minor)`` from ``/version``, read once (``None``: not read yet)."""
         self.labels = labels or LabelKeys()
         self.load = load
         self.clock = clock
@@ -132,9 +165,31 @@ class KubernetesBackend(ClusterBackend):
         cache.start(*self.OBSERVED)
         self.pod_feed = ChangeFeed(cache, PODS)
         self.builder = SnapshotBuilder(self.labels)
+        self.resizer = InPlaceResizer(self)
+        self._version_error: str | None = None
 
     def now(self) -> float:
         return self.clock()
+
+    def in_place(self) -> bool:
+        """Whether :meth:`resize` resizes running pods in place: the setting's ``on`` /
+        ``off``, or (``auto``) the API server's ``/version`` is 1.33 or later. The version is
+        read once; while it cannot be read the answer is ``False`` (a rollout, the safe side)
+        and the next call asks again."""
+        mode = self.settings.in_place_resize.mode
+        if mode == "auto" and self.server_version is None:
+            try:
+                with api_call("read the API server's /version"):
+                    body = _read(VersionApi(self.api_client).get_code(
+                        _preload_content=False, _request_timeout=self.timeout))
+                self.server_version = inplace.server_version(body) or (0, 0)
+                self._version_error = None
+            except IntentPlannerError as exc:
+                if self._version_error != str(exc):
+                    log.warning("in-place resize off for now: %s", exc)
+                self._version_error = str(exc)
+                return False
+        return inplace.supports_in_place(self.server_version, mode)
 
     # ------------------------------------------------------------------ observe
     def observe(self) -> ClusterSnapshot:
@@ -174,11 +229,14 @@ class KubernetesBackend(ClusterBackend):
                 if key in workloads:
                     wl = workloads[key]
                     canary = None if wl.canary is None else dataclasses.replace(
-                        wl.canary, pods=_utilized(wl.canary.pods, load.pod_utilization))
+                        wl.canary, pods=_utilized(wl.canary.pods, load))
                     workloads[key] = dataclasses.replace(
-                        wl, pods=_utilized(wl.pods, load.pod_utilization), canary=canary,
+                        wl, pods=_utilized(wl.pods, load), canary=canary,
                         request_rate=load.request_rate, cpu_utilization=load.cpu_utilization)
             snap = ClusterSnapshot(snap.time, snap.nodes, workloads)
+        in_place = self.in_place()
+        if snap.in_place_resize != in_place:
+            snap = dataclasses.replace(snap, in_place_resize=in_place)
         self.last_snapshot = snap
         return snap
 
@@ -242,22 +300,44 @@ class KubernetesBackend(ClusterBackend):
         self._patch_scale(kind, ns, name, int(replicas))
 
     def resize(self, workload: str, cpu: float) -> None:
+        """Set the CPU request of every pod. Where the cluster resizes in place
+        (:meth:`in_place`), running pods are resized through their ``resize`` subresource and
+        the template without a rollout (:mod:`planner.k8s.resizer`); otherwise the template is
+        patched and rolls out."""
         if not cpu > 0:
             raise PermanentError(f"resize {workload}: cpu must be > 0, got {cpu!r}")
         kind, ns, name, _ = self._find(workload)
         fresh = self._read_workload(kind, ns, name)
         tspec = ((fresh.get("spec") or {}).get("template") or {}).get("spec") or {}
-        containers = tspec.get("containers") or ()
-        if not containers:
+        if not tspec.get("containers"):
             raise PermanentError(f"resize {workload}: the pod template has no containers")
-        if abs(containers_cpu(containers) - cpu) < 0.0005:
+        if self.in_place():
+            try:
+                self.resizer.resize(kind, ns, name, fresh, cpu)
+                return
+            except KubernetesPermanentError as exc:
+                if exc.status != 403:
+                    raise
+                log.warning("resize %s: in place is not allowed (%s); rolling out instead. "
+                            "Fix: apply deploy/optional/in-place-resize-rbac.yaml, or set "
+                            "inPlaceResize.mode: off", workload, exc)
+            fresh = self._read_workload(kind, ns, name)
+        self._patch_template_cpu(kind, ns, name, fresh, cpu)
+
+    def _patch_template_cpu(self, kind: str, ns: str, name: str, fresh: Mapping[str, Any],
+                            cpu: float) -> None:
+        """Patch the template's container CPU to ``cpu`` (no request when it has it): a
+        rollout, except where the workload's controller replaces no pod for a template change
+        (a paused Deployment, a StatefulSet ``OnDelete``)."""
+        tspec = ((fresh.get("spec") or {}).get("template") or {}).get("spec") or {}
+        containers = tspec.get("containers") or ()
+        meta, spec = resume_fields(fresh)
+        if abs(containers_cpu(containers) - cpu) < inplace.CPU_EPSILON and not spec:
             return
-        containers = containers_with_cpu(containers, cpu)
-        body = {"metadata": {"resourceVersion": (fresh.get("metadata") or {}).get(
-                    "resourceVersion")},
-                "spec": {"template": {"spec": {"containers": containers}}}}
-        self._patch_workload(kind, ns, name, body,
-                             f"resize {kind} {workload} to {cpu:g} CPU per pod")
+        meta["resourceVersion"] = (fresh.get("metadata") or {}).get("resourceVersion")
+        spec["template"] = {"spec": {"containers": containers_with_cpu(containers, cpu)}}
+        self._patch_workload(kind, ns, name, {"metadata": meta, "spec": spec},
+                             f"resize {kind} {ns}/{name} to {cpu:g} CPU per pod")
 
     def _pool_label(self, pool: str) -> str:
         for n in self.cache.list(NODES, wait=self.ready_wait_s):
@@ -285,8 +365,53 @@ class KubernetesBackend(ClusterBackend):
             if current.get(label) == pool:
                 return
             selector = {label: pool}
-        body = {"spec": {"template": {"spec": {"nodeSelector": selector}}}}
+        meta, spec = resume_fields(obj)
+        spec["template"] = {"spec": {"nodeSelector": selector}}
+        body: dict[str, Any] = {"spec": spec, **({"metadata": meta} if meta else {})}
         self._patch_workload(kind, ns, name, body, f"place {kind} {workload} on pool {pool}")
+
+    def set_device(self, workload: str, device: str) -> None:
+        """Make the workload's pods GPU pods (``gpu``) or take back exactly what that added
+        (``cpu``): :mod:`planner.k8s.devices` with the settings' ``gpu`` section; what was
+        added is recorded in the workload's annotation :data:`devices.GPU_ANNOTATION`. A
+        rollout (new pods on other nodes). A GPU workload that the planner did not make one
+        stays as it is for ``gpu``, and is refused for ``cpu`` (nothing recorded to undo)."""
+        if device not in ("cpu", "gpu"):
+            raise UnsupportedOperation(f"set_device {workload}: unknown device {device!r} "
+                                       f"(cpu or gpu)")
+        kind, ns, name, _ = self._find(workload)
+        fresh = self._read_workload(kind, ns, name)
+        meta = fresh.get("metadata") or {}
+        tspec = ((fresh.get("spec") or {}).get("template") or {}).get("spec") or {}
+        if not tspec.get("containers"):
+            raise PermanentError(f"set_device {workload}: the pod template has no containers")
+        record = devices.read_record(meta)
+        base = devices.without_gpu(tspec, record) if record is not None else dict(tspec)
+        if record is None and convert.containers_device(tspec.get("containers") or ()) == "gpu":
+            if device == "gpu":
+                return
+            raise UnsupportedOperation(
+                f"set_device {workload}: its GPUs were not added by intent-planner (no "
+                f"{devices.GPU_ANNOTATION} annotation): not removing them; fix: remove the GPU "
+                f"resource from the pod template by hand")
+        want, new_record = (devices.with_gpu(base, self.settings.gpu) if device == "gpu"
+                            else (base, None))
+        old_keys = {k: tspec[k] for k in devices.TEMPLATE_KEYS if k in tspec}
+        new_keys = {k: want[k] for k in devices.TEMPLATE_KEYS if k in want}
+        tpatch = merge_patch(old_keys, new_keys)
+        annotation = devices.dump_record(new_record) if new_record is not None else None
+        current = (meta.get("annotations") or {}).get(devices.GPU_ANNOTATION)
+        if not tpatch and annotation == current:
+            return
+        pmeta, spec = resume_fields(fresh)
+        pmeta["resourceVersion"] = meta.get("resourceVersion")
+        annotations = pmeta.setdefault("annotations", {})
+        annotations[devices.GPU_ANNOTATION] = annotation
+        if tpatch:
+            spec["template"] = {"spec": tpatch}
+        body: dict[str, Any] = {"metadata": pmeta, **({"spec": spec} if spec else {})}
+        self._patch_workload(kind, ns, name, body, f"set the device of {kind} {workload} to "
+                                                   f"{device}")
 
     def remove_pod(self, workload: str, pod: str) -> None:
         kind, ns, name, _ = self._find(workload)
@@ -331,7 +456,7 @@ class KubernetesBackend(ClusterBackend):
                                  f"got {canary.replicas} x {canary.cpu!r}")
         kind, ns, name, obj = self._find(workload)
         self._check_canary_target(workload, kind, obj, canary)
-        main = self._read_workload(kind, ns, name)
+        main = self._with_device(workload, self._read_workload(kind, ns, name), canary.device)
         tspec = ((main.get("spec") or {}).get("template") or {}).get("spec") or {}
         if not tspec.get("containers"):
             raise PermanentError(f"set_canary {workload}: the pod template has no containers")
@@ -357,15 +482,39 @@ class KubernetesBackend(ClusterBackend):
                                        f"Deployment, and {workload} is a {kind}")
         if canaries.is_canary(obj):
             raise PermanentError(f"set_canary {workload}: {workload} is itself a canary")
-        device = convert.workload_config(obj, self.labels).device
         if canary.device not in ("cpu", "gpu"):
             raise UnsupportedOperation(f"set_canary {workload}: unknown device "
                                        f"{canary.device!r}")
-        if canary.device != device:
+
+    def _with_device(self, workload: str, main: Mapping[str, Any], device: str
+                     ) -> dict[str, Any]:
+        """``main`` (a workload read from the API server) as the canary starts from it: its
+        template made a ``device`` template the way :meth:`set_device` would, without the
+        annotation an in-place resize gives the template (it names ``main``'s ReplicaSet)."""
+        tmpl = dict((main.get("spec") or {}).get("template") or {})
+        tmeta = dict(tmpl.get("metadata") or {})
+        annotations = {k: v for k, v in (tmeta.get("annotations") or {}).items()
+                       if k != inplace.TEMPLATE_ANNOTATION}
+        if annotations != (tmeta.get("annotations") or {}):
+            tmeta["annotations"] = annotations
+            if not annotations:
+                del tmeta["annotations"]
+            tmpl["metadata"] = tmeta
+        tspec = tmpl.get("spec") or {}
+        record = devices.read_record(main.get("metadata") or {})
+        current = convert.containers_device(tspec.get("containers") or ())
+        if current == device:
+            return {**main, "spec": {**(main.get("spec") or {}), "template": tmpl}}
+        if device == "gpu":
+            want, _ = devices.with_gpu(tspec, self.settings.gpu)
+        elif record is not None:
+            want = devices.without_gpu(tspec, record)
+        else:
             raise UnsupportedOperation(
-                f"set_canary {workload}: a {canary.device} canary of a {device} workload "
-                f"changes the device, which the Kubernetes backend cannot do yet (GPU support "
-                f"is issue 15)")
+                f"set_canary {workload}: a cpu canary of a GPU workload whose GPUs intent-planner "
+                f"did not add (no {devices.GPU_ANNOTATION} annotation) cannot be made")
+        return {**main, "spec": {**(main.get("spec") or {}),
+                                 "template": {**tmpl, "spec": want}}}
 
     def _read_canary(self, ns: str, name: str) -> dict[str, Any] | None:
         """The canary Deployment of ``ns/name`` read from the API server (``None``: absent);

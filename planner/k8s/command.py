@@ -6,7 +6,7 @@ the planner are imported when the command runs, so the CLI starts fast.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -37,6 +37,10 @@ def operator(
         "default: the admin config's.")] = None,
     admin: Annotated[str | None, typer.Option(
         "--admin", help="Admin config YAML (guardrails, cycleSeconds, planner).")] = None,
+    backend_settings: Annotated[str | None, typer.Option(
+        "--backend-settings", help="Kubernetes backend settings YAML: GPU resource, node "
+        "selector and tolerations; in-place resize; DCGM metric names "
+        "(planner/k8s/settings.py).")] = None,
 ) -> None:
     """Run the operator: plan every Intent in the cluster, act, and report status."""
     import logging
@@ -44,8 +48,8 @@ def operator(
 
     from planner.domain.admin import parse_admin
     from planner.domain.errors import SpecError
-    from planner.domain.safeload import LoadError, load_file
     from planner.k8s.operator import OperatorConfig, run
+    from planner.k8s.settings import parse_settings
     from planner.planners import registry as planner_registry
 
     if peering and standalone:
@@ -60,14 +64,7 @@ def operator(
                    "http(s)://HOST[:PORT][/PATH] without user, query or fragment", err=True)
         raise typer.Exit(code=2) from None
     try:
-        doc = None
-        if admin:
-            docs = load_file(admin)
-            if len(docs) > 1:
-                raise LoadError(admin, "(document)", f"{len(docs)} YAML documents",
-                                "give the admin config as one document")
-            doc = docs[0] if docs else None
-        cfg = parse_admin(doc, admin or "")
+        cfg = parse_admin(_one_doc(admin, "admin config"), admin or "")
         if planner:
             cfg = planner_registry.with_spec(cfg, planner, "--planner")
         planner_registry.check_admin(cfg)
@@ -75,6 +72,8 @@ def operator(
             raise SpecError("", "--kpi-deadline", f"{kpi_deadline:g} s is not within the "
                             f"cycle (0, {cfg.cycle_s:g} s]",
                             "give a positive number of seconds at most cycleSeconds")
+        settings = parse_settings(_one_doc(backend_settings, "backend settings"),
+                                  backend_settings or "")
     except SpecError as exc:
         typer.echo(f"error: {exc.line()}", err=True)
         raise typer.Exit(code=2) from None
@@ -83,4 +82,17 @@ def operator(
     run(OperatorConfig(namespaces=tuple(namespace or ()), kb=kb, prometheus_url=prometheus_url,
                        kpi_endpoints=tuple(allow_kpi_endpoint or ()), kpi_deadline_s=kpi_deadline,
                        peering=peering, standalone=standalone, health_port=health_port,
-                       admin=cfg))
+                       admin=cfg, kubernetes=settings))
+
+
+def _one_doc(path: str | None, what: str) -> Any:
+    """The one YAML document in ``path`` (``None``: no file, or an empty one)."""
+    from planner.domain.safeload import LoadError, load_file
+
+    if not path:
+        return None
+    docs = load_file(path)
+    if len(docs) > 1:
+        raise LoadError(path, "(document)", f"{len(docs)} YAML documents",
+                        f"give the {what} as one document")
+    return docs[0] if docs else None

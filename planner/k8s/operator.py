@@ -60,6 +60,8 @@ from planner.k8s.kpi import KubernetesKPISource
 from planner.k8s.loadmetrics import LoadMetrics, PrometheusLoadMetrics
 from planner.k8s.projections import project_custom
 from planner.k8s.runner import CycleRunner
+from planner.k8s.settings import DEFAULT as DEFAULT_SETTINGS
+from planner.k8s.settings import KubernetesSettings
 from planner.k8s.source import KubernetesIntentSource
 from planner.k8s.watchcache import WatchCache
 from planner.kpi.prometheus import DEFAULT_DEADLINE_S, PrometheusKPISource
@@ -90,6 +92,8 @@ class OperatorConfig:
     health_port: int = 8080
     admin: AdminConfig = field(default_factory=AdminConfig)
     labels: LabelKeys = field(default_factory=LabelKeys)
+    kubernetes: KubernetesSettings = DEFAULT_SETTINGS
+    """GPUs, in-place resize and GPU metric names (``--backend-settings``)."""
 
 
 class IndexStore:
@@ -122,8 +126,10 @@ class OperatorRuntime:
         self._prometheus: PrometheusKPISource | None = None
         self._load: PrometheusLoadMetrics | None = None
         if load is None:
-            load = self._load = PrometheusLoadMetrics(config.prometheus_url)
-        self.backend = KubernetesBackend(cache, api_client, config.labels, load=load)
+            load = self._load = PrometheusLoadMetrics(config.prometheus_url,
+                                                      gpu=config.kubernetes.gpu_metrics)
+        self.backend = KubernetesBackend(cache, api_client, config.labels, load=load,
+                                         settings=config.kubernetes)
         self.intents = IndexStore()
         self.profiles = IndexStore()
         self.source = KubernetesIntentSource(api_client, self.intents, self.profiles)

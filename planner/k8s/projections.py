@@ -23,7 +23,8 @@ What each projection keeps (everything else is dropped):
     ``spec.unschedulable``; ``status``: cpu and ``*/gpu`` of capacity and allocatable, the
     ``Ready`` condition.
 ``deployments``, ``statefulsets``
-    ``metadata``: name, namespace, uid, resourceVersion, generation, labels;
+    ``metadata``: name, namespace, uid, resourceVersion, generation, labels,
+    ``intent-planner.io/*`` annotations;
     ``spec``: replicas, selector, template labels, template nodeSelector, template containers
     (name; cpu and ``*/gpu`` requests and limits); ``status``: replicas, readyReplicas.
 ``services``
@@ -196,8 +197,13 @@ def project_workload(obj: Mapping[str, Any], it: Interner) -> dict[str, Any]:
     if tspec.get("nodeSelector"):
         template["spec"]["nodeSelector"] = it.labels(tspec["nodeSelector"])
     st = obj.get("status") or {}
+    meta = _meta(obj, it, "generation")
+    ann = {k: v for k, v in ((obj.get("metadata") or {}).get("annotations") or {}).items()
+           if str(k).startswith(PLANNER_PREFIX)}
+    if ann:
+        meta["annotations"] = ann
     return {
-        "metadata": _meta(obj, it, "generation"),
+        "metadata": meta,
         "spec": {"replicas": int(spec_in.get("replicas", 1)),
                  "selector": spec_in.get("selector") or {}, "template": template},
         "status": {"replicas": int(st.get("replicas") or 0),

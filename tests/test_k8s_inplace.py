@@ -1,0 +1,442 @@
+"""In-place CPU resize on the Kubernetes backend, over the API emulator (kmock plus
+bench/harness/apiserver.py: the Pod ``resize`` and ``eviction`` subresources, ReplicaSets and a
+``/version`` of our choice).
+
+The emulator runs no controller: the tests play the Deployment and ReplicaSet controllers'
+part where the backend waits for them (``status.observedGeneration``), and the kubelet's
+(the ``PodResizePending`` / ``PodResizeInProgress`` conditions)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from kubernetes.client import ApiClient, Configuration
+
+from bench.harness.apiserver import (
+    Kube,
+    RunningApiserver,
+    deployment,
+    node,
+    pod,
+    running_apiserver,
+    wait_until,
+)
+from planner.k8s import inplace
+from planner.k8s.backend import KubernetesBackend
+from planner.k8s.resources import DEPLOYMENTS
+from planner.k8s.settings import parse_settings
+from planner.k8s.transport import ApiClientTransport
+from planner.k8s.watchcache import CacheSettings, WatchCache
+
+NS = "shop"
+WEB = f"{NS}/web"
+PODS = ("web-0", "web-1", "web-2")
+
+
+def make_api(version: str) -> Iterator[RunningApiserver]:
+    with running_apiserver(server_version=("1", version)) as api:
+        yield api
+
+
+@pytest.fixture
+def api() -> Iterator[RunningApiserver]:
+    """An API server that says it is Kubernetes 1.33."""
+    yield from make_api("33")
+
+
+@pytest.fixture
+def kube(api: RunningApiserver) -> Iterator[Kube]:
+    k = Kube(api.url)
+    k.create(node("node-a1", "pool-a", cpu="8"))
+    web = deployment(NS, "web", 3, cpu="500m")
+    web["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] = {"cpu": "1"}
+    created = k.create(web)
+    # The Deployment controller's ReplicaSet: the Deployment's template plus the hash label.
+    template = copy.deepcopy(created["spec"]["template"])
+    template["metadata"]["labels"]["pod-template-hash"] = "abc123"
+    k.create({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+              "metadata": {"name": "web-abc123", "namespace": NS,
+                           "labels": template["metadata"]["labels"],
+                           "ownerReferences": [{
+                               "apiVersion": "apps/v1", "kind": "Deployment", "name": "web",
+                               "uid": created["metadata"]["uid"], "controller": True}]},
+              "spec": {"replicas": 3, "selector": {"matchLabels": {
+                  "app": "web", "pod-template-hash": "abc123"}}, "template": template}})
+    for kind, name in (("Deployment", "web"), ("ReplicaSet", "web-abc123")):
+        controller_sees(k, kind, name)
+    for name in PODS:
+        p = pod(NS, "web", "node-a1", name=name)
+        p["spec"]["containers"][0]["resources"]["limits"]["cpu"] = "1"
+        k.create(p)
+    yield k
+    k.close()
+
+
+def make_backend(api: RunningApiserver, **in_place: Any) -> tuple[KubernetesBackend, Any]:
+    client = ApiClient(Configuration(host=api.url))
+    cache = WatchCache(ApiClientTransport(client), settings=CacheSettings(watch_timeout_s=30))
+    settings = parse_settings({"inPlaceResize": {"settleSeconds": 0, **in_place}})
+    b = KubernetesBackend(cache, client, ready_wait_s=10, request_timeout_s=5,
+                          settings=settings)
+    return b, (cache, client)
+
+
+@pytest.fixture
+def backend(api: RunningApiserver, kube: Kube) -> Iterator[KubernetesBackend]:
+    b, (cache, client) = make_backend(api)
+    yield b
+    cache.stop()
+    client.close()
+
+
+def controller_sees(kube: Kube, kind: str, name: str) -> None:
+    """What the object's controller does once it has synced: ``observedGeneration``."""
+    obj = kube.get(kind, NS, name)
+    kube.patch(kind, NS, name, {"status": {
+        "observedGeneration": obj["metadata"].get("generation", 1)}}, sub="status")
+
+
+def writes(api: RunningApiserver, start: int) -> list[tuple[str, str, str | None, str | None]]:
+    """(verb, resource, name, subresource) of the writes since call number ``start``, but
+    status writes (the tests' own, playing controllers and kubelets)."""
+    return [(c.verb, c.resource, c.name, c.subresource) for c in api.server.calls[start:]
+            if c.verb in ("create", "update", "delete") and c.subresource != "status"]
+
+
+def cpu_of(kube: Kube, kind: str, name: str) -> tuple[str, str]:
+    obj = kube.get(kind, NS, name)
+    spec = obj["spec"] if kind == "Pod" else obj["spec"]["template"]["spec"]
+    res = spec["containers"][0]["resources"]
+    return res["requests"]["cpu"], res["limits"]["cpu"]
+
+
+def set_condition(kube: Kube, name: str, kind: str, reason: str = "",
+                  since: float | None = None) -> None:
+    """The kubelet's report on a resize of pod ``name``."""
+    p = kube.get("Pod", NS, name)
+    cond: dict[str, Any] = {"type": kind, "status": "True", "reason": reason,
+                            "message": f"{reason} by the test"}
+    if since is not None:
+        cond["lastTransitionTime"] = datetime.fromtimestamp(since, UTC).strftime(
+            "%Y-%m-%dT%H:%M:%SZ")
+    conditions = [c for c in p["status"]["conditions"] if c["type"] != kind] + [cond]
+    kube.patch("Pod", NS, name, {"status": {"conditions": conditions}}, sub="status")
+
+
+def adopted(api: RunningApiserver, kube: Kube, backend: KubernetesBackend, cpu: float) -> None:
+    """Run resize until the template has the new size, playing the controllers."""
+    for _ in range(4):
+        backend.resize(WEB, cpu)
+        d = kube.get("Deployment", NS, "web")
+        if not d["spec"].get("paused") and cpu_of(kube, "Deployment", "web")[0] != "500m":
+            return
+        controller_sees(kube, "Deployment", "web")
+        controller_sees(kube, "ReplicaSet", "web-abc123")
+    raise AssertionError("the template was not resized")
+
+
+def test_the_server_version_decides(api: RunningApiserver, kube: Kube) -> None:
+    b, (cache, client) = make_backend(api)
+    try:
+        assert b.observe().in_place_resize and b.server_version == (1, 33)
+    finally:
+        cache.stop()
+        client.close()
+    b, (cache, client) = make_backend(api, mode="off")
+    try:
+        assert not b.observe().in_place_resize
+    finally:
+        cache.stop()
+        client.close()
+    assert inplace.server_version({"major": "1", "minor": "33+"}) == (1, 33)
+    assert inplace.server_version({"gitVersion": "v1.35.1-gke.2"}) == (1, 35)
+    assert not inplace.supports_in_place((1, 32), "auto")
+    assert inplace.supports_in_place((1, 32), "on") and not inplace.supports_in_place(
+        (1, 35), "off")
+
+
+def old_replicaset(kube: Kube, cpu: str, limit: str) -> None:
+    """A ReplicaSet of the revision history (scaled to 0) whose template is the Deployment's
+    at ``cpu``: what a resize by rollout left behind."""
+    rs = kube.get("ReplicaSet", NS, "web-abc123")
+    template = copy.deepcopy(rs["spec"]["template"])
+    template["metadata"]["labels"]["pod-template-hash"] = "old111"
+    template["spec"]["containers"][0]["resources"]["requests"]["cpu"] = cpu
+    template["spec"]["containers"][0]["resources"]["limits"]["cpu"] = limit
+    kube.create({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                 "metadata": {"name": "web-old111", "namespace": NS,
+                              "labels": template["metadata"]["labels"],
+                              "ownerReferences": rs["metadata"]["ownerReferences"]},
+                 "spec": {"replicas": 0, "selector": {"matchLabels": {
+                     "app": "web", "pod-template-hash": "old111"}}, "template": template}})
+
+
+def test_resize_in_place_then_the_template_without_a_rollout(
+        api: RunningApiserver, kube: Kube, backend: KubernetesBackend) -> None:
+    old_replicaset(kube, "1", "2")
+    before = {n: kube.get("Pod", NS, n) for n in PODS}
+    start = len(api.server.calls)
+    backend.resize(WEB, 1.0)
+    # 1. Every running pod resized through its resize subresource, as a JSON patch.
+    resized = [(c.name, c.params) for c in api.server.calls[start:]
+               if c.resource == "pods" and c.subresource == "resize"]
+    assert sorted(str(n) for n, _ in resized) == list(PODS)
+    for n in PODS:
+        assert cpu_of(kube, "Pod", n) == ("1", "2"), "requests and the limit's ratio"
+        now = kube.get("Pod", NS, n)
+        assert now["spec"]["containers"][0]["image"] == before[n]["spec"]["containers"][0][
+            "image"] and now["metadata"]["uid"] == before[n]["metadata"]["uid"]
+    # ... and the Deployment paused (marked as ours), its template not yet changed.
+    d = kube.get("Deployment", NS, "web")
+    assert d["spec"]["paused"] is True
+    assert d["metadata"]["annotations"][inplace.PAUSED_ANNOTATION] == "1"
+    assert cpu_of(kube, "Deployment", "web") == ("500m", "1")
+    assert cpu_of(kube, "ReplicaSet", "web-abc123") == ("500m", "1")
+    # 2. Once the Deployment controller has seen the pause: the ReplicaSet's template first.
+    backend.resize(WEB, 1.0)
+    assert cpu_of(kube, "ReplicaSet", "web-abc123") == ("500m", "1"), "not seen yet: wait"
+    controller_sees(kube, "Deployment", "web")
+    mark = len(api.server.calls)
+    backend.resize(WEB, 1.0)
+    assert cpu_of(kube, "ReplicaSet", "web-abc123") == ("1", "2")
+    assert cpu_of(kube, "Deployment", "web") == ("500m", "1")
+    assert writes(api, mark) == [("update", "replicasets", "web-abc123", None)]
+    # 3. Once the ReplicaSet controller has seen it: the Deployment's template, unpaused.
+    controller_sees(kube, "ReplicaSet", "web-abc123")
+    backend.resize(WEB, 1.0)
+    d = kube.get("Deployment", NS, "web")
+    rs = kube.get("ReplicaSet", NS, "web-abc123")
+    assert cpu_of(kube, "Deployment", "web") == ("1", "2")
+    assert d["spec"]["paused"] is False
+    assert inplace.PAUSED_ANNOTATION not in (d["metadata"].get("annotations") or {})
+    # The Deployment controller finds its ReplicaSet by this very comparison: no new one,
+    # and not the old one of the same size either (our annotation tells them apart).
+    assert inplace.same_template(rs["spec"]["template"], d["spec"]["template"])
+    old = kube.get("ReplicaSet", NS, "web-old111")
+    assert not inplace.same_template(old["spec"]["template"], d["spec"]["template"])
+    assert old["spec"]["template"]["spec"]["containers"] == d["spec"]["template"]["spec"][
+        "containers"], "the same size: only the annotation differs"
+    assert not [w for w in writes(api, start) if w[0] == "delete" or w[1:] == (
+        "replicasets", None, None)], "no pod deleted, no ReplicaSet created"
+    # Level-based: the next call finds everything at the size and writes nothing.
+    mark = len(api.server.calls)
+    backend.resize(WEB, 1.0)
+    assert writes(api, mark) == []
+    # And back to the first size, in place too: the same ReplicaSet, found again.
+    controller_sees(kube, "Deployment", "web")
+    for _ in range(3):
+        backend.resize(WEB, 0.5)
+        controller_sees(kube, "Deployment", "web")
+        controller_sees(kube, "ReplicaSet", "web-abc123")
+    d = kube.get("Deployment", NS, "web")
+    assert cpu_of(kube, "Deployment", "web") == ("500m", "1") and not d["spec"]["paused"]
+    assert inplace.same_template(kube.get("ReplicaSet", NS, "web-abc123")["spec"]["template"],
+                                 d["spec"]["template"])
+    assert [cpu_of(kube, "Pod", n) for n in PODS] == [("500m", "1")] * 3
+    assert not [w for w in writes(api, start) if w[0] == "delete" or w[1:] == (
+        "replicasets", None, None)]
+
+
+def test_an_infeasible_resize_replaces_the_pod(api: RunningApiserver, kube: Kube,
+                                               backend: KubernetesBackend) -> None:
+    backend.resize(WEB, 2.0)
+    set_condition(kube, "web-1", inplace.RESIZE_PENDING, "Infeasible")
+    mark = len(api.server.calls)
+    backend.resize(WEB, 2.0)
+    assert not [w for w in writes(api, mark) if w[1] == "pods"], (
+        "the template does not have the new size yet: a replacement would come back small")
+    mark = len(api.server.calls)
+    adopted(api, kube, backend, 2.0)  # the call that gives the template its size evicts
+    assert [w for w in writes(api, mark) if w[1] == "pods"] == [
+        ("create", "pods", "web-1", "eviction")]
+    mark = len(api.server.calls)
+    backend.resize(WEB, 2.0)
+    assert writes(api, mark) == []
+    assert [p["metadata"]["name"] for p in kube.http.get(
+        f"/api/v1/namespaces/{NS}/pods").json()["items"]] == ["web-0", "web-2"]
+
+
+def test_deferred_waits_then_replaces_past_the_limit(api: RunningApiserver, kube: Kube,
+                                                    backend: KubernetesBackend) -> None:
+    adopted(api, kube, backend, 2.0)
+    now = backend.now()
+    set_condition(kube, "web-0", inplace.RESIZE_PENDING, "Deferred", since=now - 60)
+    set_condition(kube, "web-2", inplace.RESIZE_IN_PROGRESS, since=now - 60)
+    mark = len(api.server.calls)
+    backend.resize(WEB, 2.0)
+    assert writes(api, mark) == [], "deferred 60 s of 300, in progress 60 s of 3600: wait"
+    set_condition(kube, "web-0", inplace.RESIZE_PENDING, "Deferred", since=now - 400)
+    backend.resize(WEB, 2.0)
+    assert writes(api, mark) == [("create", "pods", "web-0", "eviction")]
+    set_condition(kube, "web-2", inplace.RESIZE_IN_PROGRESS, "Error")
+    backend.resize(WEB, 2.0)
+    assert writes(api, mark)[1:] == [("create", "pods", "web-2", "eviction")]
+
+
+def test_without_a_current_replicaset_the_template_rolls_out(
+        api: RunningApiserver, kube: Kube, backend: KubernetesBackend) -> None:
+    kube.delete("ReplicaSet", NS, "web-abc123")
+    mark = len(api.server.calls)
+    backend.resize(WEB, 1.0)
+    assert cpu_of(kube, "Deployment", "web") == ("1", "2")
+    assert not kube.get("Deployment", NS, "web")["spec"].get("paused")
+    assert [w for w in writes(api, mark) if w[1] == "deployments"] == [
+        ("update", "deployments", "web", None)]
+
+
+def test_place_resumes_a_deployment_a_resize_left_paused(
+        api: RunningApiserver, kube: Kube, backend: KubernetesBackend) -> None:
+    backend.resize(WEB, 1.0)
+    assert kube.get("Deployment", NS, "web")["spec"]["paused"] is True
+    wait_until(lambda: (backend.cache.get(DEPLOYMENTS, NS, "web", wait=10) or {}).get(
+        "metadata", {}).get("annotations"))
+    backend.place(WEB, "pool-a")
+    d = kube.get("Deployment", NS, "web")
+    assert d["spec"]["paused"] is False
+    assert inplace.PAUSED_ANNOTATION not in (d["metadata"].get("annotations") or {})
+    assert d["spec"]["template"]["spec"]["nodeSelector"] == {"intent-planner.io/pool": "pool-a"}
+
+
+def test_a_statefulset_on_delete_is_resized_in_place(api: RunningApiserver, kube: Kube,
+                                                     backend: KubernetesBackend) -> None:
+    db = deployment(NS, "db", 1, kind="StatefulSet")
+    db["spec"]["updateStrategy"] = {"type": "OnDelete"}
+    kube.create(db)
+    kube.create(pod(NS, "db", "node-a1", name="db-0"))
+    wait_until(lambda: backend.observe().workload(f"{NS}/db"))
+    mark = len(api.server.calls)
+    backend.resize(f"{NS}/db", 1.5)
+    assert sorted(writes(api, mark)) == [("update", "pods", "db-0", "resize"),
+                                         ("update", "statefulsets", "db", None)]
+    assert cpu_of(kube, "Pod", "db-0")[0] == "1500m"
+
+
+def test_before_1_33_resize_rolls_out_as_before() -> None:
+    for api in make_api("32"):
+        k = Kube(api.url)
+        k.create(node("node-a1", "pool-a"))
+        k.create(deployment(NS, "web", 2, cpu="500m"))
+        k.create(pod(NS, "web", "node-a1", name="web-0"))
+        b, (cache, client) = make_backend(api)
+        try:
+            assert not b.observe().in_place_resize
+            mark = len(api.server.calls)
+            b.resize(WEB, 1.0)
+            assert writes(api, mark) == [("update", "deployments", "web", None)]
+            assert k.get("Deployment", NS, "web")["spec"]["template"]["spec"]["containers"][0][
+                "resources"]["requests"]["cpu"] == "1"
+            assert not k.get("Deployment", NS, "web")["spec"].get("paused")
+        finally:
+            cache.stop()
+            client.close()
+            k.close()
+
+
+def test_the_resize_patch_and_the_progress_of_a_pod() -> None:
+    p = pod(NS, "web", "node-a1", name="web-0")
+    p["spec"]["containers"].append({"name": "side", "image": "x",
+                                    "resources": {"requests": {"cpu": "500m"}}})
+    ops = inplace.resize_patch(p, 2.0)
+    assert ops == [
+        {"op": "test", "path": "/spec/containers/0/name", "value": "app"},
+        {"op": "add", "path": "/spec/containers/0/resources",
+         "value": {"requests": {"cpu": "1", "memory": "256Mi"},
+                   "limits": {"cpu": "4", "memory": "1Gi"}}},
+        {"op": "test", "path": "/spec/containers/1/name", "value": "side"},
+        {"op": "add", "path": "/spec/containers/1/resources",
+         "value": {"requests": {"cpu": "1"}}}]
+    assert inplace.resize_patch(p, 1.0) == [], "already 1 core: nothing to send"
+    settings = parse_settings({}).in_place_resize
+    assert inplace.progress(p, 2.0, 0.0, settings)[0] == "resize"
+    assert inplace.progress(p, 1.0, 0.0, settings)[0] == "resized"
+    p["status"]["conditions"].append({"type": "PodResizePending", "status": "True",
+                                      "reason": "Deferred",
+                                      "lastTransitionTime": "2024-01-01T00:00:00Z"})
+    t0 = 1704067200.0
+    assert inplace.progress(p, 1.0, t0 + 299, settings)[0] == "wait"
+    assert inplace.progress(p, 1.0, t0 + 301, settings)[0] == "replace"
+    p["status"]["phase"] = "Succeeded"
+    assert inplace.progress(p, 1.0, t0 + 301, settings)[0] == "skip"
+
+
+def test_without_the_permission_a_resize_rolls_out(api: RunningApiserver, kube: Kube,
+                                                   backend: KubernetesBackend,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    api.server.fail("PATCH", "/pods/web-0/resize$", 403, 'pods "web-0" is forbidden: User '
+                    'cannot patch resource "pods/resize"', reason="Forbidden")
+    mark = len(api.server.calls)
+    backend.resize(WEB, 1.0)
+    assert [w for w in writes(api, mark) if w[1] != "pods"] == [
+        ("update", "deployments", "web", None)]
+    d = kube.get("Deployment", NS, "web")
+    assert cpu_of(kube, "Deployment", "web") == ("1", "2") and not d["spec"].get("paused")
+    assert "in-place-resize-rbac.yaml" in caplog.text
+    # Forbidden on the ReplicaSet once paused: the Deployment is resumed by the rollout.
+    kube.patch("Deployment", NS, "web", {"spec": {"template": {"spec": {"containers": [
+        {**d["spec"]["template"]["spec"]["containers"][0],
+         "resources": {"requests": {"cpu": "1", "memory": "256Mi"}, "limits": {"cpu": "2"}}}]}}}})
+    controller_sees(kube, "Deployment", "web")
+    tmpl = kube.get("Deployment", NS, "web")["spec"]["template"]
+    kube.patch("ReplicaSet", NS, "web-abc123", {"spec": {"template": {
+        "spec": tmpl["spec"]}}})  # the controller's ReplicaSet of the current template
+    controller_sees(kube, "ReplicaSet", "web-abc123")
+    backend.resize(WEB, 2.0)
+    assert kube.get("Deployment", NS, "web")["spec"]["paused"] is True
+    controller_sees(kube, "Deployment", "web")
+    api.server.fail("PATCH", "/replicasets/web-abc123$", 403, "forbidden", reason="Forbidden")
+    backend.resize(WEB, 2.0)
+    d = kube.get("Deployment", NS, "web")
+    assert cpu_of(kube, "Deployment", "web") == ("2", "4") and d["spec"]["paused"] is False
+    assert inplace.PAUSED_ANNOTATION not in (d["metadata"].get("annotations") or {})
+
+
+def test_the_optional_role_grants_what_in_place_resize_uses() -> None:
+    from pathlib import Path
+
+    import kubernetes_validate
+    import yaml
+
+    root = Path(__file__).resolve().parent.parent / "deploy"
+    role, binding = yaml.safe_load_all(
+        (root / "optional" / "in-place-resize-rbac.yaml").read_text())
+    for doc in (role, binding):
+        kubernetes_validate.validate(doc, "1.33.0", strict=True)
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["pods/resize"], "verbs": ["patch"]},
+        {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]},
+        {"apiGroups": ["apps"], "resources": ["replicasets"], "verbs": ["patch"]}]
+    account = yaml.safe_load((root / "serviceaccount.yaml").read_text())
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount",
+                                    "name": account["metadata"]["name"],
+                                    "namespace": account["metadata"]["namespace"]}]
+
+
+def test_a_resize_refused_as_invalid_replaces_the_pod(api: RunningApiserver, kube: Kube,
+                                                      backend: KubernetesBackend) -> None:
+    adopted(api, kube, backend, 1.0)
+    kube.patch("Pod", NS, "web-2", {"spec": {"containers": [{
+        **kube.get("Pod", NS, "web-2")["spec"]["containers"][0],
+        "resources": {"requests": {"cpu": "500m"}, "limits": {"cpu": "1"}}}]}})
+    api.server.fail("PATCH", "/pods/web-2/resize$", 422, "Pod resize is not supported on "
+                    "Windows", reason="Invalid")
+    mark = len(api.server.calls)
+    backend.resize(WEB, 1.0)
+    assert writes(api, mark) == [("update", "pods", "web-2", "resize"),  # refused: 422
+                                 ("create", "pods", "web-2", "eviction")]
+
+
+def test_a_canary_does_not_copy_the_replicaset_annotation(
+        api: RunningApiserver, kube: Kube, backend: KubernetesBackend) -> None:
+    from planner.domain.state import WorkloadConfig
+
+    adopted(api, kube, backend, 1.0)
+    tmpl = kube.get("Deployment", NS, "web")["spec"]["template"]
+    assert tmpl["metadata"]["annotations"] == {inplace.TEMPLATE_ANNOTATION: "web-abc123"}
+    backend.set_canary(WEB, WorkloadConfig(1, cpu=0.5))
+    canary = kube.get("Deployment", NS, "web-canary")["spec"]["template"]
+    assert inplace.TEMPLATE_ANNOTATION not in (canary["metadata"].get("annotations") or {})
