@@ -96,12 +96,13 @@ def test_a_pinned_away_pod_gets_zero_on_every_data_plane(planes: Planes) -> None
 
 def test_a_squeeze_weight_set_on_every_data_plane(planes: Planes) -> None:
     engine = pw.WeightEngine(pw.SqueezePolicy(), pw.EngineConfig(blackout_s=0.0))
-    # three pods of 10 req/s, 12 req/s of demand: web-0 full at 8, web-1 the other 4
+    # three pods of 10 req/s, 12 req/s of demand: two carry it under the threshold 0.8
     samples = [pw.EndpointMetrics(p, 0.0, cpu_util=0.4, request_rate=4.0) for p in PODS]
     update = engine.update(samples, 0.0)
     weights = update.weights
-    assert weights["web-0"] == 2 * weights["web-1"] > weights["web-2"] >= 1
-    assert "spilled past full web-0" in update.decisions["web-1"].reason
+    assert weights["web-0"] == weights["web-1"] > weights["web-2"] >= 1
+    assert "threshold 0.80: 1 would be at 1.20" in update.decisions["web-1"].reason
+    assert "not needed" in update.decisions["web-2"].reason
     planes.write(weights)
     assert planes.haproxy() == weights == planes.configmap()
     assert planes.envoy() == {p: ("HEALTHY", w) for p, w in weights.items()}

@@ -47,8 +47,8 @@ def values(suggestions: Mapping[str, pw.Suggestion]) -> dict[str, float]:
 # -- packing ----------------------------------------------------------------------------------
 
 
-def test_fills_in_order_up_to_the_threshold_and_spills_the_remainder() -> None:
-    policy = SqueezePolicy(utilisation_threshold=0.8)
+def test_spill_fills_in_order_up_to_the_threshold_and_spills_the_remainder() -> None:
+    policy = SqueezePolicy(utilisation_threshold=0.8, spread="spill")
     # four alike endpoints of 10 req/s, 20 req/s of demand spread evenly: 2.5 pods at 0.8
     out = policy.compute(batch(dict.fromkeys("abcd", 5.0)), 0.0)
     assert values(out) == {"a": 8.0, "b": 8.0, "c": 4.0, "d": 0.0}
@@ -59,11 +59,15 @@ def test_fills_in_order_up_to_the_threshold_and_spills_the_remainder() -> None:
 
 
 def test_most_capable_first_then_by_id() -> None:
-    policy = SqueezePolicy()
     caps = {"a": 10.0, "b": 40.0, "c": 20.0, "d": 20.0}
-    out = policy.compute(batch(dict.fromkeys(caps, 10.0), caps), 0.0)  # demand 40
+    samples = batch(dict.fromkeys(caps, 10.0), caps)  # demand 40
+    out = SqueezePolicy(spread="spill").compute(samples, 0.0)
     # b carries 32 (0.8 x 40), then c before d (same capacity: by id) takes the other 8
     assert values(out) == {"a": 0.0, "b": 32.0, "c": 8.0, "d": 0.0}
+    # even: the same two, by capacity at the threshold (32 : 16)
+    out = SqueezePolicy().compute(samples, 0.0)
+    assert values(out) == {"a": 0.0, "b": pytest.approx(80 / 3), "c": pytest.approx(40 / 3),
+                           "d": 0.0}
 
 
 def test_endpoints_in_use_stay_first_when_another_looks_more_capable() -> None:
@@ -77,11 +81,23 @@ def test_endpoints_in_use_stay_first_when_another_looks_more_capable() -> None:
 
 
 def test_even_spread_uses_the_same_pods_less_busy() -> None:
-    spill = SqueezePolicy().compute(batch(dict.fromkeys("abcd", 5.0)), 0.0)
-    even = SqueezePolicy(spread="even").compute(batch(dict.fromkeys("abcd", 5.0)), 0.0)
+    spill = SqueezePolicy(spread="spill").compute(batch(dict.fromkeys("abcd", 5.0)), 0.0)
+    even = SqueezePolicy().compute(batch(dict.fromkeys("abcd", 5.0)), 0.0)
     assert [e for e, s in spill.items() if s.value > 0] == ["a", "b", "c"]
     assert values(even) == {"a": pytest.approx(20 / 3), "b": pytest.approx(20 / 3),
                             "c": pytest.approx(20 / 3), "d": 0.0}
+    assert even["c"].reason.startswith(
+        "squeeze: #3 of 3 in use, 6.7 of 20.0 req/s at utilisation 0.67 (the fewest under the "
+        "utilisation threshold 0.80: 2 would be at 1.00)")
+
+
+def test_even_weights_hold_while_the_hot_set_does() -> None:
+    policy = SqueezePolicy()
+    for t, demand in enumerate([19.0, 21.0, 18.0, 22.0]):  # three endpoints in use throughout
+        out = policy.compute(batch(dict.fromkeys("abcd", demand / 4)), float(t))
+        shares = {e: s.value / demand for e, s in out.items()}
+        assert shares == {"a": pytest.approx(1 / 3), "b": pytest.approx(1 / 3),
+                          "c": pytest.approx(1 / 3), "d": 0.0}
 
 
 def test_overload_shares_by_capacity() -> None:
@@ -95,7 +111,8 @@ def test_overload_shares_by_capacity() -> None:
 
 
 def test_an_endpoint_over_the_latency_threshold_counts_as_full() -> None:
-    policy = SqueezePolicy(latency_threshold_ms=200, latency_step=0.1, hysteresis=0.1)
+    policy = SqueezePolicy(latency_threshold_ms=200, latency_step=0.1, hysteresis=0.1,
+                           spread="spill")
     slow = {"a": load("a", 10.0, 6.0, latency_p99=0.35),  # under 0.8 x 10 but slow
             "b": load("b", 10.0, 0.5, latency_p99=0.05)}
     out = policy.compute(slow, 0.0)
@@ -151,7 +168,7 @@ def test_the_hot_set_shrinks_once_demand_is_clearly_lower() -> None:
 
 
 def test_min_pods_keeps_endpoints_in_use() -> None:
-    out = SqueezePolicy(min_pods=2).compute(batch(dict.fromkeys("abc", 1.0)), 0.0)
+    out = SqueezePolicy(min_pods=2, spread="spill").compute(batch(dict.fromkeys("abc", 1.0)), 0)
     assert [e for e, s in out.items() if " of 2 in use" in s.reason] == ["a", "b"]
     assert values(out) == {"a": 3.0, "b": 0.0, "c": 0.0}
     assert "kept in use (minPods 2)" in out["b"].reason
@@ -256,7 +273,7 @@ def test_through_the_engine_idle_endpoints_keep_the_smallest_positive_weight() -
         total = sum(update.weights.values())
         rates = {e: 108.0 * w / total for e, w in update.weights.items()}
     w = update.weights
-    assert w["p0"] == w["p1"] == w["p2"] > w["p3"] > w["p4"] == w["p5"] >= 1
+    assert w["p0"] == w["p1"] == w["p2"] == w["p3"] > w["p4"] == w["p5"] >= 1
     assert rates["p0"] <= 0.8 * 40 and rates["p4"] < 0.02 * 108
     assert "raised to min share" in update.decisions["p5"].reason
 

@@ -22,13 +22,16 @@ Each update:
    grows as soon as demand needs it to, and shrinks only when fewer endpoints would carry the
    demand at ``1 - hysteresis`` of their threshold: demand hovering at a boundary does not make
    an endpoint flap in and out.
-5. **Weights.** ``spread: spill`` (default): the hot endpoints are filled in order up to their
-   threshold, the last one gets the remainder (an endpoint kept by the hysteresis may get
-   nothing). ``spread: even``: the same endpoints share the demand in proportion to their
-   capacity at the threshold (the same number of pods, each less busy). Every other endpoint
-   gets value 0: the engine's minimum share and weight keep it above 0, ready, and able to
-   take load at once. Past every endpoint's threshold (overload) the demand is shared in
-   proportion to capacity at the threshold.
+5. **Weights.** ``spread: even`` (default): the hot endpoints share the demand in proportion to
+   their capacity at the threshold (each at most at the threshold, all equally busy).
+   ``spread: spill``: they are filled in order up to their threshold and the last one gets the
+   remainder (an endpoint kept by the hysteresis may get nothing). Both use the same number of
+   endpoints; measured on a real HAProxy (``bench/squeeze.py``), ``spill`` had the higher p99
+   (its full endpoints run at the threshold) and rewrote weights all the time (the remainder
+   endpoint's weight takes every fluctuation of the demand), ``even`` kept its weights while
+   the hot set held. Every other endpoint gets value 0: the engine's minimum share and weight
+   keep it above 0, ready, and able to take load at once. Past every endpoint's threshold
+   (overload) the demand is shared in proportion to capacity at the threshold.
 
 Values are request rates (req/s), which the engine rescales. Each reason names the threshold
 and which endpoints are full. The policy's memory (``state()``: the capacity estimates, the hot
@@ -44,7 +47,7 @@ from typing import Any
 
 from actuators.dispatch import base, metrics
 
-SPREADS = ("spill", "even")
+SPREADS = ("even", "spill")
 _SAME_CAPACITY = math.log(1.25)  # capacities within 25 % of each other count as equal
 _NAMED = 3  # full endpoints named in a reason
 
@@ -55,7 +58,7 @@ class SqueezePolicy(base.WeightPolicy):
     Parameters (camelCase accepted): ``utilisation_threshold`` (an endpoint is full at this
     utilisation), ``latency_threshold_ms`` (optional: an endpoint with a p99 over it is full),
     ``hysteresis`` (margin before the hot set shrinks or a latency cap rises), ``spread``
-    (``spill`` or ``even``), ``min_pods`` (endpoints kept in use even without load),
+    (``even`` or ``spill``), ``min_pods`` (endpoints kept in use even without load),
     ``smoothing`` (EWMA factor of capacity estimates), ``min_utilisation`` (below it a sample
     says nothing about capacity), ``confident_utilisation`` (a sample this busy moves the
     estimate by the full smoothing factor), ``latency_step`` (fraction shed by an endpoint over
@@ -70,7 +73,7 @@ class SqueezePolicy(base.WeightPolicy):
         utilisation_threshold: float = 0.8,
         latency_threshold_ms: float | None = None,
         hysteresis: float = 0.1,
-        spread: str = "spill",
+        spread: str = "even",
         min_pods: int = 1,
         smoothing: float = 0.3,
         min_utilisation: float = 0.05,
@@ -255,8 +258,12 @@ class SqueezePolicy(base.WeightPolicy):
                 why = "no demand: kept in use to take the first requests"
             elif self.spread == "even":
                 value = demand * caps[e] / hot_total if hot_total > 0 else 0.0
-                why = (f"{value:.1f} of {demand:.1f} req/s, the hot set evenly loaded "
-                       f"(at most the {thr})")
+                why = f"{value:.1f} of {demand:.1f} req/s at utilisation {value / mu[e]:.2f}"
+                if k > 1 and (fewer := sum(mu[h] for h in hot[:-1])) > 0:
+                    why += (f" (the fewest under the {thr}: {k - 1} would be at "
+                            f"{demand / fewer:.2f})")
+                else:
+                    why += f" (under the {thr})"
             else:
                 value = min(remaining, caps[e])
                 remaining -= value
