@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from actuators import dispatch as pw
 from actuators import weights as weights_actuator
@@ -207,3 +209,36 @@ def test_engine_samples_carry_the_pods_pool() -> None:
     assert ManualPolicy().missing(sample) is None  # manual needs no measurement
     assert pw.problems(pw.EndpointMetrics("r", 0.0, pool=3)) == [  # type: ignore[arg-type]
         "pool is not a string (3)"]
+
+
+# -- property: 0 only when pinned away, never every ready endpoint ----------------------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.dictionaries(st.sampled_from("abcde"), st.booleans(), min_size=1), min_size=1,
+             max_size=12),
+    st.sets(st.sampled_from("abcdef")), st.sets(st.sampled_from("abcdef")),
+    st.sampled_from([0.1, 0.5, 2.0]),
+)
+def test_zero_only_when_pinned_away_and_never_for_every_ready_endpoint(
+    steps: list[dict[str, bool]], away: set[str], pin_to: set[str], max_change: float
+) -> None:
+    pin_to -= away
+    policy = ManualPolicy(pinned_away=sorted(away), pin_to=sorted(pin_to))
+    eng = engine(policy, max_relative_change=max_change)
+    ready: dict[str, bool] = {}
+    for t, readiness in enumerate(steps):
+        ready.update(readiness)
+        before = dict(eng.weights)
+        update = eng.update([pod(e, t, ready=r) for e, r in readiness.items()], float(t))
+        serving = [e for e, w in update.weights.items() if ready[e] and w > 0]
+        assert serving or not any(ready.values())  # someone ready always serves
+        for e, weight in update.weights.items():
+            pinned = e in away or (bool(pin_to) and e not in pin_to)
+            if not ready[e]:
+                assert weight == 0
+            elif weight == 0:
+                assert pinned, update.decisions[e]
+            if ready[e] and before.get(e):
+                assert abs(weight - before[e]) <= max(max_change * before[e], 1.0)

@@ -8,6 +8,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from actuators import dispatch as pw
 from actuators.dispatch.squeeze import SqueezePolicy
@@ -306,3 +308,63 @@ def test_created_by_name_with_camel_case_parameters(registered: None) -> None:
         pw.create_policy("squeeze", threshold=0.6)
     with pytest.raises(ValueError, match="given twice"):
         pw.create_policy("squeeze", minPods=2, min_pods=3)
+
+
+# -- properties: the engine's guards and the memory, for any sequence -------------------------
+
+KINDS = ("ok", "ok", "slow", "not-ready", "nan", "no-rate")
+Report = tuple[str, str, float, float]
+
+
+def _report(endpoint_id: str, kind: str, util: float, rate: float,
+            t: float) -> pw.EndpointMetrics:
+    if kind == "not-ready":
+        return pw.EndpointMetrics(endpoint_id, t, ready=False)
+    if kind == "nan":
+        return pw.EndpointMetrics(endpoint_id, t, cpu_util=float("nan"), request_rate=rate)
+    if kind == "no-rate":
+        return pw.EndpointMetrics(endpoint_id, t, cpu_util=util)
+    latency = 0.5 if kind == "slow" else 0.05
+    return pw.EndpointMetrics(endpoint_id, t, cpu_util=util, request_rate=rate,
+                              latency_p99=latency)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from([0.5, 1.0, 5.0, 40.0]), st.lists(
+        st.tuples(st.sampled_from("abcd"), st.sampled_from(KINDS), st.floats(0.0, 1.0),
+                  st.floats(0.0, 200.0)), max_size=4, unique_by=lambda r: r[0])),
+             min_size=1, max_size=20),
+    st.sampled_from([0.0, 0.01, 0.1]), st.sampled_from([0.1, 0.5, 2.0]),
+    st.sampled_from(["even", "spill"]),
+)
+def test_guards_and_memory_hold_for_any_sequence(
+    steps: list[tuple[float, list[Report]]], min_share: float, max_change: float, spread: str
+) -> None:
+    """A ready endpoint never gets 0, a not-ready one always does, changes are rate limited,
+    and an engine rebuilt from its JSON state before every update (as the weights actuator
+    does) makes the same updates."""
+    config = pw.EngineConfig(blackout_s=1.0, expiry_s=30.0, min_share=min_share,
+                             max_relative_change=max_change)
+
+    def policy() -> SqueezePolicy:
+        return SqueezePolicy(latency_threshold_ms=200, spread=spread)
+
+    engine = pw.WeightEngine(policy(), config)
+    state: dict[str, Any] = {}
+    ready: dict[str, bool] = {}
+    now = 0.0
+    for dt, reports in steps:
+        now += dt
+        samples = [_report(e, kind, u, r, now) for e, kind, u, r in reports]
+        ready.update({e: kind != "not-ready" for e, kind, _, _ in reports})
+        restored = pw.WeightEngine(policy(), config)
+        restored.restore(state)
+        before = dict(engine.weights)
+        update = engine.update(samples, now=now)
+        assert restored.update(samples, now=now) == update
+        state = json.loads(json.dumps(restored.state(), allow_nan=False))
+        for e, weight in update.weights.items():
+            assert weight >= 1 if ready[e] else weight == 0, update.decisions[e]
+            if ready[e] and before.get(e):
+                assert abs(weight - before[e]) <= max(max_change * before[e], 1.0)
