@@ -20,8 +20,9 @@ JSON-safe mapping the controller persists every cycle (:class:`WeightsMemory`)::
     workload     the workload the rest is about (another one starts afresh)
     at           when the engine last took in samples (observing twice at one time is a no-op)
     engine       WeightEngine.state(): per pod {ready, weight, since, problem, sample} (the
-                 last valid sample: timestamp, cpu_util, request_rate) and the policy's state
-                 (slo: a smoothed service rate per pod; lvs: a feedback weight per pod)
+                 last valid sample: timestamp, cpu_util, request_rate, pool) and the policy's
+                 state (slo: a smoothed service rate per pod; lvs: a feedback weight per pod;
+                 squeeze: service rates, the pods in use, latency caps)
     decisions    per pod whose weight differs from what the first sink holds: the last
                  update's status and reason (the action's reason and ``changes``)
     delivered    per sink (backend, haproxy, envoy, configmap): the weights it holds
@@ -52,10 +53,12 @@ weight a new pod gets is its group's mean).
 and the workload's request rate. A pod's request rate is the workload's rate times the pod's
 traffic share under the weights the first sink holds (:func:`traffic_shares`, the same rule the
 simulator dispatches by). Latency and in-flight counts per pod are not in the snapshot and are
-left unmeasured. A ready pod without a utilisation gets an empty sample, which the built-in
-policies reject as incomplete (``slo`` without a predictor, ``orca`` and ``lvs`` all need a
-rate or a load metric): the pod keeps its last weight until its last valid data expires, or gets
-the mean weight if it never had any. A malformed value (NaN, negative, above 1) is passed on and
+left unmeasured. Every sample carries the pod's node pool (``PodState.pool``; the ``manual``
+policy's rules by pool). A ready pod without a utilisation gets an empty sample, which the
+measuring built-in policies reject as incomplete (``slo`` without a predictor, ``orca``,
+``lvs`` and ``squeeze`` all need a rate or a load metric; ``manual`` needs none): the pod
+keeps its last weight until its last valid data expires, or gets the mean weight if it never
+had any. A malformed value (NaN, negative, above 1) is passed on and
 rejected by the engine's checks, with the same effect.
 
 **A canary's pods** (:attr:`~planner.domain.state.WorkloadState.canary`: a second Deployment
@@ -141,10 +144,10 @@ def endpoint_metrics(pod: PodState, request_rate: float | None, share: float | N
     ready = serving(pod)
     util, gpu = pod.cpu_utilization, pod.gpu_utilization
     if not ready or (util is None and gpu is None):
-        return pw.EndpointMetrics(pod.name, now, ready=ready)
+        return pw.EndpointMetrics(pod.name, now, ready=ready, pool=pod.pool)
     rate = request_rate * share if request_rate is not None and share is not None else None
     return pw.EndpointMetrics(pod.name, now, ready=True, cpu_util=util, gpu_util=gpu,
-                              request_rate=rate)
+                              request_rate=rate, pool=pod.pool)
 
 
 CANARY_MEASURABLE = 0.05
@@ -247,8 +250,9 @@ def observe_dispatch(actuators: Iterable[object],
 
 
 def _check_policy(d: admin_config.DispatchConfig) -> None:
-    """The admin's policy must be a registered one that accepts its ``policyParams``."""
-    pw.REGISTRY.get(d.policy, "dispatch.policy")
+    """The admin's policy must be a registered one (or an alias: ``balance``) that accepts its
+    ``policyParams``."""
+    pw.REGISTRY.get(pw.resolve_name(d.policy), "dispatch.policy")
     try:
         pw.create_policy(d.policy, **d.policy_params)
     except (TypeError, ValueError) as exc:

@@ -6,8 +6,13 @@ be
 trusted, and turns them into integer weights (HAProxy's 1..256) through guards that hold for every
 policy:
 
-* not ready -> weight 0; a ready endpoint never gets 0;
-* blackout: an endpoint with less than ``blackout_s`` of valid data gets the mean weight;
+* not ready -> weight 0; a ready endpoint never gets 0, unless the policy pins it away by its
+  owner's rule (:attr:`~actuators.dispatch.base.Suggestion.pinned_away`, the ``manual``
+  policy): its weight then falls to 0 within the change limits below (a new endpoint starts at
+  0), it is left out of the minimum share, and the decision's status is ``pinned``. Pins that
+  would leave no ready endpoint with a positive weight are ignored, with that reason;
+* blackout: an endpoint with less than ``blackout_s`` of valid data gets the mean weight (not
+  for a policy that judges by rules only: ``WeightPolicy.measures`` false);
 * expiry: no valid sample for ``expiry_s`` -> mean weight (and a new blackout when data resumes);
 * malformed sample (NaN, negative, out of range, a field the policy needs is missing) -> the
   endpoint keeps its last weight until its last valid data expires;
@@ -72,6 +77,7 @@ class Status(enum.StrEnum):
     HELD = "held"
     NO_DATA = "no-data"
     NOT_READY = "not-ready"
+    PINNED = "pinned"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -242,7 +248,8 @@ class WeightEngine:
             )
         if state.problem is not None and state.weight:
             return Status.HELD, f"malformed sample ({state.problem}): keeping last weight"
-        if state.valid_since is None or now - state.valid_since < cfg.blackout_s:
+        if self.policy.measures and (state.valid_since is None
+                                     or now - state.valid_since < cfg.blackout_s):
             since = 0.0 if state.valid_since is None else now - state.valid_since
             return Status.BLACKOUT, (
                 f"blackout: {since:.1f}s of data (< {cfg.blackout_s:g}s): mean weight"
@@ -278,7 +285,13 @@ class WeightEngine:
                 )
             else:
                 classes[k] = (Status.NO_DATA, f"{self.policy.name}: no usable weight: mean weight")
-        mean_value = sum(v.value for v in usable.values()) / len(usable) if usable else 0.0
+        pinned = {k for k, v in usable.items() if v.pinned_away}
+        ignored: set[str] = set()
+        if pinned and all(k in pinned for k, (status, _) in classes.items()
+                          if status is not Status.NOT_READY):
+            ignored, pinned = pinned, set()
+        weighed = [v.value for k, v in usable.items() if k not in ignored and k not in pinned]
+        mean_value = sum(weighed) / len(weighed) if weighed else 0.0
 
         targets: dict[str, float] = {}
         reasons: dict[str, str] = {}
@@ -286,7 +299,15 @@ class WeightEngine:
             state = self._endpoints[k]
             if status is Status.NOT_READY:
                 continue
-            if status is Status.HELD:
+            if k in pinned:
+                classes[k] = (Status.PINNED, reason)
+                reasons[k] = usable[k].reason
+                continue
+            if k in ignored:
+                targets[k] = float(cfg.reference_weight)
+                reason = (f"{usable[k].reason}; but no other ready endpoint would serve: pin "
+                          "ignored (pin at most all but one ready endpoint away): mean weight")
+            elif status is Status.HELD:
                 targets[k] = float(state.weight or cfg.reference_weight)
             elif status is Status.COMPUTED:
                 value = usable[k].value
@@ -309,6 +330,10 @@ class WeightEngine:
             previous = state.weight
             if status is Status.NOT_READY:
                 weight, target = 0, 0.0
+            elif status is Status.PINNED:
+                target, drained = 0.0, list[str]()
+                weight = self._limit(previous, target, drained, floor=0)
+                reason = "; ".join([reasons[k], *drained])
             elif status is Status.HELD:
                 weight, target = previous or cfg.reference_weight, targets[k]
                 reason = reasons[k]
@@ -324,9 +349,13 @@ class WeightEngine:
         weights = {k: d.weight for k, d in decisions.items()}
         return WeightUpdate(now, weights, decisions)
 
-    def _limit(self, previous: int | None, target: float, notes: list[str]) -> int:
+    def _limit(self, previous: int | None, target: float, notes: list[str],
+               floor: int | None = None) -> int:
+        """``target`` as a weight within ``[floor, max_weight]`` (``floor``: ``min_weight``
+        unless given; 0 only for a pinned endpoint), at most the allowed change away from
+        ``previous``, and ``previous`` itself when the change is below the threshold."""
         cfg = self.config
-        lo, hi = cfg.min_weight, cfg.max_weight
+        lo, hi = cfg.min_weight if floor is None else floor, cfg.max_weight
         if target > hi:
             notes.append(f"clipped to {hi}")
         elif target < lo:

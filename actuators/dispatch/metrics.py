@@ -4,7 +4,9 @@ One :class:`EndpointMetrics` is one observation of one endpoint (a pod, a server
 second, utilisations are fractions of the endpoint's allocation (0..1), latencies are seconds,
 timestamps are seconds on the same clock the engine is given as ``now`` (monotonic or epoch, the
 caller decides). ``None`` means "not measured"; which fields a policy requires is the policy's
-business (:meth:`actuators.dispatch.base.WeightPolicy.missing`).
+business (:meth:`actuators.dispatch.base.WeightPolicy.missing`). ``pool`` is not a measurement
+but a label of the endpoint: the node pool its pod runs in (for rules by pool, the ``manual``
+policy's).
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ class EndpointMetrics:
 
     ``error_rate`` is in errors per second (same unit as ``request_rate``, as in ORCA's ``eps``);
     ``capacity_hint`` is the service rate (requests per second at full utilisation) the endpoint is
-    expected to sustain, e.g. from its device type, used when it cannot be measured.
+    expected to sustain, e.g. from its device type, used when it cannot be measured; ``pool``
+    is the node pool of the endpoint's pod (``PodState.pool``), if known.
     """
 
     endpoint_id: str
@@ -52,6 +55,7 @@ class EndpointMetrics:
     latency_p95: float | None = None
     latency_p99: float | None = None
     capacity_hint: float | None = None
+    pool: str | None = None
 
     @property
     def utilisation(self) -> float | None:
@@ -69,10 +73,12 @@ class EndpointMetrics:
 
 def sample_state(sample: EndpointMetrics) -> dict[str, Any]:
     """``sample`` as JSON-safe data without its endpoint id: the timestamp, ``ready`` when
-    false, and the measured fields (an unmeasured one is left out)."""
+    false, the pool when known, and the measured fields (an unmeasured one is left out)."""
     out: dict[str, Any] = {"timestamp": float(sample.timestamp)}
     if not sample.ready:
         out["ready"] = False
+    if sample.pool is not None:
+        out["pool"] = sample.pool
     for name in _NUMERIC_FIELDS:
         value = getattr(sample, name)
         if value is not None:
@@ -82,16 +88,19 @@ def sample_state(sample: EndpointMetrics) -> dict[str, Any]:
 
 def sample_from_state(endpoint_id: str, state: Mapping[str, Any]) -> EndpointMetrics:
     """The sample :func:`sample_state` wrote down; :class:`ValueError` if it is malformed."""
-    unknown = set(state) - {"timestamp", "ready", *_NUMERIC_FIELDS}
+    unknown = set(state) - {"timestamp", "ready", "pool", *_NUMERIC_FIELDS}
     if unknown:
         raise ValueError(f"sample of {endpoint_id}: unknown fields {sorted(unknown)}")
-    values = {k: v for k, v in state.items() if k not in ("timestamp", "ready")}
+    values = {k: v for k, v in state.items() if k not in ("timestamp", "ready", "pool")}
     if not _finite(state.get("timestamp")) or not all(_finite(v) for v in values.values()):
         raise ValueError(f"sample of {endpoint_id}: timestamp and values must be finite numbers")
     ready = state.get("ready", True)
     if not isinstance(ready, bool):
         raise ValueError(f"sample of {endpoint_id}: ready must be a boolean")
-    return EndpointMetrics(endpoint_id, float(state["timestamp"]), ready, **values)
+    pool = state.get("pool")
+    if pool is not None and not isinstance(pool, str):
+        raise ValueError(f"sample of {endpoint_id}: pool must be a string")
+    return EndpointMetrics(endpoint_id, float(state["timestamp"]), ready, pool=pool, **values)
 
 
 def problems(sample: EndpointMetrics) -> list[str]:
@@ -115,6 +124,8 @@ def problems(sample: EndpointMetrics) -> list[str]:
         value = getattr(sample, name)
         if _finite(value) and value > 1.0 + UTILISATION_TOLERANCE:
             found.append(f"{name}={value:g} is above 1")
+    if sample.pool is not None and not isinstance(sample.pool, str):
+        found.append(f"pool is not a string ({sample.pool!r})")
     return found
 
 
