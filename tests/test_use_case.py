@@ -214,3 +214,20 @@ def test_astar_plans_only_the_pinned_device() -> None:
                if e.get("plan") and e["plan"]["actions"]}
     assert targets == {"gpu"}
     assert pinned.sim.workloads["ml/inference"].config.device == "gpu"
+
+
+def test_squeeze_from_the_use_case_weights_the_workload() -> None:
+    doc = yaml.safe_load(MULTI.read_text())
+    doc["admin"]["actuators"] = ["replicas", "weights"]
+    for m in doc["manifests"]:
+        if m["kind"] == "Intent" and m["metadata"]["name"] == "inference":
+            m["spec"]["useCase"] = {"class": "ai", "name": "infer", "dispatch": "squeeze",
+                                    "dispatchParams": {"utilisationThreshold": 0.7}}
+    run = ScenarioRun(parse_scenario(doc, str(MULTI), MULTI.parent))
+    run.run(duration=900)
+    policies = {a["params"]["policy"] for e in run.knowledge.events("ml/inference")
+                if e.get("plan") for a in e["plan"]["actions"] if a["actuator"] == "weights"}
+    assert policies == {"squeeze"}
+    others = {a["params"]["policy"] for e in run.knowledge.events("search/api")
+              if e.get("plan") for a in e["plan"]["actions"] if a["actuator"] == "weights"}
+    assert others <= {"slo"}                     # the other workload keeps the admin's policy
