@@ -5,7 +5,8 @@ It changes the replica count, so it claims the ``replicas`` knob and the registr
 enable it together with ``replicas`` (two actuators never share a knob). It is a drop-in
 replacement: the same bounds (``admin.replicas``), the same scale-out, the same anti-flapping;
 only a scale-in differs - it deletes the pods that serve worst: not ready first, then the most
-restarted, then those on the most loaded node (allocated / capacity), then the newest.
+restarted, then idle ones (serving less than half an even share: what a ``squeeze`` dispatch
+leaves idle), then those on the most loaded node (allocated / capacity), then the newest.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ class RemovePodActuator(ClusterAware, ReplicasActuator):
             return []
         load = {n.name: (n.cpu_allocated / n.cpu_capacity if n.cpu_capacity > 0 else 0.0)
                 for n in self.snapshot.nodes}
-        pods = sorted(ws.pods, key=lambda p: (p.ready, -p.restarts,
+        idle = idle_pods(ws.pods)
+        pods = sorted(ws.pods, key=lambda p: (p.ready, -p.restarts, p.name not in idle,
                                               -load.get(p.node or "", 0.0), -p.started_at,
                                               p.name))
         return pods[:count]
@@ -72,10 +74,12 @@ class RemovePodActuator(ClusterAware, ReplicasActuator):
                                    reason=f"{a.reason} (no pod data: the Deployment controller "
                                           "picks the pods)"))
                 continue
+            ws = self.workload_state(workload)
+            idle = idle_pods(ws.pods) if ws is not None else set()
+            named = ", ".join(_describe(p, self.snapshot, idle) for p in pods)
             out.append(Action(self.name, workload,
                               {"pods": [p.name for p in pods], "replicas": new, "from": old},
-                              f"remove {', '.join(_describe(p, self.snapshot) for p in pods)}: "
-                              f"{old} -> {new} replicas"))
+                              f"remove {named}: {old} -> {new} replicas"))
         return out
 
     def apply(self, action: Action, backend: ClusterBackend) -> None:
@@ -87,10 +91,26 @@ class RemovePodActuator(ClusterAware, ReplicasActuator):
             backend.remove_pod(action.workload, str(pod))
 
 
-def _describe(pod: PodState, snapshot: ClusterSnapshot | None) -> str:
+def idle_pods(pods: tuple[PodState, ...] | list[PodState]) -> set[str]:
+    """Ready pods that served less than half an even share of the workload's requests over the
+    metrics window (per-pod rates known for every ready pod): the pods a ``squeeze`` dispatch
+    policy leaves idle, removed first (their in-flight requests are the fewest)."""
+    ready = [p for p in pods if p.ready]
+    rates = [p.request_rate for p in ready]
+    known = [r for r in rates if r is not None]
+    if len(known) < 2 or len(known) < len(rates):
+        return set()
+    even = sum(known) / len(known)
+    return {p.name for p in ready if p.request_rate is not None
+            and p.request_rate < 0.5 * even} if even > 0 else set()
+
+
+def _describe(pod: PodState, snapshot: ClusterSnapshot | None, idle: set[str]) -> str:
     why: list[str] = []
     if not pod.ready:
         why.append("not ready")
+    if pod.name in idle:
+        why.append(f"idle: {pod.request_rate:.2g} req/s")
     if pod.restarts:
         why.append(f"{pod.restarts} restart(s)")
     if pod.node and snapshot is not None:

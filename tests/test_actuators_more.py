@@ -259,6 +259,38 @@ def test_remove_pod_removes_the_worst_pod_on_the_simulator() -> None:
     assert worst not in {p.name for p in w.pods}
 
 
+def test_remove_pod_removes_idle_pods_first() -> None:
+    """Pods a squeeze dispatch leaves idle go before busy ones on loaded nodes; with equal
+    shares (or a pod's rate unknown) no pod counts as idle."""
+    from dataclasses import replace as dc_replace
+
+    from actuators.remove_pod import idle_pods
+    from planner.domain.state import PodState
+
+    pods = [PodState(f"p{i}", f"n{i}", 1.0, request_rate=r, started_at=float(i))
+            for i, r in enumerate([30.0, 31.0, 0.4, 29.0, 0.2])]
+    assert idle_pods(pods) == {"p2", "p4"}
+    assert idle_pods([dc_replace(p, request_rate=10.0) for p in pods]) == set()
+    assert idle_pods([*pods[:4], PodState("p4", "n4", 1.0)]) == set()
+    cluster = sim()
+    settle(cluster, 30)
+    snap = cluster.observe()
+    w = snap.workloads[INFERENCE]
+    quiet = w.pods[0].name                        # the oldest: removed last by age alone
+    pods_now = tuple(dc_replace(p, request_rate=0.1 if p.name == quiet else 5.0)
+                     for p in w.pods)
+    snap = dc_replace(snap, workloads={**snap.workloads,
+                                       INFERENCE: dc_replace(w, pods=pods_now)})
+    admin = AdminConfig(actuators=("remove-pod",), replicas=ReplicaBounds(min=1, max=20))
+    act = registry.create(admin.actuators, admin)["remove-pod"]
+    observe_all([act], snap)
+    [victim] = act.victims(INFERENCE, 1)
+    assert victim.name == quiet
+    [a] = act.steps(INFERENCE, w.config, w.config.with_(replicas=w.config.replicas - 1),
+                    now=snap.time, memory={})
+    assert a.params["pods"] == [quiet] and "idle: 0.1 req/s" in a.reason
+
+
 def test_remove_pod_scale_out_and_blind_scale_in() -> None:
     m: Memory = {}
     cluster = sim()
