@@ -13,6 +13,7 @@ import numpy as np
 
 from planner.domain.intents import Intent, KPIProfile, objective_met, objective_profiles
 from simulator.cluster import SimulatedCluster, kpi_value
+from simulator.resize import DisruptionCounts
 
 
 @dataclass
@@ -41,6 +42,8 @@ class IntentTally:
     plan_ms: list[float] = field(default_factory=list)
     pool_core_hours: dict[str, float] = field(default_factory=dict)
     """Core-hours per node pool the workload's pods (its canary's included) ran in."""
+    disruption: DisruptionCounts = field(default_factory=DisruptionCounts)
+    """The workload's restarts and in-place resizes (the simulator's own counts)."""
 
     def as_dict(self) -> dict[str, Any]:
         lat = np.asarray(self.plan_ms) if self.plan_ms else np.zeros(1)
@@ -54,6 +57,7 @@ class IntentTally:
             "gpu_hours": round(self.gpu_hours, 3),
             "cost": round(self.cost, 3),
             "actions": self.actions,
+            **self.disruption.as_dict(),
             "pool_core_hours": {p: round(h, 3) for p, h in sorted(self.pool_core_hours.items())},
             "plan_ms_p50": round(float(np.percentile(lat, 50)), 3),
             "plan_ms_p99": round(float(np.percentile(lat, 99)), 3),
@@ -71,7 +75,8 @@ class Accountant:
         """Per intent, the KPIProfile of each objective."""
         self.tallies = {
             i.key: IntentTally(i.workload_key, {o.name: ObjectiveTally(o.value)
-                                                for o in i.spec.objectives})
+                                                for o in i.spec.objectives},
+                               disruption=sim.workloads[i.workload_key].disruption)
             for i in intents
         }
 

@@ -27,6 +27,7 @@ from planner.domain.state import (
     WorkloadState,
 )
 from simulator import queueing
+from simulator.resize import DisruptionCounts, InPlaceResizer
 from simulator.scenario import PoolSpec, Scenario, WorkloadSpec
 from simulator.scheduling import NodeIndex
 from simulator.traces import Trace
@@ -62,6 +63,19 @@ class SimPod:
     serial: int = 0
     """The pod's number in its workload (unique there; the metrics of :class:`ServedStep`
     name pods by it)."""
+    resize_to: float | None = None
+    """The CPU size an in-place resize is taking the pod to (:mod:`simulator.resize`);
+    :attr:`cpu` is the size it runs at until the resize lands."""
+    resize_at: float = math.inf
+    """When the admitted in-place resize lands (``inf``: not admitted, or none asked)."""
+    deferred_since: float | None = None
+    """Since when the in-place resize has waited for room on the node (Deferred)."""
+    reserved: float = 0.0
+    """Cores an admitted in-place increase holds on the node before it lands."""
+    gave_up: float | None = None
+    """A CPU size an in-place resize to was given up for (the pod is replaced instead)."""
+    succeeded_for: tuple[float, str, str | None] | None = None
+    """The shape a pod was started in this pod's place for (a rollout's replacement)."""
 
     def ready(self, t: float) -> bool:
         return self.node is not None and t >= self.ready_at and t >= self.down_until
@@ -116,6 +130,7 @@ class SimWorkload:
     served: deque[ServedStep] = field(default_factory=deque)
     """The steps of the metrics window, oldest first."""
     next_pod: int = 0
+    disruption: DisruptionCounts = field(default_factory=DisruptionCounts)
 
     @property
     def key(self) -> str:
@@ -146,6 +161,12 @@ class SimulatedCluster(ClusterBackend, KPISource):
         ]
         self.node_index = NodeIndex(self.nodes)
         self.pools = {p.name: p for p in scenario.spec.cluster.pools}
+        cluster = scenario.spec.cluster
+        self.in_place: InPlaceResizer | None = (
+            InPlaceResizer(cluster.resize_delay_s, cluster.resize_deferred_limit_s)
+            if cluster.in_place_resize else None)
+        """How :meth:`resize` changes running pods: in place (:mod:`simulator.resize`), or
+        ``None``: by a rolling update."""
         self.workloads: dict[str, SimWorkload] = {}
         for w in scenario.spec.workloads:
             cfg = WorkloadConfig(w.replicas, w.cpu, w.device, w.pool)
@@ -195,6 +216,8 @@ class SimulatedCluster(ClusterBackend, KPISource):
     def _delete(self, w: SimWorkload, pod: SimPod) -> None:
         if pod.node is not None:
             pod.node.cpu_allocated -= pod.cpu
+            if pod.reserved:
+                pod.node.cpu_allocated -= pod.reserved
             pod.node.gpus_allocated -= pod.gpus
             self.node_index.changed(pod.node)
             pod.node = None
@@ -219,17 +242,24 @@ class SimulatedCluster(ClusterBackend, KPISource):
             self._delete(w, pod)
 
     def _reconcile(self, w: SimWorkload, t: float) -> None:
-        """A Deployment controller: converge pods on the desired config, rolling updates."""
+        """A Deployment controller: converge pods on the desired config, rolling updates
+        (with in-place resize on, pods that differ in their CPU size alone are resized where
+        they run instead, :mod:`simulator.resize`, and count as the config's)."""
         cfg = w.config
+        if self.in_place is not None:
+            self.in_place.advance(w.pods, cfg, t, self.node_index, w.disruption)
         for pod in w.pods:
             if pod.node is None:
                 self._schedule(pod, w.spec)
-        current = [p for p in w.pods if p.matches(cfg)]
-        old = [p for p in w.pods if not p.matches(cfg)]
+        current = [p for p in w.pods if p.matches(cfg) or p.resize_to == cfg.cpu]
+        old = [p for p in w.pods if not (p.matches(cfg) or p.resize_to == cfg.cpu)]
+        replaced: list[SimPod] | None = None
         while len(current) < cfg.replicas:
             pod = self._new_pod(w)
             w.pods.append(pod)
             current.append(pod)
+            if old:
+                replaced = self._count_restart(w, old, replaced)
         if len(current) > cfg.replicas:
             # Remove not-ready pods first, then the newest.
             current.sort(key=lambda p: (p.ready(t), -p.created_at))
@@ -243,6 +273,22 @@ class SimulatedCluster(ClusterBackend, KPISource):
             self._delete(w, pod)
         if w.canary is not None or w.canary_pods:
             self._reconcile_canary(w)
+
+    @staticmethod
+    def _count_restart(w: SimWorkload, old: list[SimPod], running: list[SimPod] | None
+                       ) -> list[SimPod]:
+        """A new pod of the config's shape was started while ``old`` pods of another shape
+        run: it replaces one of them not replaced yet (the oldest), a restart
+        (:attr:`DisruptionCounts.restarts`); none left: a scale-out. Returns the old pods on a
+        node still without a replacement (``running``: as returned before, this cycle)."""
+        shape = (w.config.cpu, w.config.device, w.config.pool)
+        if running is None:
+            running = sorted((p for p in old if p.node is not None
+                              and p.succeeded_for != shape), key=lambda p: -p.created_at)
+        if running:
+            running.pop().succeeded_for = shape
+            w.disruption.restarts += 1
+        return running
 
     def _serve(self, w: SimWorkload, t: float, dt: float) -> None:
         svc = w.spec.service
@@ -318,7 +364,7 @@ class SimulatedCluster(ClusterBackend, KPISource):
             workloads[key] = WorkloadState(w.spec.namespace, w.spec.name, w.config, pods,
                                            request_rate=rate, cpu_utilization=util,
                                            canary=canary)
-        return ClusterSnapshot(t, nodes, workloads)
+        return ClusterSnapshot(t, nodes, workloads, in_place_resize=self.in_place is not None)
 
     def _pod_states(self, w: SimWorkload, t: float) -> list[PodState]:
         """The workload's pods, then its canary's, as observed at ``t``."""
@@ -374,6 +420,9 @@ class SimulatedCluster(ClusterBackend, KPISource):
         w.config = w.config.with_(replicas=max(0, int(replicas)))
 
     def resize(self, workload: str, cpu: float) -> None:
+        """The CPU size of the workload's pods: a rolling update, or with
+        ``cluster.in_place_resize`` running pods resized where they run
+        (:mod:`simulator.resize`), both at the next step."""
         w = self._workload(workload)
         if cpu <= 0:
             raise PermanentError(f"cpu must be > 0 for {workload}")

@@ -20,6 +20,7 @@ from planner.domain.ports import StaticIntentSource
 from planner.planners import registry as planner_registry
 from simulator.accounting import Accountant
 from simulator.cluster import SimulatedCluster
+from simulator.resize import DisruptionCounts
 from simulator.scenario import Scenario
 
 CycleCallback = Callable[[SimulatedCluster, list[IntentOutcome]], None]
@@ -47,12 +48,15 @@ class RunReport:
                 "core_hours": round(sum(i["core_hours"] for i in self.intents.values()), 3),
                 "cost": round(sum(i["cost"] for i in self.intents.values()), 3),
                 "actions": sum(i["actions"] for i in self.intents.values()),
+                **{k: sum(i.get(k, 0) for i in self.intents.values()) for k in DISRUPTION},
                 "plan_ms_p50": round(float(np.percentile(lat, 50)), 3),
                 "plan_ms_p99": round(float(np.percentile(lat, 99)), 3),
             },
         }
 
 
+DISRUPTION = tuple(DisruptionCounts().as_dict())
+"""The per-intent counts of restarts and in-place resizes the totals sum."""
 DEFAULT_START = 1_767_225_600.0
 """Where a simulated clock starts unless told (2026-01-01T00:00Z): runs are reproducible."""
 RESUME_GAP_S = 60.0

@@ -204,6 +204,17 @@ class WorkloadSpec(_S):
 
 class ClusterSpec(_S):
     pools: list[PoolSpec] = Field(min_length=1, max_length=100)
+    in_place_resize: bool = Field(default=False, description="a resize changes running pods' "
+                                  "CPU in place (Kubernetes >= 1.33), not by a rollout")
+    resize_delay_s: Seconds = Field(default=3.0, le=3600, description="how long the kubelet "
+                                    "takes to apply an in-place resize the node has room for")
+    resize_deferred_limit_s: Seconds = Field(default=300.0, le=86400, description="how long an "
+                                             "in-place resize may wait for room (Deferred) "
+                                             "before the pod is replaced by one of the new size")
+
+    _parse = field_validator("resize_delay_s", "resize_deferred_limit_s", mode="before")(
+        classmethod(lambda cls, v: _dur(v))
+    )
 
     @model_validator(mode="after")
     def _bounded(self) -> ClusterSpec:
