@@ -17,7 +17,10 @@ What it does, as IDO does:
   cheaply) and ``f = priority`` otherwise (IDO's ``rmPod`` costs ``availability * priority``:
   an important intent is reluctant to shrink). The base costs (:data:`ACTION_BASE_COST`) rank
   the disruption: pods added or removed < one size of CPU (restarts every pod) < device or pool
-  (restarts every pod elsewhere).
+  (restarts every pod elsewhere). IDO resizes by restarting pods, and so does its reference:
+  the ``cpu`` cost stays where the cluster could resize in place
+  (:attr:`planner.domain.state.ClusterSnapshot.in_place_resize`; the default planner counts no
+  restart for it there, :mod:`planner.planners.disruption`), so the baseline stays IDO's.
 * **Heuristic**: IDO's, the unnormalised Euclidean distance between the predicted objective
   values (means) and the targets, ``sqrt(sum((v_i - t_i)^2))`` in the KPIs' own units
   (milliseconds next to availability fractions), and ``-1 / distance`` for states that already

@@ -25,7 +25,9 @@ planner that only follows its model never tries them. The canary is the bounded 
   (:meth:`planner.planners.feedback.Explorer.propose`); it is tried as a canary of that size
   (:func:`try_size`), not by resizing every pod: an exponent the model assumed may be far
   off, and a fleet rolled over to a slow size (and back) restarts every pod twice and holds
-  the room of both sizes meanwhile.
+  the room of both sizes meanwhile. (Where the cluster resizes pods in place the restarts are
+  spared, not the risk: every pod would serve at the slow size until resized back; the trial
+  still bounds that to a share of the load.)
 * **Rescue.** When an objective is observed violated and no known configuration that fits the
   cluster is predicted to meet it (a latency below what the current pods' service time
   allows, a fleet the cluster has no room for), the explorer is never calm; a place that

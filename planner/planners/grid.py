@@ -11,7 +11,8 @@ optuna TPE study. (It was called ``optuna`` up to 0.1.0.)
 Objectives are constraints, judged on the predictors' conservative bound (the learned models'
 uncertainty band, or the explicit estimate with a margin). Among feasible configurations it
 minimises ``utility.cost * cost/h + utility.disruption * cost/h * restarts`` where ``restarts``
-counts knobs whose change restarts pods (CPU, device, pool). Small spaces are scored as one
+counts knobs whose change restarts pods (CPU, device, pool; not the CPU size alone where the
+cluster resizes pods in place: :mod:`planner.planners.disruption`). Small spaces are scored as one
 vectorised grid (the fast path); large ones by a seeded, time-boxed optuna TPE study with the
 objectives as constraints. The current configuration is kept while it meets its objectives
 within ``tolerance`` and nothing is cheaper by more than ``hysteresis``: no flapping. A
@@ -50,7 +51,15 @@ from planner.domain.state import WorkloadConfig
 from planner.models.forecast import Forecast, LoadForecast
 from planner.models.predictor import CandidateBatch, Prediction, Predictor
 from planner.models.queue_estimate import QueueEstimate
-from planner.planners import canary, capacity, fallback, feedback, plan_details, safety
+from planner.planners import (
+    canary,
+    capacity,
+    disruption,
+    fallback,
+    feedback,
+    plan_details,
+    safety,
+)
 from planner.planners.base import (
     Planner,
     PlanningContext,
@@ -293,10 +302,11 @@ def _size_trial(ctx: PlanningContext, explorer: feedback.Explorer,
     return "start"
 
 
-def _resizing_in_place(ctx: PlanningContext, target: WorkloadConfig) -> bool:
+def _cpu_rollout_under_way(ctx: PlanningContext, target: WorkloadConfig) -> bool:
     """A rollout to ``target``'s shape that changes the CPU size alone is under way: the
     Deployment asks for ``target``'s shape, and pods of another CPU size, on its device and
-    pool, still run beside its own (the old pods a rollout removes)."""
+    pool, still run beside its own (the old pods a rollout removes; with in-place resize, the
+    pods whose resize has not landed yet)."""
     if feedback.shape_of(target) != feedback.shape_of(ctx.config):
         return False
     old = False
@@ -483,10 +493,7 @@ class GridPlanner(Planner):
         cost = prices(ctx.snapshot, batch)
         if not monotone_only:
             feasible &= gpu_capacity_ok(ctx.snapshot, batch)
-        cur = ctx.config
-        restarts = ((batch.cpu != cur.cpu).astype(float)
-                    + (batch.gpu != (1.0 if cur.device == "gpu" else 0.0)).astype(float)
-                    + (~batch.in_pool(cur.pool)).astype(float))
+        restarts = disruption.batch_restarts(batch, ctx.config, ctx.snapshot.in_place_resize)
         u = ctx.admin.utility
         # Risk, weighted by the intent's priority: a configuration that uses more than
         # RISK_FREE of an objective's budget (bound / target) pays for the thin margin.
@@ -756,7 +763,9 @@ class GridPlanner(Planner):
         """This cycle's step towards ``target`` without an unsafe intermediate state.
 
         Changing CPU size, device or pool replaces every pod (a rolling update sized by the
-        new replica count), so the replica count must not drop in the same cycle; and while
+        new replica count), so the replica count must not drop in the same cycle (nor where
+        the cluster resizes the pods in place: a resize their nodes have no room for waits,
+        and is then rolled out); and while
         such a change is held back (cooldown), the replicas must suffice for the pods as they
         are now. Returns the step's target, why it differs from ``target`` and its actions
         (each actuator is asked once per cycle). ``covered``: the move is to a shape a canary
@@ -791,7 +800,7 @@ class GridPlanner(Planner):
                 and place_of(target) == place_of(cur)
                 and canary.ready_of(ctx, target) >= target.replicas
                 and (covered is not None
-                     or (_resizing_in_place(ctx, target)
+                     or (_cpu_rollout_under_way(ctx, target)
                          and self._holds_at(ctx, target, rate, inp, supported=True)))):
             # Enough pods of the new shape are ready: the old ones leave at once (gradually,
             # the slow old pods would carry a growing round-robin share each). Where only the
@@ -816,8 +825,10 @@ class GridPlanner(Planner):
                                                                    cur.pool)
         if not shape_change:
             return target, "", acts
-        restarting = {"cpu", "device", "pool"}
-        if any(restarting & set(ctx.actuators[a.actuator].knobs) for a in acts):
+        # Held for an in-place CPU resize too: a resize the nodes have no room for waits (and
+        # is then rolled out), and the pods it would shrink to must not be fewer meanwhile.
+        if any(disruption.RESTARTING_KNOBS & set(ctx.actuators[a.actuator].knobs)
+               for a in acts):
             if target.replicas < cur.replicas:
                 work = (safety.work_in(ctx, target, covered)
                         if covered is not None and covered > 0 else None)

@@ -14,7 +14,8 @@ none) per intent:
   of 0.7 (objectives outrank money, as in the single-intent planners where they are
   constraints);
 * among assignments that serve as much, the cheapest by the admin's utility weights: cost per
-  hour plus ``disruption`` x cost for each restarting knob (CPU size, device, pool) changed.
+  hour plus ``disruption`` x cost for each restarting knob (CPU size, device, pool) changed
+  (not the CPU size alone where the cluster resizes in place: :mod:`planner.planners.disruption`).
 
 An assignment *fits* when the chosen options, placed in priority order as the scheduler
 would, each fit the room the others left (:func:`fits`). Up to :data:`EXACT_LIMIT`
@@ -35,8 +36,8 @@ from dataclasses import dataclass
 import optuna
 
 from planner.domain.admin import UtilityWeights
-from planner.domain.state import ClusterSnapshot, WorkloadConfig, WorkloadState
-from planner.planners import capacity
+from planner.domain.state import ClusterSnapshot, WorkloadState
+from planner.planners import capacity, disruption
 from planner.planners.base import ShapeOption
 
 EXACT_LIMIT = 4_096
@@ -68,15 +69,13 @@ class Assignment:
     """How it was found (``exact, N combinations`` or ``optuna TPE, N trials``)."""
 
 
-def _restarts(cur: WorkloadConfig, cfg: WorkloadConfig) -> int:
-    return int(cfg.cpu != cur.cpu) + int(cfg.device != cur.device) + int(cfg.pool != cur.pool)
-
-
-def option_cost(c: Contender, o: ShapeOption, utility: UtilityWeights) -> float:
+def option_cost(c: Contender, o: ShapeOption, utility: UtilityWeights,
+                in_place: bool = False) -> float:
     """The utility cost of serving ``c`` by ``o`` (as the grid planner scores it, without
-    the risk term: every option is predicted to meet the objectives)."""
-    return o.cost_per_hour * (utility.cost
-                              + utility.disruption * _restarts(c.workload.config, o.config))
+    the risk term: every option is predicted to meet the objectives). ``in_place``: the
+    cluster resizes running pods in place (:attr:`ClusterSnapshot.in_place_resize`)."""
+    return o.cost_per_hour * (utility.cost + utility.disruption * disruption.restarts(
+        c.workload.config, o.config, in_place))
 
 
 def fits(snapshot: ClusterSnapshot, contenders: Sequence[Contender],
@@ -96,10 +95,10 @@ def fits(snapshot: ClusterSnapshot, contenders: Sequence[Contender],
 
 
 def _value(contenders: Sequence[Contender], chosen: Sequence[ShapeOption | None],
-           utility: UtilityWeights) -> tuple[float, float]:
+           utility: UtilityWeights, in_place: bool) -> tuple[float, float]:
     served = sum(c.priority for c, o in zip(contenders, chosen, strict=True) if o is not None)
-    cost = sum(option_cost(c, o, utility) for c, o in zip(contenders, chosen, strict=True)
-               if o is not None)
+    cost = sum(option_cost(c, o, utility, in_place)
+               for c, o in zip(contenders, chosen, strict=True) if o is not None)
     return served, cost
 
 
@@ -118,7 +117,7 @@ def assign(snapshot: ClusterSnapshot, contenders: Sequence[Contender],
 def _exact(snapshot: ClusterSnapshot, contenders: Sequence[Contender],
            menus: Sequence[tuple[ShapeOption | None, ...]],
            utility: UtilityWeights) -> Assignment | None:
-    valued = [(_value(contenders, combo, utility), combo)
+    valued = [(_value(contenders, combo, utility, snapshot.in_place_resize), combo)
               for combo in itertools.product(*menus)]
     valued.sort(key=lambda v: (-round(v[0][0], 9), v[0][1]))
     for checks, ((served, cost), combo) in enumerate(valued):
@@ -149,7 +148,7 @@ def _study(snapshot: ClusterSnapshot, contenders: Sequence[Contender],
         combo = tuple(menus[i][trial.suggest_categorical(f"c{i}", list(range(len(menus[i]))))]
                       for i in range(len(contenders)))
         short = fits(snapshot, contenders, combo)
-        served, cost = _value(contenders, combo, utility)
+        served, cost = _value(contenders, combo, utility, snapshot.in_place_resize)
         score = cost - scale * served
         trial.set_constraint("fits", float(short))     # <= 0: every option placed
         study.tell(trial, score)
@@ -159,5 +158,5 @@ def _study(snapshot: ClusterSnapshot, contenders: Sequence[Contender],
             break
     if best is None:
         return None
-    served, cost = _value(contenders, best[1], utility)
+    served, cost = _value(contenders, best[1], utility, snapshot.in_place_resize)
     return Assignment(best[1], served, cost, f"optuna TPE, {len(study.trials)} trials")

@@ -204,15 +204,25 @@ def _running_shape(ctx: PlanningContext, watch: Watch) -> WorkloadConfig | None:
     return cfg.with_(cpu=cpu, device=device, pool=pool)
 
 
-def _finished(ctx: PlanningContext, changed: float) -> bool:
+def _finished(ctx: PlanningContext, changed: float, in_place: bool = False) -> bool:
     """The rollout of the current shape, changed at ``changed``, finished: the workload has
     pods, every one of them ready, of the shape, and started since the change (an old pod
     that the shape also matches, as a move to unpinned pods matches every pool, is not the
-    rollout's), and none waits for room."""
+    rollout's), and none waits for room. ``in_place``: the change was of the CPU size alone
+    and the cluster resizes pods in place; a pod resized keeps its start time, and every pod
+    of the new size is the change's."""
     wl = ctx.workload
     total = sum(wl.pod_counts.values())
     return (total > 0 and capacity.scheduled_running(wl, ctx.config, ready=True) == total
-            and all(p.started_at >= changed for p in wl.pods))
+            and (in_place or all(p.started_at >= changed for p in wl.pods)))
+
+
+def _resized_in_place(ctx: PlanningContext, previous: Mapping[str, Any],
+                      shape: Mapping[str, Any]) -> bool:
+    """Whether the change from the ``previous`` shape to ``shape`` resizes the pods in place:
+    the cluster does so, and only the CPU size changed."""
+    return (ctx.snapshot.in_place_resize and previous.get("device") == shape["device"]
+            and previous.get("pool") == shape["pool"])
 
 
 def _stuck(ctx: PlanningContext, obs: Observation, watch: Watch) -> bool:
@@ -229,7 +239,8 @@ def _stuck(ctx: PlanningContext, obs: Observation, watch: Watch) -> bool:
         watch.changed = looked if looked is not None else ctx.now
         return False
     if watch.previous is not None and _finished(
-            ctx, watch.changed if watch.changed is not None else watch.since):
+            ctx, watch.changed if watch.changed is not None else watch.since,
+            _resized_in_place(ctx, watch.previous, shape)):
         # A scale-out that gets stuck after the rollout finished is not undone by rolling
         # the shape back (gen-4009: a resize of every pod ten minutes after the move).
         watch.previous = None

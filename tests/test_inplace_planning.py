@@ -1,0 +1,126 @@
+"""The planners where the cluster resizes pods in place (``ClusterSnapshot.in_place_resize``):
+a CPU change alone costs no restart (:mod:`planner.planners.disruption`); device and pool
+changes still do; with it off, everything scores as before."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from actuators import registry
+from planner.domain.admin import AdminConfig, CpuBounds, ReplicaBounds, UtilityWeights
+from planner.domain.intents import parse_intent, parse_profile
+from planner.domain.state import ClusterSnapshot, NodeState, PodState, WorkloadConfig, WorkloadState
+from planner.models.predictor import CandidateBatch, Prediction, Predictor
+from planner.planners import disruption, joint, safety
+from planner.planners.base import PlanningContext, ShapeOption
+from planner.planners.grid import GridPlanner, Inputs
+from tests.support.memory import Remembering
+
+NODES = (NodeState("a0", "a", "eu", 64.0, cost_per_core_hour=0.04),
+         NodeState("b0", "b", "eu", 64.0, cost_per_core_hour=0.05))
+
+
+class Latency(Predictor):
+    """M/M/1 per core: 100 req/s per core; a 60 ms target needs ``mu - lam >= ~55``."""
+
+    kind = "learned"
+
+    def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
+        mu = 100.0 * batch.cpu
+        lam = rate / batch.replicas
+        with np.errstate(divide="ignore"):
+            p = np.where(lam < 0.98 * mu, 3 + 1000 * np.log(20) / (mu - lam), np.inf)
+        return Prediction(p, p * 1.05, np.ones(len(batch), dtype=bool))
+
+
+def context(in_place: bool, replicas: int = 7, cpu: float = 1.0, disruption_weight: float = 0.02,
+            pods: tuple[PodState, ...] | None = None, now: float = 1000.0) -> PlanningContext:
+    intent = parse_intent({"kind": "Intent", "metadata": {"name": "w", "namespace": "ns"},
+                           "spec": {"targetRef": {"name": "w"}, "objectives": [
+                               {"name": "p95", "value": 60, "measuredBy": "lat"}]}})
+    prof = parse_profile({"kind": "KPIProfile", "metadata": {"name": "lat", "namespace": "ns"},
+                          "spec": {"type": "latency"}})
+    cfg = WorkloadConfig(replicas, cpu, "cpu", "a")
+    if pods is None:
+        pods = tuple(PodState(f"p{i}", "a0", cpu, pool="a") for i in range(replicas))
+    wl = WorkloadState("ns", "w", cfg, pods, request_rate=300.0, cpu_utilization=0.5)
+    admin = AdminConfig(actuators=("replicas", "cpu", "placement"),
+                        replicas=ReplicaBounds(min=1, max=40, maxStep=50),
+                        cpu=CpuBounds(sizes=(1.0, 2.0, 4.0), cooldownSeconds=0), headroom=0.0,
+                        utility=UtilityWeights(disruption=disruption_weight))
+    snap = ClusterSnapshot(now, NODES, {"ns/w": wl}, in_place_resize=in_place)
+    return PlanningContext(intent, {"p95": prof}, wl, snap, {"p95": 40.0}, admin,
+                           registry.create(admin.actuators, admin), None, now)
+
+
+CANDIDATES = [WorkloadConfig(7, 1.0, "cpu", "a"),      # the current configuration
+              WorkloadConfig(3, 2.0, "cpu", "a"),      # another CPU size alone
+              WorkloadConfig(7, 1.0, "cpu", "b"),      # another pool
+              WorkloadConfig(3, 2.0, "cpu", "b"),      # both
+              WorkloadConfig(7, 1.0, "gpu", "a")]      # another device
+
+
+def test_restart_counts() -> None:
+    cur = CANDIDATES[0]
+    off = [disruption.restarts(cur, c, False) for c in CANDIDATES]
+    on = [disruption.restarts(cur, c, True) for c in CANDIDATES]
+    assert off == [0, 1, 1, 2, 1]
+    assert on == [0, 0, 1, 2, 1]
+    batch = CandidateBatch.of(CANDIDATES)
+    assert disruption.batch_restarts(batch, cur, False).tolist() == off
+    assert disruption.batch_restarts(batch, cur, True).tolist() == on
+
+
+def test_the_grid_scores_a_cpu_change_alone_without_the_restart_where_resized_in_place() -> None:
+    batch = CandidateBatch.of(CANDIDATES[:4])
+    inp = Inputs({"p95": Latency()}, 0.0)
+    off = GridPlanner().score(context(False), batch, 300.0, inp)
+    on = GridPlanner().score(context(True), batch, 300.0, inp)
+    u = context(False).admin.utility
+    assert np.array_equal(off.cost, on.cost) and np.array_equal(off.feasible, on.feasible)
+    # The CPU size alone: the restart's disruption term is gone; the rest scores as before.
+    assert on.score[1] == pytest.approx(off.score[1] - u.disruption * off.cost[1])
+    assert on.score[1] < off.score[1]
+    for i in (0, 2, 3):
+        assert on.score[i] == off.score[i]
+
+
+def test_with_a_heavy_disruption_weight_the_planner_resizes_only_where_in_place() -> None:
+    """A restart weighed as much as the cost itself: rolling 7 one-core pods over to one
+    four-core pod (cheaper by 43 %) does not pay; resizing in place does."""
+    plans = {}
+    for in_place in (False, True):
+        p = GridPlanner()
+        p.predictors = lambda ctx, mem: {"p95": Latency()}  # type: ignore[method-assign]
+        plans[in_place] = Remembering(p).plan(context(in_place, disruption_weight=1.0))
+    assert plans[False].target.cpu == 1.0
+    assert plans[True].target.cpu > 1.0
+    dear, cheap = plans[False].cost_per_hour, plans[True].cost_per_hour
+    assert dear is not None and cheap is not None and cheap < dear
+
+
+def test_the_joint_assignment_weighs_restarts_alike() -> None:
+    running = WorkloadState("ns", "w", CANDIDATES[0], ())
+    c = joint.Contender("ns/w", running, 0.5,
+                        tuple(ShapeOption(o, 1.0) for o in CANDIDATES[1:3]))
+    u = UtilityWeights()
+    resize, move = c.options
+    assert joint.option_cost(c, resize, u) == joint.option_cost(c, move, u)
+    assert joint.option_cost(c, resize, u, in_place=True) < joint.option_cost(c, move, u, True)
+    assert joint.option_cost(c, move, u, True) == joint.option_cost(c, move, u)
+
+
+@pytest.mark.parametrize("in_place", [False, True])
+def test_a_cpu_change_resized_in_place_finishes_the_safety_layers_watch(in_place: bool) -> None:
+    """Resized in place, the pods keep their start time: the rollout of the new size is
+    finished once every pod runs it (then a scale-out stuck later is not undone by rolling
+    the size back); rolled out, only pods started since the change count."""
+    old = context(in_place, cpu=1.0, now=1000.0)
+    watch = safety.Watch.of({}, old.now)
+    assert not safety._stuck(old, safety.observe(old), watch)
+    resized = tuple(PodState(f"p{i}", "a0", 2.0, pool="a", started_at=0.0) for i in range(7))
+    for now in (1015.0, 1030.0):
+        ctx = context(in_place, cpu=2.0, pods=resized, now=now)
+        safety._stuck(ctx, safety.observe(ctx), watch)
+    assert (watch.previous is None) is in_place
