@@ -4,6 +4,9 @@ changes still do; with it off, everything scores as before."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -124,3 +127,59 @@ def test_a_cpu_change_resized_in_place_finishes_the_safety_layers_watch(in_place
         ctx = context(in_place, cpu=2.0, pods=resized, now=now)
         safety._stuck(ctx, safety.observe(ctx), watch)
     assert (watch.previous is None) is in_place
+
+
+class Busy(Predictor):
+    """Latency met while the pods are at most 70 % busy (100 req/s per core): the fewest
+    cores win, whatever their size."""
+
+    kind = "learned"
+
+    def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
+        busy = rate / (batch.replicas * batch.cpu * 100.0)
+        p = np.where(busy <= 0.7, 30.0, 90.0)
+        return Prediction(p, p, np.ones(len(batch), dtype=bool))
+
+
+def _actions(in_place: bool, replicas: int) -> dict[str, Any]:
+    p = GridPlanner()
+    p.predictors = lambda ctx, mem: {"p95": Busy()}  # type: ignore[method-assign]
+    ctx = context(in_place, replicas=replicas, cpu=4.0)
+    ctx = replace(ctx, workload=replace(ctx.workload, request_rate=400.0))
+    plan = Remembering(p).plan(ctx)
+    assert plan.target == WorkloadConfig(6, 1.0, "cpu", "a")         # where it is heading
+    return {a.actuator: a.params for a in plan.actions}
+
+
+def test_an_in_place_shrink_waits_for_the_pods_added_with_it() -> None:
+    """4 x 4 cpu to 6 x 1 (fewer cores). Rolled out, the old pods serve until the new ones
+    are ready: both steps at once. Resized in place, the four pods would shrink within
+    seconds to four cores, less than the load needs, while the two added ones start: the
+    current size is scaled out first, and shrinks once six pods are ready."""
+    rolled = _actions(False, 4)
+    assert rolled["cpu"]["cpu"] == 2.0 and rolled["replicas"]["replicas"] == 6
+    first = _actions(True, 4)
+    assert "cpu" not in first and first["replicas"]["replicas"] == 6
+    then = _actions(True, 6)
+    assert then["cpu"]["cpu"] == 2.0 and "replicas" not in then
+
+
+@pytest.mark.parametrize(("in_place", "rate"), [(False, 1400.0), (True, 1400.0), (True, 600.0)])
+def test_a_scale_in_waits_for_pods_still_resizing_in_place(in_place: bool, rate: float) -> None:
+    """17 pods asked to run 4 cpu, 7 do, 10 still run 2 cpu (their resize waits for room); the
+    plan is 7 x 4. Rolled out, the old pods leave first: the rollout finishes at the 7.
+    Resized in place, a scale-in may keep any 7: it waits while 7 pods of 2 cpu would not
+    carry the load, and goes ahead (a plain scale-in) where they would."""
+    pods = (*(PodState(f"n{i}", "a0", 4.0, pool="a") for i in range(7)),
+            *(PodState(f"o{i}", "a0", 2.0, pool="a") for i in range(10)))
+    ctx = context(in_place, replicas=17, cpu=4.0, pods=pods)
+    target = WorkloadConfig(7, 4.0, "cpu", "a")
+    step, why, acts = GridPlanner()._safe_step(ctx, target, rate, Inputs({"p95": Busy()}, 0.0))
+    reasons = " ".join(a.reason for a in acts)
+    if not in_place:
+        assert step == target and "rollout finished" in reasons
+    elif rate > 1000:
+        assert step == target.with_(replicas=17) and "waits for the in-place resize" in why
+        assert not acts
+    else:
+        assert step == target and why == "" and "scale in 17 -> 7" in reasons

@@ -793,14 +793,23 @@ class GridPlanner(Planner):
         Where such a move waits, another shape among
         ``scored``'s known candidates that the same step reaches whole, and that costs less
         than the current shape sized, is moved to instead (:meth:`_reached_whole`).
+
+        Where the cluster resizes pods in place (``ClusterSnapshot.in_place_resize``), a
+        smaller CPU size waits while the ready pods at that size are not predicted to hold the
+        load (they shrink in seconds; the pods added beside them serve only once started): the
+        current size is scaled out to the target's count first, where the cluster has room. A
+        scale-in while some pods still wait for their resize waits too, unless the target's
+        count holds at the smallest size a ready pod runs (a scale-in removes resized pods as
+        readily as waiting ones), and does not finish early as a rollout's does.
         """
         cur = ctx.config
         scaler = scaler_of(ctx)
+        in_place = ctx.snapshot.in_place_resize
         if (scaler is not None and target.replicas < cur.replicas
                 and place_of(target) == place_of(cur)
                 and canary.ready_of(ctx, target) >= target.replicas
                 and (covered is not None
-                     or (_cpu_rollout_under_way(ctx, target)
+                     or (not in_place and _cpu_rollout_under_way(ctx, target)
                          and self._holds_at(ctx, target, rate, inp, supported=True)))):
             # Enough pods of the new shape are ready: the old ones leave at once (gradually,
             # the slow old pods would carry a growing round-robin share each). Where only the
@@ -811,6 +820,20 @@ class GridPlanner(Planner):
             acts = [a for a in steps_towards(ctx, target) if a.actuator != scaler.name]
             return target, "", [*acts, scaler.finish_rollout(ctx.workload.key, cur,
                                                                target.replicas)]
+        if (in_place and target.replicas < cur.replicas and place_of(target) == place_of(cur)
+                and _cpu_rollout_under_way(ctx, target)):
+            smallest = min((p.cpu for p in ctx.workload.pods if p.ready
+                            and p.device == target.device), default=target.cpu)
+            if not self._holds_at(ctx, target.with_(cpu=smallest), rate, inp):
+                # Resized in place, old and resized pods are one Deployment's: a scale-in
+                # removes whichever it ranks first (not the pods still waiting for room, as a
+                # rollout's old pods leave first), and 7 pods of which 3 still ran 2 cpu where
+                # 4 were planned saturated for two minutes (diurnal-resize, seed 1). The
+                # scale-in waits for the resize unless the target's count holds at the
+                # smallest size any ready pod still runs.
+                step = target.with_(replicas=cur.replicas)
+                return step, (f"scale-in waits for the in-place resize to {target.cpu:g} cpu "
+                              f"(pods of {smallest:g} cpu still serve)"), steps_towards(ctx, step)
         if target.replicas < cur.replicas and capacity.starting(ctx.workload, cur):
             # Pods are starting: after a shape change the old ones leave as the new ones
             # become ready, so removing replicas now takes capacity twice; after a scale-out
@@ -825,6 +848,23 @@ class GridPlanner(Planner):
                                                                    cur.pool)
         if not shape_change:
             return target, "", acts
+        if (ctx.snapshot.in_place_resize and target.cpu < cur.cpu
+                and place_of(target) == place_of(cur)):
+            ready = sum(1 for p in ctx.workload.pods if p.ready)
+            step = cur.with_(replicas=max(cur.replicas, target.replicas))
+            if (not self._holds_at(ctx, target.with_(replicas=max(ready, 1)), rate, inp)
+                    and capacity.schedulable_replicas(ctx.workload, ctx.snapshot, step)
+                    >= step.replicas):
+                # Resized in place, the pods serving now shrink within seconds, while the pods
+                # added beside them serve only after their start-up (a rollout keeps the old
+                # pods until the new ones are ready): 4 x 4 cpu shrunk to 4 x 2 on the way to
+                # 9 x 2 saturated for half a minute (diurnal-resize, seed 3). The shrink waits
+                # until the ready pods hold the load at the smaller size; meanwhile the
+                # current size is scaled out to the target's count (where the cluster has the
+                # room for that; else the move goes ahead as it is).
+                return step, (f"the in-place resize to {target.cpu:g} cpu waits: its {ready} "
+                              "ready pod(s) would not carry the load at that size; scaled out "
+                              "at the current size first"), steps_towards(ctx, step)
         # Held for an in-place CPU resize too: a resize the nodes have no room for waits (and
         # is then rolled out), and the pods it would shrink to must not be fewer meanwhile.
         if any(disruption.RESTARTING_KNOBS & set(ctx.actuators[a.actuator].knobs)
