@@ -72,8 +72,6 @@ class SimPod:
     """Since when the in-place resize has waited for room on the node (Deferred)."""
     reserved: float = 0.0
     """Cores an admitted in-place increase holds on the node before it lands."""
-    gave_up: float | None = None
-    """A CPU size an in-place resize to was given up for (the pod is replaced instead)."""
     succeeded_for: tuple[float, str, str | None] | None = None
     """The shape a pod was started in this pod's place for (a rollout's replacement)."""
 
@@ -247,7 +245,8 @@ class SimulatedCluster(ClusterBackend, KPISource):
         they run instead, :mod:`simulator.resize`, and count as the config's)."""
         cfg = w.config
         if self.in_place is not None:
-            self.in_place.advance(w.pods, cfg, t, self.node_index, w.disruption)
+            for pod in self.in_place.advance(w.pods, cfg, t, self.node_index, w.disruption):
+                self._delete(w, pod)              # evicted: replaced below, as a scale-up
         for pod in w.pods:
             if pod.node is None:
                 self._schedule(pod, w.spec)

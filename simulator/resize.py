@@ -16,9 +16,10 @@ worth of traffic).
   its old size and the resize is retried at every step, admitted as soon as the node has room.
   An increase beyond the node's whole capacity is *Infeasible* and can never be admitted there.
 * **Fallback.** A resize Deferred for ``cluster.resize_deferred_limit_s``, or Infeasible, is
-  given up for that size: the pod is then replaced by a pod of the new size as a rollout
-  replaces it (the new pod is started, scheduled wherever there is room; the old one serves until
-  the new one is ready), as the Kubernetes backend falls back to replacing it.
+  given up: the pod is evicted and its Deployment starts a pod of the new size in its place,
+  scheduled wherever there is room (one pod restarts, not all of them as a rollout would),
+  as the Kubernetes backend does (:mod:`planner.k8s.resizer`, which evicts such a pod; its
+  ``deferredSeconds`` is 300 s by default, as is ``resize_deferred_limit_s``).
 * A pod waiting for room (Pending, on no node) holds no room: its request is changed at once.
 
 A pod of another device or pool than the workload's is not resized in place: a device or pool
@@ -51,8 +52,8 @@ class DisruptionCounts:
     deferrals: int = 0
     """In-place resizes Deferred for lack of room on the pod's node (each counted once)."""
     fallbacks: int = 0
-    """In-place resizes given up (Deferred past the limit, or Infeasible): the pod is replaced
-    instead."""
+    """In-place resizes given up (Deferred past the limit, or Infeasible): the pod is evicted
+    and replaced (each also a restart)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {"restarts": self.restarts, "in_place_resizes": self.in_place,
@@ -70,20 +71,18 @@ class InPlaceResizer:
     delay_s: float
     deferred_limit_s: float
 
-    def resizable(self, pod: SimPod, cfg: WorkloadConfig) -> bool:
+    @staticmethod
+    def resizable(pod: SimPod, cfg: WorkloadConfig) -> bool:
         """Whether ``pod`` is resized in place to ``cfg``'s CPU size: it differs from ``cfg``
-        in its CPU size alone, and an in-place resize to that size was not given up."""
-        return (pod.device == cfg.device and pod.pool == cfg.pool and pod.cpu != cfg.cpu
-                and pod.gave_up != cfg.cpu)
+        in its CPU size alone."""
+        return pod.device == cfg.device and pod.pool == cfg.pool and pod.cpu != cfg.cpu
 
     def advance(self, pods: list[SimPod], cfg: WorkloadConfig, t: float, index: NodeIndex,
-                counts: DisruptionCounts) -> None:
-        """Move every pod's in-place resize towards ``cfg``'s CPU size at time ``t``."""
+                counts: DisruptionCounts) -> list[SimPod]:
+        """Move every pod's in-place resize towards ``cfg``'s CPU size at time ``t``; returns
+        the pods to evict (their resize given up)."""
+        evict: list[SimPod] = []
         for pod in pods:
-            if pod.cpu == cfg.cpu:
-                pod.gave_up = None
-                self._cancel(pod, index)
-                continue
             if not self.resizable(pod, cfg):
                 self._cancel(pod, index)
                 continue
@@ -95,15 +94,16 @@ class InPlaceResizer:
                 pod.cpu = cfg.cpu
                 pod.resize_to = None
                 continue
-            if math.isinf(pod.resize_at):
-                self._admit(pod, node, t, index, counts)
-            if pod.resize_at <= t:
+            if math.isinf(pod.resize_at) and not self._admit(pod, node, t, index, counts):
+                evict.append(pod)
+            elif pod.resize_at <= t:
                 self._land(pod, node, index, counts)
+        return evict
 
     def _admit(self, pod: SimPod, node: SimNode, t: float, index: NodeIndex,
-               counts: DisruptionCounts) -> None:
-        """Admit the pending resize if ``node`` has room for it, else defer it (or give it up
-        past the limit, or at once when the node could never hold it)."""
+               counts: DisruptionCounts) -> bool:
+        """Admit the pending resize if ``node`` has room for it, else defer it; ``False``
+        when it is given up (past the limit, or at once when the node could never hold it)."""
         assert pod.resize_to is not None
         grow = pod.resize_to - pod.cpu
         if grow <= free_cpu(node) + 1e-9:
@@ -113,16 +113,16 @@ class InPlaceResizer:
                 index.changed(node)
             pod.resize_at = t + self.delay_s
             pod.deferred_since = None
-            return
+            return True
         if pod.deferred_since is None:
             pod.deferred_since = t
             counts.deferrals += 1
         infeasible = pod.resize_to > node.pool.cpu + 1e-9
         if infeasible or t - pod.deferred_since >= self.deferred_limit_s - 1e-9:
-            pod.gave_up = pod.resize_to
-            pod.resize_to = None
-            pod.deferred_since = None
             counts.fallbacks += 1
+            counts.restarts += 1
+            return False
+        return True
 
     @staticmethod
     def _land(pod: SimPod, node: SimNode, index: NodeIndex, counts: DisruptionCounts) -> None:

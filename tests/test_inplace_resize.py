@@ -1,6 +1,7 @@
 """In-place CPU resize in the simulator (:mod:`simulator.resize`): no restart, a delay, the
-room it takes; deferral on a node without room, the fallback past the limit or when the node
-could never hold it; decreases always in place; off, a resize is the rolling update it was."""
+room it takes; deferral on a node without room, the fallback (an eviction, as the Kubernetes
+backend does) past the limit or when the node could never hold it; decreases always in place;
+off, a resize is the rolling update it was."""
 
 from __future__ import annotations
 
@@ -127,10 +128,10 @@ def test_an_increase_without_room_is_deferred_and_retried_each_step() -> None:
     assert allocated(sim) == sum(p.cpu + p.reserved for p in pods) <= 5.0
 
 
-def test_a_resize_deferred_past_the_limit_replaces_the_pod_as_a_rollout() -> None:
-    """Two nodes: the one the pod runs on is full, the other has room. Past the limit the
-    pod is replaced by one of the new size on the other node; the old pod serves until its
-    replacement is ready."""
+def test_a_resize_deferred_past_the_limit_evicts_the_pod() -> None:
+    """Two nodes: the one the pod runs on is full, the other has room. The pod serves at its
+    old size while it waits; past the limit it is evicted, and a pod of the new size starts
+    on the other node in its place (that pod alone restarts)."""
     sim = SimulatedCluster(scenario([pool(nodes=2, cpu=8)], replicas=2, cpu=2.0,
                                     resize_deferred_limit_s=20), start_time=0.0)
     full = workload(sim).pods[0].node
@@ -142,25 +143,26 @@ def test_a_resize_deferred_past_the_limit_replaces_the_pod_as_a_rollout() -> Non
     sim.step(5)
     counts = workload(sim).disruption
     assert (counts.in_place, counts.deferrals, counts.fallbacks) == (0, 1, 0)
-    for _ in range(4):                                # deferred at t=0, given up at t=20
+    for _ in range(3):                                # deferred at t=0, given up at t=20
         sim.step(5)
+        assert stuck in workload(sim).pods and stuck.cpu == 2.0 and stuck.ready(sim.time)
+    sim.step(5)
     assert counts.fallbacks == 1 and counts.restarts == 1 and counts.in_place == 1
     pods = workload(sim).pods
-    assert len(pods) == 3 and stuck in pods and stuck.cpu == 2.0 and stuck.ready(sim.time)
+    assert len(pods) == 2 and stuck not in pods
+    assert full.cpu_allocated == full.pool.cpu - 2.0  # the evicted pod's room is free
     new = next(p for p in pods if p.created_at > 0)
     assert new.cpu == 4.0 and new.node is not None and new.node is not full
     assert not new.ready(sim.time)
-    for _ in range(5):                                # its start-up (20 s)
+    for _ in range(4):                                # its start-up (20 s)
         sim.step(5)
-    pods = workload(sim).pods
-    assert stuck not in pods and len(pods) == 2
-    assert all(p.cpu == 4.0 and p.ready(sim.time) for p in pods)
-    assert full.cpu_allocated == full.pool.cpu - 2.0  # the old pod's room is free
+    assert all(p.cpu == 4.0 and p.ready(sim.time) for p in workload(sim).pods)
 
 
 def test_a_resize_no_node_of_its_pool_could_hold_is_replaced_at_once() -> None:
     """Infeasible: more cores than the pod's node has at all. No wait for the limit: the pod
-    is replaced by one of the new size where one fits (a bigger node, freed meanwhile)."""
+    is evicted and one of the new size starts where one fits (a bigger node, freed
+    meanwhile)."""
     sc = scenario([pool("small", nodes=1, cpu=2), pool("big", nodes=1, cpu=8)], replicas=1,
                   extra=[filler("big", 7.0)])
     sim = SimulatedCluster(sc, start_time=0.0)
@@ -171,9 +173,9 @@ def test_a_resize_no_node_of_its_pool_could_hold_is_replaced_at_once() -> None:
     sim.step(5)
     counts = workload(sim).disruption
     assert (counts.deferrals, counts.fallbacks, counts.restarts, counts.in_place) == (1, 1, 1, 0)
-    new = next(p for p in workload(sim).pods if p is not pod)
+    assert pod not in workload(sim).pods and pod.node is None
+    (new,) = workload(sim).pods
     assert new.cpu == 4.0 and new.node is not None and new.node.pool.name == "big"
-    assert pod.ready(sim.time)                     # serves until its replacement is ready
 
 
 def test_a_device_change_is_a_rollout_even_with_in_place_resize() -> None:
