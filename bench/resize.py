@@ -5,7 +5,7 @@ the cluster resizing running pods in place (``cluster.in_place_resize: true``) a
 resize rolled out (``false``), nothing else changed. Reports per run and per mode: restarts (pods
 started in place of a running pod of another shape: a rollout's, an in-place resize's fallbacks
 included), in-place resizes, deferrals (resizes that waited for room on their node), fallbacks
-(in-place resizes given up and rolled out), violation-minutes, cost and core-hours.
+(in-place resizes given up: the pod evicted and replaced), violation-minutes, cost and core-hours.
 
 The scenarios: ``examples/scenarios/diurnal-resize.yaml`` (a workload whose cheapest pod size
 changes over the day), and ``--generated N`` generated ones: the first N drawn from seeds
