@@ -119,3 +119,37 @@ def test_load_metrics_measure_canary_pods_apart() -> None:
     load = lm({"shop/w": wl})["shop/w"]
     assert load.pod_utilization == {"a": 0.5, "w-c": pytest.approx(0.2)}
     assert load.cpu_utilization == pytest.approx(0.5)
+
+
+def _pod(spec_cpu: list[str], running: list[str | None]) -> dict[str, object]:
+    names = [f"c{i}" for i in range(len(spec_cpu))]
+    statuses = []
+    for n, cpu in zip(names, running, strict=True):
+        st: dict[str, object] = {"name": n, "restartCount": 0}
+        if cpu is not None:
+            st["resources"] = {"requests": {"cpu": cpu}, "limits": {"cpu": cpu}}
+        statuses.append(st)
+    return {"metadata": {"name": "p", "namespace": "ns"},
+            "spec": {"nodeName": "n1", "containers": [
+                {"name": n, "resources": {"requests": {"cpu": c}}}
+                for n, c in zip(names, spec_cpu, strict=True)]},
+            "status": {"phase": "Running", "containerStatuses": statuses,
+                       "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+@pytest.mark.parametrize(("spec_cpu", "running", "cpu"), [
+    (["2", "500m"], ["1", "500m"], 1.5),       # a resize to 2.5 not landed yet: 1.5 runs
+    (["2", "500m"], ["2", "500m"], 2.5),       # landed
+    (["2", "500m"], ["1", None], 2.5),         # not reported for every container: the spec
+    (["2"], [None], 2.0),                      # before Kubernetes 1.33: the spec
+])
+def test_a_pods_cpu_is_what_it_runs_with(spec_cpu: list[str], running: list[str | None],
+                                         cpu: float) -> None:
+    """Read through the watch cache's projection, as the backend reads it: while an in-place
+    resize is pending the pod counts at the size it runs with (the planner waits on it)."""
+    from planner.k8s.convert import pod_state
+    from planner.k8s.projections import Interner, project_pod
+
+    raw = _pod(spec_cpu, running)
+    assert pod_state(raw).cpu == pytest.approx(cpu)
+    assert pod_state(project_pod(raw, Interner())).cpu == pytest.approx(cpu)

@@ -3,11 +3,12 @@
 Pure functions shared by the full snapshot (:mod:`planner.k8s.snapshot_full`) and the
 incremental one (:mod:`planner.k8s.snapshot_builder`), so both read an object the same way:
 
-* a pod's CPU is the sum of its containers' CPU requests, its device ``gpu`` when a container
-  asks for a ``*/gpu`` resource, ``ready`` its ``Ready`` condition, restarts the sum of
-  ``containerStatuses[].restartCount``, ``started_at`` its ``startTime`` (else its
-  ``creationTimestamp``); a pod counts only while it runs (no ``deletionTimestamp``, phase
-  neither ``Succeeded`` nor ``Failed``);
+* a pod's CPU is the sum of its containers' CPU requests (as the kubelet reports them
+  running, in ``containerStatuses[].resources``, where it does: Kubernetes >= 1.33), its
+  device ``gpu`` when a container asks for a ``*/gpu`` resource, ``ready`` its ``Ready``
+  condition, restarts the sum of ``containerStatuses[].restartCount``, ``started_at`` its
+  ``startTime`` (else its ``creationTimestamp``); a pod counts only while it runs (no
+  ``deletionTimestamp``, phase neither ``Succeeded`` nor ``Failed``);
 * a node's pool is its pool label, else its zone label, else ``default``; its region the region
   label, else ``unknown``; CPU and GPUs from ``allocatable`` (else ``capacity``); costs from the
   cost label or annotation; the CPU and GPUs allocated are summed by the caller over the running
@@ -87,6 +88,21 @@ def containers_cpu(containers: Sequence[Mapping[str, Any]]) -> float:
                for c in containers)
 
 
+def running_cpu(containers: Sequence[Mapping[str, Any]], status: Mapping[str, Any]) -> float:
+    """The CPU a pod runs with: the kubelet's ``containerStatuses[].resources`` where it
+    reports them for every container (Kubernetes >= 1.33; behind the spec while an in-place
+    resize is pending or deferred), else the spec's requests."""
+    statuses = {c.get("name"): c for c in status.get("containerStatuses") or ()}
+    running = []
+    for c in containers:
+        cpu = (((statuses.get(c.get("name")) or {}).get("resources") or {})
+               .get("requests") or {}).get("cpu")
+        if cpu is None:
+            return containers_cpu(containers)
+        running.append(quantity(cpu))
+    return sum(running) if running else containers_cpu(containers)
+
+
 def containers_device(containers: Sequence[Mapping[str, Any]]) -> str:
     for c in containers:
         res = c.get("resources") or {}
@@ -132,7 +148,7 @@ def pod_state(p: Mapping[str, Any], pool_of: Mapping[str, str] | None = None) ->
     node = spec.get("nodeName")
     return PodState(
         name=str(p["metadata"]["name"]), node=node,
-        cpu=containers_cpu(containers), device=containers_device(containers),
+        cpu=running_cpu(containers, status), device=containers_device(containers),
         ready=ready(p),
         restarts=sum(int(c.get("restartCount") or 0)
                      for c in status.get("containerStatuses") or ()),

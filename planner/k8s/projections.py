@@ -139,6 +139,18 @@ def _ready_condition(status: Mapping[str, Any]) -> list[dict[str, str]]:
             for c in status.get("conditions") or () if c.get("type") == "Ready"]
 
 
+def _container_status(c: Mapping[str, Any], it: Interner) -> dict[str, Any]:
+    """Name, restarts and, where the kubelet reports it (Kubernetes >= 1.33), the CPU the
+    container runs with now (``resources.requests.cpu``: behind the spec while an in-place
+    resize is pending)."""
+    out: dict[str, Any] = {"name": it.s(c.get("name")),
+                           "restartCount": int(c.get("restartCount") or 0)}
+    cpu = ((c.get("resources") or {}).get("requests") or {}).get("cpu")
+    if cpu is not None:
+        out["resources"] = {"requests": {"cpu": it.s(str(cpu))}}
+    return out
+
+
 def project_pod(obj: Mapping[str, Any], it: Interner) -> dict[str, Any]:
     meta_in = obj.get("metadata") or {}
     meta = _meta(obj, it, "creationTimestamp", "deletionTimestamp", keys=("resourceVersion",))
@@ -161,8 +173,7 @@ def project_pod(obj: Mapping[str, Any], it: Interner) -> dict[str, Any]:
     status: dict[str, Any] = {"phase": it.s(st.get("phase")),
                               "conditions": it.shared(_ready_condition(st)),
                               "containerStatuses": it.shared([
-                                  {"name": it.s(c.get("name")),
-                                   "restartCount": int(c.get("restartCount") or 0)}
+                                  _container_status(c, it)
                                   for c in st.get("containerStatuses") or ()])}
     if st.get("startTime"):
         status["startTime"] = it.s(st["startTime"])
