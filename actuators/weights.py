@@ -236,7 +236,7 @@ def use_case_problem(policy: str, params: Mapping[str, Any]) -> str | None:
         pw.create_policy(policy, **params)
     except (TypeError, ValueError) as exc:
         return (f"spec.useCase.dispatchParams: {exc}; fix: give parameters the {policy} policy "
-                "accepts (docs/api.md, use cases)")
+                "accepts (docs/use-cases.md)")
     return None
 
 

@@ -15,12 +15,15 @@ from planner.domain.admin import AdminConfig
 from planner.domain.errors import SpecError
 from planner.domain.intents import Intent, parse_intent
 from planner.domain.state import WorkloadConfig
+from actuators import registry
 from planner.domain.use_case import (
     dispatch_policy,
+    fixed_knobs,
     pin_notes,
     planning_admin,
     use_case_status,
 )
+from planner.planners.base import without_knobs
 from simulator.runner import ScenarioRun
 from simulator.scenario import parse_scenario
 
@@ -82,10 +85,21 @@ def test_pins_narrow_the_admin_for_that_intent_only() -> None:
     assert "admin allows only cpu" in pin_notes(uc, cpu_only, has_gpu=True)[0]
     assert "no GPU node" in pin_notes(uc, admin, has_gpu=False)[0]
     assert pin_notes(uc, admin, has_gpu=True) == []
-    big = WorkloadConfig(replicas=60, cpu=2.0, device="cpu")
-    capped = planning_admin(admin, _intent({"class": "ai", "name": "x",
-                                            "horizontallyScalable": False}), big)
-    assert (capped.replicas.min, capped.replicas.max) == (40, 40)
+    # A count outside the admin's bounds (or none) leaves the bounds as they are: the replicas
+    # actuators are left out of the planning context instead (fixed_knobs), so nothing widens.
+    fixed_intent = _intent({"class": "ai", "name": "x", "horizontallyScalable": False})
+    for outside in (60, 0):
+        cfg = WorkloadConfig(replicas=outside, cpu=2.0, device="cpu")
+        assert planning_admin(admin, fixed_intent, cfg).replicas == admin.replicas
+    tight = admin.model_copy(update={"replicas": admin.replicas.model_copy(update={"min": 2})})
+    one = WorkloadConfig(replicas=1, cpu=2.0, device="cpu")
+    assert planning_admin(tight, fixed_intent, one).replicas == tight.replicas
+    assert fixed_knobs(fixed_intent) == {"replicas"}
+    assert fixed_knobs(_intent({"class": "ai", "name": "x"})) == frozenset()
+    assert fixed_knobs(_intent(None)) == frozenset()
+    acts = registry.create(("remove-pod", "cpu", "device"), admin)
+    assert set(without_knobs(acts, fixed_knobs(fixed_intent))) == {"cpu", "device"}
+    assert without_knobs(acts, frozenset()) is acts
 
 
 def test_dispatch_policy_balance_is_the_admins() -> None:
@@ -95,8 +109,8 @@ def test_dispatch_policy_balance_is_the_admins() -> None:
     balance = _intent({"class": "ai", "name": "x"}).spec.use_case
     assert dispatch_policy(balance, admin) == ("lvs", {"gain": 0.3})
     squeeze = _intent({"class": "ai", "name": "x", "dispatch": "squeeze",
-                       "dispatchParams": {"threshold": 0.7}}).spec.use_case
-    assert dispatch_policy(squeeze, admin) == ("squeeze", {"threshold": 0.7})
+                       "dispatchParams": {"utilisationThreshold": 0.7}}).spec.use_case
+    assert dispatch_policy(squeeze, admin) == ("squeeze", {"utilisationThreshold": 0.7})
 
 
 def test_status_lists_the_current_and_every_use_case_of_the_workload() -> None:
@@ -182,12 +196,14 @@ def test_a_pinned_device_is_the_only_one_planned(device: str, gpu_speedup: float
 def test_an_unusable_dispatch_policy_makes_the_intent_invalid() -> None:
     run = _multi_tenant({"class": "ai", "name": "infer", "dispatch": "manual",
                          "dispatchParams": {"noSuchRule": 1}})
-    run.run(duration=60)
+    run.run(duration=300)
     status = run.controller.status("ml/inference")
     assert status is not None
     invalid = {c["type"]: c for c in status["conditions"]}["Invalid"]
     assert invalid["status"] == "True" and "spec.useCase.dispatch" in invalid["message"]
-    assert run.sim.workloads["ml/inference"].config.replicas == 6     # nothing applied
+    assert "no_such_rule" in invalid["message"]
+    assert not run.knowledge.events("ml/inference")          # neither planned nor applied
+    assert run.knowledge.events("search/api")                # the other intent carries on
 
 
 @pytest.mark.parametrize("planner", ["astar", "queueing", "hpa@60"])
@@ -230,4 +246,31 @@ def test_squeeze_from_the_use_case_weights_the_workload() -> None:
     assert policies == {"squeeze"}
     others = {a["params"]["policy"] for e in run.knowledge.events("search/api")
               if e.get("plan") for a in e["plan"]["actions"] if a["actuator"] == "weights"}
-    assert others <= {"slo"}                     # the other workload keeps the admin's policy
+    assert others == {"slo"}                     # the other workload keeps the admin's policy
+
+
+def test_the_dispatch_policy_is_the_highest_priority_active_intents() -> None:
+    """Two intents on one workload: the higher priority's policy weights it; a shadow intent's
+    policy weights nothing (it acts on nothing)."""
+    from planner.control.controller import IntentController
+
+    def on_api(name: str, priority: float, policy: str, active: bool = True) -> Intent:
+        return parse_intent({"apiVersion": "intent-planner.io/v1alpha1", "kind": "Intent",
+                             "metadata": {"name": name, "namespace": "ml"},
+                             "spec": {"targetRef": {"name": "api"}, "priority": priority,
+                                      "active": active,
+                                      "objectives": [{"name": "p95", "value": 50,
+                                                      "measuredBy": "p95"}],
+                                      "useCase": {"class": "web", "name": name,
+                                                  "dispatch": policy}}})
+
+    act = WeightsActuator(AdminConfig())
+    ctl = object.__new__(IntentController)           # only the use-case bookkeeping is used
+    ctl.admin, ctl.actuators = AdminConfig(), {"weights": act}
+    ctl._use_cases([on_api("high", 0.9, "manual"), on_api("low", 0.2, "squeeze")])
+    assert act.policy_name("ml/api") == "manual"
+    ctl._use_cases([on_api("shadow", 0.9, "manual", active=False),
+                    on_api("low", 0.2, "squeeze")])
+    assert act.policy_name("ml/api") == "squeeze"
+    ctl._use_cases([on_api("shadow", 0.9, "manual", active=False)])
+    assert act.policy_name("ml/api") == "slo"

@@ -53,7 +53,7 @@ from planner.domain.state import ClusterSnapshot, PodState, WorkloadConfig, Work
 from planner.domain.validation import spec_error
 from planner.planners import registry as planner_registry
 from planner.planners import safety
-from planner.planners.base import Planner, PlanningContext
+from planner.planners.base import Planner, PlanningContext, without_knobs
 
 log = logging.getLogger(__name__)
 
@@ -293,7 +293,8 @@ def compute(p: Prepared) -> schemas.PreviewOut:
     t0 = time.perf_counter()
     ctx = PlanningContext(p.intent, p.profiles, p.workload, p.snapshot, p.current,
                           use_case.planning_admin(p.admin, p.intent, p.workload.config),
-                          p.actuators, p.knowledge, p.snapshot.time,
+                          without_knobs(p.actuators, use_case.fixed_knobs(p.intent)),
+                          p.knowledge, p.snapshot.time,
                           p.memory.for_planner(p.planner.name), p.memory.actuators,
                           p.placement, safety.vetoed_shapes(p.memory.safety, p.snapshot.time))
     try:

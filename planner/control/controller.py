@@ -25,6 +25,7 @@ from planner.control import contention
 from planner.control.event_detail import PodDetailSampler
 from planner.control.outcome import IntentOutcome, Staged
 from planner.control.phases import PhaseClock
+from planner.domain import use_case
 from planner.domain.admin import AdminConfig
 from planner.domain.errors import IntentPlannerError, PermanentError, TemporaryError
 from planner.domain.events import build_event
@@ -40,10 +41,9 @@ from planner.domain.plan import Plan
 from planner.domain.ports import ClusterBackend, IntentSource, KPISource
 from planner.domain.state import ClusterSnapshot, WorkloadConfig
 from planner.domain.status import build_status
-from planner.domain.use_case import dispatch_policy, pin_notes, planning_admin, use_case_status
 from planner.planners import capacity, safety
 from planner.planners import registry as planner_registry
-from planner.planners.base import Planner, PlanningContext
+from planner.planners.base import Planner, PlanningContext, without_knobs
 
 log = logging.getLogger(__name__)
 RETENTION_EVERY_S = 3600.0
@@ -212,18 +212,20 @@ class IntentController:
         self._declared = {}
         self._use_case_problems = {}
         policies: dict[str, tuple[str, dict[str, Any]]] = {}
-        for intent in intents:
+        for intent in intents:                  # highest priority first
             uc = intent.spec.use_case
             if uc is None:
                 continue
             self._declared.setdefault(intent.workload_key, []).append(intent)
             if uc.dispatch == "balance":
                 continue
-            name, params = dispatch_policy(uc, self.admin)
+            name, params = use_case.dispatch_policy(uc, self.admin)
             problem = weights_actuator.use_case_problem(name, params)
             if problem is not None:
                 self._use_case_problems[intent.key] = problem
-            else:
+            # A shadow intent acts on nothing, weights included; of two active intents on one
+            # workload, the higher priority's policy weights it.
+            elif intent.spec.active and intent.workload_key not in policies:
                 policies[intent.workload_key] = (name, params)
         weights_actuator.observe_dispatch(self.actuators.values(), policies)
 
@@ -343,10 +345,10 @@ class IntentController:
                            f"{intent.workload_key!r} not found")
         if out.invalid is None:
             out.invalid = self._use_case_problems.get(intent.key)
-        out.use_case = use_case_status(
+        out.use_case = use_case.use_case_status(
             intent, self._declared.get(intent.workload_key, ()),
             workload.config if workload is not None else None,
-            pin_notes(intent.spec.use_case, self.admin, snapshot.facts.has_gpu))
+            use_case.pin_notes(intent.spec.use_case, self.admin, snapshot.facts.has_gpu))
         if out.invalid is not None or workload is None:
             self._report(out, now)
             return out
@@ -369,8 +371,10 @@ class IntentController:
                 placement: WorkloadConfig | None = None) -> PlanningContext:
         """What the staged intent's planner is given when planned on ``view``."""
         return PlanningContext(s.out.intent, s.profiles, s.workload, view, s.out.current,
-                               planning_admin(self.admin, s.out.intent, s.workload.config),
-                               self.actuators, self.knowledge, s.snapshot.time,
+                               use_case.planning_admin(self.admin, s.out.intent,
+                                                       s.workload.config),
+                               without_knobs(self.actuators, use_case.fixed_knobs(s.out.intent)),
+                               self.knowledge, s.snapshot.time,
                                s.mem.for_planner(s.planner.name), s.mem.actuators, placement,
                                safety.vetoed_shapes(s.mem.safety, s.snapshot.time))
 

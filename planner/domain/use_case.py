@@ -6,7 +6,9 @@ The owner's pins narrow the admin's guardrails for that intent only; they never 
 * ``device: cpu|gpu`` leaves the planner that device alone (when the admin allows it; when the
   admin does not, the admin wins and the status says so);
 * ``horizontallyScalable: false`` fixes the replica count at what runs now (the planner may
-  still change size, device, placement and weights).
+  still change size, device, placement and weights): no actuator of the ``replicas`` knob is
+  given to the planner (:func:`fixed_knobs`), and the bounds it reads are the current count
+  where that count is within the admin's.
 
 Every planner reads its bounds from :attr:`planner.planners.base.PlanningContext.admin`, so one
 narrowed :class:`~planner.domain.admin.AdminConfig` is all it takes.
@@ -33,13 +35,22 @@ def planning_admin(admin: AdminConfig, intent: Intent, current: WorkloadConfig) 
     update: dict[str, Any] = {}
     if uc.device != "auto" and uc.device in admin.devices and admin.devices != (uc.device,):
         update["devices"] = (uc.device,)
-    if not uc.horizontally_scalable:
-        fixed = min(max(current.replicas, 1), admin.replicas.max)
-        if (admin.replicas.min, admin.replicas.max) != (fixed, fixed):
-            update["replicas"] = ReplicaBounds(min=fixed, max=fixed,
-                                               maxStep=admin.replicas.max_step,
-                                               cooldownSeconds=admin.replicas.cooldown_s)
+    bounds = admin.replicas
+    if (not uc.horizontally_scalable and bounds.min <= current.replicas <= bounds.max
+            and current.replicas >= 1 and (bounds.min, bounds.max) != (current.replicas,) * 2):
+        update["replicas"] = ReplicaBounds(min=current.replicas, max=current.replicas,
+                                           maxStep=bounds.max_step,
+                                           cooldownSeconds=bounds.cooldown_s)
     return admin.model_copy(update=update) if update else admin
+
+
+def fixed_knobs(intent: Intent) -> frozenset[str]:
+    """Knobs no actuator may turn for ``intent``: ``replicas`` when it is not horizontally
+    scalable (the planning context leaves the actuators of that knob out, so no planner's plan
+    changes the count, whatever bounds it reads)."""
+    uc = intent.spec.use_case
+    return frozenset({"replicas"}) if uc is not None and not uc.horizontally_scalable \
+        else frozenset()
 
 
 def dispatch_policy(use_case: UseCase | None, admin: AdminConfig) -> tuple[str, dict[str, Any]]:

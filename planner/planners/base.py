@@ -30,6 +30,15 @@ class ShapeOption:
     cost_per_hour: float
 
 
+def without_knobs(actuators: Mapping[str, Actuator], knobs: frozenset[str]
+                  ) -> Mapping[str, Actuator]:
+    """``actuators`` less those that turn any of ``knobs`` (an intent's fixed knobs:
+    :func:`planner.domain.use_case.fixed_knobs`)."""
+    if not knobs:
+        return actuators
+    return {n: a for n, a in actuators.items() if not knobs & set(a.knobs)}
+
+
 @dataclass(frozen=True)
 class PlanningContext:
     """Everything a planner may look at for one intent in one cycle."""
