@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 import yaml
 
+from actuators import registry
 from actuators import weights as weights_actuator
 from actuators.weights import WeightsActuator
 from planner.domain.admin import AdminConfig
 from planner.domain.errors import SpecError
 from planner.domain.intents import Intent, parse_intent
 from planner.domain.state import WorkloadConfig
-from actuators import registry
 from planner.domain.use_case import (
     dispatch_policy,
     fixed_knobs,
