@@ -6,26 +6,29 @@ import bisect
 
 from actuators.base import Actuator
 from actuators.cooldown import Cooldown
+from actuators.topology import ClusterAware
 from planner.domain.admin import AdminConfig
 from planner.domain.memory import Memory
 from planner.domain.plan import Action
 from planner.domain.ports import ClusterBackend
-from planner.domain.state import WorkloadConfig, WorkloadState
+from planner.domain.state import ClusterSnapshot, WorkloadConfig, WorkloadState
 
 
-class CpuActuator(Actuator):
+class CpuActuator(ClusterAware, Actuator):
     """Sets the CPU request (cores per pod).
 
     Bounds from ``admin.cpu``: the size is one of ``sizes``; a plan moves at most one size per
-    cycle; after any CPU change (which restarts every pod, as IDO's rightsizing does) no
-    further change for ``cooldown_s``.
+    cycle; after any CPU change no further change for ``cooldown_s``. The change restarts every
+    pod (as IDO's rightsizing does) unless the cluster resizes running pods in place (the
+    cycle's snapshot says so: :attr:`ClusterSnapshot.in_place_resize`); the reason says which.
     """
 
     name = "cpu"
     knobs = ("cpu",)
 
-    def __init__(self, admin: AdminConfig) -> None:
-        super().__init__(admin)
+    def __init__(self, admin: AdminConfig, snapshot: ClusterSnapshot | None = None) -> None:
+        Actuator.__init__(self, admin)
+        ClusterAware.__init__(self, snapshot)
         self.sizes: tuple[float, ...] = tuple(sorted(set(admin.cpu.sizes)))
         self.cooldown = Cooldown(admin.cpu.cooldown_s)
 
@@ -66,9 +69,12 @@ class CpuActuator(Actuator):
             return []
         towards = "" if new == want else f" (towards {want:g}, one size per cycle)"
         verb = "more" if new > current.cpu else "less"
+        how = (f"in place on {current.replicas} running pod(s)"
+               if self.snapshot is not None and self.snapshot.in_place_resize
+               else f"restarts {current.replicas} pod(s)")
         return [Action(self.name, workload, {"cpu": new, "from": current.cpu},
                        f"resize {current.cpu:g} -> {new:g} cpu{towards}: {verb} CPU per pod, "
-                       f"restarts {current.replicas} pod(s)")]
+                       f"{how}")]
 
     def apply(self, action: Action, backend: ClusterBackend) -> None:
         backend.resize(action.workload, float(action.params["cpu"]))

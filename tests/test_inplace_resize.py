@@ -230,3 +230,20 @@ def test_the_accounting_reports_the_counts() -> None:
     row = acc.tallies[sc.intents[0].key].as_dict()
     assert (row["in_place_resizes"], row["resize_deferrals"], row["resize_fallbacks"],
             row["restarts"]) == (1, 3, 0, 0)
+
+
+def test_the_cpu_actions_reason_says_whether_pods_restart() -> None:
+    from dataclasses import replace
+
+    from actuators.cpu import CpuActuator
+    from planner.domain.admin import AdminConfig
+    from planner.domain.state import ClusterSnapshot, WorkloadConfig
+
+    act = CpuActuator(AdminConfig())
+    cur = WorkloadConfig(replicas=3, cpu=1.0)
+    [restart] = act.steps("ns/w", cur, cur.with_(cpu=2.0), now=0.0, memory={})
+    assert restart.reason.endswith("restarts 3 pod(s)")
+    act.observe_cluster(replace(ClusterSnapshot(0.0, (), {}), in_place_resize=True))
+    [in_place] = act.steps("ns/w", cur, cur.with_(cpu=2.0), now=0.0, memory={})
+    assert in_place.reason.endswith("in place on 3 running pod(s)")
+    assert in_place.params == restart.params == {"cpu": 2.0, "from": 1.0}
