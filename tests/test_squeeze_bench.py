@@ -8,32 +8,16 @@ benchmark's business (a few seconds of load on a shared machine are too noisy to
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
 import pytest
 
+from bench import squeeze as bench
 from bench.harness import haproxy as sh
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load_bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_squeeze", ROOT / "bench" / "squeeze.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(sh.find_binary() is None, reason=sh.SKIP_REASON)
 @pytest.mark.timeout(180)
 def test_squeeze_leaves_pods_idle_and_the_bench_counts_pods_needed() -> None:
-    bench = _load_bench()
     cfg = bench.SqueezeBenchConfig(pods=3, workers=2, work_ms=50.0, load=0.3, warmup_s=5.0,
                                    measure_s=5.0)
     report = bench.run_benchmark(cfg)
