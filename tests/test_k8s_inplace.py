@@ -58,22 +58,32 @@ def kube(api: RunningApiserver) -> Iterator[Kube]:
     # The Deployment controller's ReplicaSet: the Deployment's template plus the hash label.
     template = copy.deepcopy(created["spec"]["template"])
     template["metadata"]["labels"]["pod-template-hash"] = "abc123"
-    k.create({"apiVersion": "apps/v1", "kind": "ReplicaSet",
-              "metadata": {"name": "web-abc123", "namespace": NS,
-                           "labels": template["metadata"]["labels"],
-                           "ownerReferences": [{
-                               "apiVersion": "apps/v1", "kind": "Deployment", "name": "web",
-                               "uid": created["metadata"]["uid"], "controller": True}]},
-              "spec": {"replicas": 3, "selector": {"matchLabels": {
-                  "app": "web", "pod-template-hash": "abc123"}}, "template": template}})
+    rs = k.create({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                   "metadata": {"name": "web-abc123", "namespace": NS,
+                                "labels": template["metadata"]["labels"],
+                                "ownerReferences": [{
+                                    "apiVersion": "apps/v1", "kind": "Deployment",
+                                    "name": "web", "uid": created["metadata"]["uid"],
+                                    "controller": True}]},
+                   "spec": {"replicas": 3, "selector": {"matchLabels": {
+                       "app": "web", "pod-template-hash": "abc123"}}, "template": template}})
     for kind, name in (("Deployment", "web"), ("ReplicaSet", "web-abc123")):
         controller_sees(k, kind, name)
     for name in PODS:
         p = pod(NS, "web", "node-a1", name=name)
         p["spec"]["containers"][0]["resources"]["limits"]["cpu"] = "1"
+        owned_by(p, rs)
         k.create(p)
     yield k
     k.close()
+
+
+def owned_by(p: dict[str, Any], owner: dict[str, Any]) -> dict[str, Any]:
+    """``p`` with ``owner`` (a ReplicaSet or StatefulSet as created) as its controller."""
+    p["metadata"]["ownerReferences"] = [{
+        "apiVersion": "apps/v1", "kind": owner["kind"], "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"], "controller": True}]
+    return p
 
 
 def make_backend(api: RunningApiserver, **in_place: Any) -> tuple[KubernetesBackend, Any]:
@@ -305,8 +315,8 @@ def test_a_statefulset_on_delete_is_resized_in_place(api: RunningApiserver, kube
                                                      backend: KubernetesBackend) -> None:
     db = deployment(NS, "db", 1, kind="StatefulSet")
     db["spec"]["updateStrategy"] = {"type": "OnDelete"}
-    kube.create(db)
-    kube.create(pod(NS, "db", "node-a1", name="db-0"))
+    created = kube.create(db)
+    kube.create(owned_by(pod(NS, "db", "node-a1", name="db-0"), created))
     wait_until(lambda: backend.observe().workload(f"{NS}/db"))
     mark = len(api.server.calls)
     backend.resize(f"{NS}/db", 1.5)
@@ -375,6 +385,17 @@ def test_without_the_permission_a_resize_rolls_out(api: RunningApiserver, kube: 
     d = kube.get("Deployment", NS, "web")
     assert cpu_of(kube, "Deployment", "web") == ("1", "2") and not d["spec"].get("paused")
     assert "in-place-resize-rbac.yaml" in caplog.text
+    # From then on in-place resize is off: the planner prices a CPU change as a restart.
+    assert backend.observe().in_place_resize is False and backend.in_place_off
+    mark = len(api.server.calls)
+    backend.resize(WEB, 1.5)
+    assert writes(api, mark) == [("update", "deployments", "web", None)], "a rollout, no pod"
+    d = kube.get("Deployment", NS, "web")
+
+
+def test_forbidden_on_the_replicaset_resumes_and_rolls_out(
+        api: RunningApiserver, kube: Kube, backend: KubernetesBackend) -> None:
+    d = kube.get("Deployment", NS, "web")
     # Forbidden on the ReplicaSet once paused: the Deployment is resumed by the rollout.
     kube.patch("Deployment", NS, "web", {"spec": {"template": {"spec": {"containers": [
         {**d["spec"]["template"]["spec"]["containers"][0],
@@ -392,6 +413,7 @@ def test_without_the_permission_a_resize_rolls_out(api: RunningApiserver, kube: 
     d = kube.get("Deployment", NS, "web")
     assert cpu_of(kube, "Deployment", "web") == ("2", "4") and d["spec"]["paused"] is False
     assert inplace.PAUSED_ANNOTATION not in (d["metadata"].get("annotations") or {})
+    assert not backend.observe().in_place_resize
 
 
 def test_the_optional_role_grants_what_in_place_resize_uses() -> None:
