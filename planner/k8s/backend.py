@@ -453,8 +453,9 @@ class KubernetesBackend(ClusterBackend):
                 f"set_device {workload}: its GPUs were not added by intent-planner (no "
                 f"{devices.GPU_ANNOTATION} annotation): not removing them; fix: remove the GPU "
                 f"resource from the pod template by hand")
-        want, new_record = (devices.with_gpu(base, self.settings.gpu) if device == "gpu"
-                            else (base, None))
+        want, new_record = (devices.with_gpu(base, self.settings.gpu,
+                                             keep_cpu=self._cpu_changed(workload, tspec, record))
+                            if device == "gpu" else (base, None))
         old_keys = {k: tspec[k] for k in devices.TEMPLATE_KEYS if k in tspec}
         new_keys = {k: want[k] for k in devices.TEMPLATE_KEYS if k in want}
         tpatch = merge_patch(old_keys, new_keys)
@@ -471,6 +472,17 @@ class KubernetesBackend(ClusterBackend):
         body: dict[str, Any] = {"metadata": pmeta, **({"spec": spec} if spec else {})}
         self._patch_workload(kind, ns, name, body, f"set the device of {kind} {workload} to "
                                                    f"{device}")
+
+    def _cpu_changed(self, workload: str, tspec: Mapping[str, Any],
+                     record: devices.Record | None) -> bool:
+        """Whether the template's CPU was changed since the GPU switch (it differs from what
+        the record says ``cpuPerPod`` set) or since the last observation (the CPU actuator
+        resized the workload in this plan): then ``set_device`` leaves the CPU alone."""
+        if record is not None and devices.cpu_changed(tspec, record):
+            return True
+        seen = self.last_snapshot.workload(workload) if self.last_snapshot else None
+        cpu = containers_cpu(tspec.get("containers") or ())
+        return seen is not None and cpu > 0 and abs(seen.config.cpu - cpu) >= inplace.CPU_EPSILON
 
     def remove_pod(self, workload: str, pod: str) -> None:
         kind, ns, name, _ = self._find(workload)
@@ -560,18 +572,19 @@ class KubernetesBackend(ClusterBackend):
                 del tmeta["annotations"]
             tmpl["metadata"] = tmeta
         tspec = tmpl.get("spec") or {}
-        record = devices.read_record(main.get("metadata") or {})
         current = convert.containers_device(tspec.get("containers") or ())
-        if current == device:
+        if current == device:  # the GPU record is not read: it only matters for the way back
             return {**main, "spec": {**(main.get("spec") or {}), "template": tmpl}}
         if device == "gpu":
             want, _ = devices.with_gpu(tspec, self.settings.gpu)
-        elif record is not None:
+        elif (record := devices.read_record(main.get("metadata") or {})) is not None:
             want = devices.without_gpu(tspec, record)
         else:
             raise UnsupportedOperation(
                 f"set_canary {workload}: a cpu canary of a GPU workload whose GPUs intent-planner "
-                f"did not add (no {devices.GPU_ANNOTATION} annotation) cannot be made")
+                f"did not add (no {devices.GPU_ANNOTATION} annotation) cannot be made; fix: ask "
+                f"for a gpu canary, or take the GPU resource out of the pod template by hand "
+                f"(then the workload is a cpu workload)")
         return {**main, "spec": {**(main.get("spec") or {}),
                                  "template": {**tmpl, "spec": want}}}
 
