@@ -204,10 +204,12 @@ class KubernetesBackend(ClusterBackend):
         raw_workloads = self._raw_workloads()
         snap = self.builder.update(self.now(), pod_changes, raw_nodes, raw_workloads)
         snap = self._measured(snap)
-        self.advance_resizes(snap)
+        self.advance_resizes(snap, raw_workloads)
         return snap
 
-    def advance_resizes(self, snap: ClusterSnapshot) -> list[str]:
+    def advance_resizes(self, snap: ClusterSnapshot,
+                        raw_workloads: list[tuple[str, Mapping[str, Any]]] | None = None
+                        ) -> list[str]:
         """Take every in-place resize under way one step further (:meth:`resize` to the size
         it is going to), whatever the planner asks this cycle: a Deployment we paused
         (the size in our annotation), a workload with a pod whose spec has the template's size
@@ -215,12 +217,19 @@ class KubernetesBackend(ClusterBackend):
         the node may have deferred it or found it infeasible, and only :meth:`resize` looks at
         that and replaces the pod). The workloads taken up; a failure is logged (the next
         cycle tries again). Cost: nothing but watch-cache reads for pods whose running CPU
-        differs from their template's, API requests only for a resize under way."""
+        differs from their template's, API requests only for a resize under way.
+        ``raw_workloads``: the workloads as :meth:`observe` read them from the watch cache."""
         if not snap.in_place_resize:
             return []
+        raw: dict[str, tuple[str, Mapping[str, Any]]] = {}
+        for kind, obj in reversed(raw_workloads if raw_workloads is not None
+                                  else self._raw_workloads()):  # a Deployment wins
+            raw[convert.workload_key(obj)] = (kind, obj)
         taken = []
         for key, wl in snap.workloads.items():
-            cpu = self._resize_under_way(key, wl)
+            if key not in raw:
+                continue
+            cpu = self._resize_under_way(key, wl, *raw[key])
             if cpu is None:
                 continue
             taken.append(key)
@@ -231,9 +240,11 @@ class KubernetesBackend(ClusterBackend):
                             exc)
         return taken
 
-    def _resize_under_way(self, key: str, wl: WorkloadState) -> float | None:
-        """The size an in-place resize of ``key`` is going to (``None``: none under way)."""
-        kind, ns, _, obj = self._find(key)
+    def _resize_under_way(self, key: str, wl: WorkloadState, kind: str,
+                          obj: Mapping[str, Any]) -> float | None:
+        """The size an in-place resize of ``key`` (``obj``, a ``kind``) is going to
+        (``None``: none under way)."""
+        ns = convert.namespace_of(obj)
         if kind == "Deployment" and paused_by_us(obj):
             value = ((obj.get("metadata") or {}).get("annotations") or {}).get(
                 inplace.PAUSED_ANNOTATION)
