@@ -567,6 +567,13 @@ def test_stuck_pods_are_replaced_max_unavailable_at_a_time(
     mark = len(api.server.calls)
     backend.resize(WEB, 2.0)
     assert len(evictions(mark)) == 1, "25 % of 3 rounds down to 0: at least 1"
+    ready = kube.get("Pod", NS, "web-1")["status"]["conditions"]
+    kube.patch("Pod", NS, "web-1", {"status": {"conditions": [
+        {**c, "status": "False"} if c["type"] == "Ready" else c for c in ready]}}, sub="status")
+    mark = len(api.server.calls)
+    backend.resize(WEB, 2.0)
+    assert evictions(mark) == [], "a pod unavailable already (the last one's replacement)"
+    kube.patch("Pod", NS, "web-1", {"status": {"conditions": ready}}, sub="status")
     kube.patch("Deployment", NS, "web", {"spec": {"strategy": {
         "type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}}}})
     mark = len(api.server.calls)

@@ -24,7 +24,13 @@ StatefulSets from :class:`planner.k8s.watchcache.WatchCache` (no API request per
   for the GPU pods' utilisation and memory from the DCGM exporter when there are GPU pods);
   without it, or when it fails, they are ``None``;
 * :attr:`~planner.domain.state.ClusterSnapshot.in_place_resize`: the ``inPlaceResize``
-  setting's ``on``/``off``, or (``auto``) the API server's ``/version`` is 1.33 or later.
+  setting's ``on``/``off``, or (``auto``) the API server's ``/version`` is 1.33 or later;
+  ``False`` for good once the cluster refused an in-place resize (403, or no ``resize``
+  subresource: :attr:`KubernetesBackend.in_place_off`);
+* then every in-place resize under way goes one step further
+  (:meth:`KubernetesBackend.advance_resizes`: a Deployment a resize left paused, a pod whose
+  node has not resized it), so that a resize cut short resumes and a pod the node cannot
+  resize is replaced even when the planner asks for nothing more.
 
 Workloads are keyed ``namespace/name``; when a Deployment and a StatefulSet share a name the
 Deployment wins.

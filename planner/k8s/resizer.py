@@ -54,8 +54,9 @@ deferred or in progress within the limits; and once the template has the new siz
 the limits; a resize the API server refuses as invalid) through the Eviction API
 (PodDisruptionBudgets apply, as for VPA's eviction), so that its ReplicaSet makes a new pod of
 the new size elsewhere: one pod restarts, not all of them as a rollout would; at most the
-workload's ``maxUnavailable`` pods per call (:func:`planner.k8s.inplace.max_unavailable`: 25 %
-of a Deployment's replicas by default, at least 1), the rest at the next calls. An eviction
+workload's ``maxUnavailable`` pods unavailable at once (:func:`planner.k8s.inplace.
+max_unavailable`: 25 % of a Deployment's replicas by default, at least 1; pods not ready or
+terminating count), the rest at the next calls. An eviction
 refused (429 for a budget) is retried at the next call. The pods are the workload's own: those
 the selector matches *and* owned by one of the Deployment's ReplicaSets (the StatefulSet
 itself). Only the containers the template names are resized (:mod:`planner.k8s.inplace`).
@@ -93,7 +94,7 @@ from planner.k8s.apierrors import (
     api_call,
 )
 from planner.k8s.apierrors import read_body as _read
-from planner.k8s.convert import containers_cpu, timestamp
+from planner.k8s.convert import containers_cpu, ready, timestamp
 from planner.k8s.quantities import cpu_quantity
 from planner.k8s.resources import PODS
 from planner.k8s.settings import InPlaceResizeSettings, KubernetesSettings
@@ -207,10 +208,14 @@ class InPlaceResizer:
                             lambda p: self._resize_pod(ns, p, cpu, names, rejected))
         if self._template_step(kind, ns, name, fresh, cpu):
             stuck = [(p, why) for p, d, why in decisions if d == "replace"] + rejected
-            budget = inplace.max_unavailable(fresh, kind)
+            # At most maxUnavailable pods unavailable at once, counting those already not
+            # ready or terminating (the replacements of the last call's evictions among them).
+            down = sum(1 for p in pods if _meta(p).get("deletionTimestamp") or not ready(p))
+            budget = max(0, inplace.max_unavailable(fresh, kind) - down)
             if len(stuck) > budget:
-                log.info("resize %s: %d pods to replace, %d now (maxUnavailable), the rest at "
-                         "the next calls", workload, len(stuck), budget)
+                log.info("resize %s: %d pods to replace, %d now (maxUnavailable, %d pods "
+                         "unavailable), the rest at the next calls", workload, len(stuck),
+                         budget, down)
                 stuck = stuck[:budget]
             for p, why in stuck:
                 log.info("resize %s: replacing pod %s (%s)", workload, _name(p), why)
