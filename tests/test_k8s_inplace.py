@@ -635,3 +635,15 @@ def test_only_the_template_s_containers_of_the_workload_s_own_pods(
          "value": {**p["spec"]["containers"][0]["resources"],
                    "requests": {"cpu": "2", "memory": "256Mi"},
                    "limits": {"cpu": "4", "memory": "1Gi"}}}]
+
+
+def test_a_replicaset_refused_as_invalid_rolls_out_and_resumes(
+        api: RunningApiserver, kube: Kube, backend: KubernetesBackend) -> None:
+    backend.resize(WEB, 1.0)
+    controller_sees(kube, "Deployment", "web")
+    api.server.fail("PATCH", "/replicasets/web-abc123$", 422, "invalid", reason="Invalid")
+    backend.resize(WEB, 1.0)
+    d = kube.get("Deployment", NS, "web")
+    assert cpu_of(kube, "Deployment", "web") == ("1", "2") and d["spec"]["paused"] is False
+    assert inplace.PAUSED_ANNOTATION not in (d["metadata"].get("annotations") or {})
+    assert backend.in_place_off is None, "one workload's trouble: in place stays on"

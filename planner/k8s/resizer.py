@@ -200,13 +200,14 @@ class InPlaceResizer:
             self.backend.patch_template_cpu(kind, ns, name, fresh, cpu)  # a rollout
             return
         names = container_names(fresh)
-        pods = self._pods(kind, ns, fresh)
+        rss = self._replicasets(ns, fresh) if kind == "Deployment" else []
+        pods = self._pods(kind, ns, fresh, rss)
         now = self.backend.now()
         decisions = [(p, *inplace.progress(p, cpu, now, self.settings, names)) for p in pods]
         rejected: list[tuple[Raw, str]] = []
         failed = self._each(workload, [p for p, d, _ in decisions if d == "resize"],
                             lambda p: self._resize_pod(ns, p, cpu, names, rejected))
-        if self._template_step(kind, ns, name, fresh, cpu):
+        if self._template_step(kind, ns, name, fresh, cpu, rss):
             stuck = [(p, why) for p, d, why in decisions if d == "replace"] + rejected
             # At most maxUnavailable pods unavailable at once, counting those already not
             # ready or terminating (the replacements of the last call's evictions among them).
@@ -225,18 +226,20 @@ class InPlaceResizer:
             raise TemporaryError(f"resize {workload} in place: {'; '.join(failed)}")
 
     # ------------------------------------------------------------------ the template
-    def _template_step(self, kind: str, ns: str, name: str, fresh: Raw, cpu: float) -> bool:
-        """Whether the template has the new size now (pods may then be replaced)."""
+    def _template_step(self, kind: str, ns: str, name: str, fresh: Raw, cpu: float,
+                       rss: list[Raw]) -> bool:
+        """Whether the template has the new size now (pods may then be replaced); ``rss``:
+        a Deployment's ReplicaSets."""
         if kind == "StatefulSet":  # OnDelete: a template change replaces no pod
             self.backend.patch_template_cpu(kind, ns, name, fresh, cpu)
             return True
         if at_size(fresh, cpu) and not paused_by_us(fresh):
             return True
-        return self._adopt(ns, name, fresh, cpu)
+        return self._adopt(ns, name, fresh, cpu, rss)
 
-    def _adopt(self, ns: str, name: str, d: Raw, cpu: float) -> bool:
+    def _adopt(self, ns: str, name: str, d: Raw, cpu: float, rss: list[Raw]) -> bool:
         what = f"Deployment {ns}/{name}"
-        rs = self._replicaset(ns, d)
+        rs = self._replicaset(d, rss)
         if rs is None:
             log.info("%s: no current ReplicaSet (a rollout in progress?): the template is "
                      "patched and rolls out", what)
@@ -244,6 +247,9 @@ class InPlaceResizer:
             return True
         try:
             return self._adopt_steps(ns, name, d, rs, cpu)
+        except NotFound as exc:  # the ReplicaSet gone meanwhile: the next call looks again
+            log.info("%s: %s (next call goes on)", what, exc)
+            return False
         except KubernetesPermanentError as exc:
             if exc.status == 403:
                 raise  # the backend turns in-place resize off and rolls out
@@ -319,13 +325,13 @@ class InPlaceResizer:
             obj = read()
         return obj
 
-    def _replicaset(self, ns: str, d: Raw) -> Raw | None:
+    def _replicaset(self, d: Raw, rss: list[Raw]) -> Raw | None:
         """The Deployment's current ReplicaSet: owned by it, with its template but perhaps
         for the containers' CPU (step 2 done, for this size or another). Of several, the one
         with exactly the template, else the one running the most pods (an older revision
         that differed in CPU only is scaled to 0), else the newest."""
         template = _template(d)
-        found = [rs for rs in self._replicasets(ns, d)
+        found = [rs for rs in rss
                  if inplace.same_template(_template(rs), template, but_cpu=True)]
         found.sort(key=lambda r: (inplace.same_template(_template(r), template),
                                   int(_spec(r).get("replicas") or 0),
@@ -338,11 +344,11 @@ class InPlaceResizer:
                 if _owned_by(rs, _meta(d).get("uid"))]
 
     # ------------------------------------------------------------------ the pods
-    def _pods(self, kind: str, ns: str, w: Raw) -> list[Raw]:
+    def _pods(self, kind: str, ns: str, w: Raw, rss: list[Raw]) -> list[Raw]:
         """The workload's pods as the API server has them now: matching its selector (not its
-        canary's) and owned by it (a Deployment's: by one of its ReplicaSets)."""
+        canary's) and owned by it (a Deployment's: by one of its ReplicaSets ``rss``)."""
         selector = _spec(w).get("selector") or {}
-        owners = ({_meta(rs).get("uid") for rs in self._replicasets(ns, w)}
+        owners = ({_meta(rs).get("uid") for rs in rss}
                   if kind == "Deployment" else {_meta(w).get("uid")})
         return [p for p in self._list(ns, "pods", selector)
                 if canaries.selects(selector, _meta(p).get("labels") or {}, canary=False)
