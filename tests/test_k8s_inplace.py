@@ -529,6 +529,24 @@ def test_a_resize_cut_short_is_resumed_by_the_next_observe(
     assert inplace.PAUSED_ANNOTATION not in (d["metadata"].get("annotations") or {})
 
 
+def test_a_pause_left_behind_is_resumed_with_in_place_off(api: RunningApiserver,
+                                                          kube: Kube) -> None:
+    b, (cache, client) = make_backend(api)
+    b.resize(WEB, 1.0)  # paused; then the planner restarts with in-place resize off
+    cache.stop()
+    client.close()
+    b, (cache, client) = make_backend(api, mode="off")
+    try:
+        wait_until(lambda: paused_by_us(cache.get(DEPLOYMENTS, NS, "web", wait=10) or {}))
+        assert b.observe().in_place_resize is False
+        d = kube.get("Deployment", NS, "web")
+        assert not d["spec"]["paused"] and cpu_of(kube, "Deployment", "web") == ("1", "2")
+        assert inplace.PAUSED_ANNOTATION not in (d["metadata"].get("annotations") or {})
+    finally:
+        cache.stop()
+        client.close()
+
+
 def kubelet_runs(kube: Kube, name: str, cpu: str) -> None:
     """The kubelet's report of the CPU the pod's container runs with."""
     p = kube.get("Pod", NS, name)

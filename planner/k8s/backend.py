@@ -224,9 +224,9 @@ class KubernetesBackend(ClusterBackend):
         that and replaces the pod). The workloads taken up; a failure is logged (the next
         cycle tries again). Cost: nothing but watch-cache reads for pods whose running CPU
         differs from their template's, API requests only for a resize under way.
-        ``raw_workloads``: the workloads as :meth:`observe` read them from the watch cache."""
-        if not snap.in_place_resize:
-            return []
+        ``raw_workloads``: the workloads as :meth:`observe` read them from the watch cache.
+        Without in-place resize (turned off since, or by the settings) only a Deployment left
+        paused is taken up: :meth:`resize` then rolls its template out and resumes it."""
         raw: dict[str, tuple[str, Mapping[str, Any]]] = {}
         for kind, obj in reversed(raw_workloads if raw_workloads is not None
                                   else self._raw_workloads()):  # a Deployment wins
@@ -235,7 +235,7 @@ class KubernetesBackend(ClusterBackend):
         for key, wl in snap.workloads.items():
             if key not in raw:
                 continue
-            cpu = self._resize_under_way(key, wl, *raw[key])
+            cpu = self._resize_under_way(key, wl, *raw[key], pods=snap.in_place_resize)
             if cpu is None:
                 continue
             taken.append(key)
@@ -247,9 +247,9 @@ class KubernetesBackend(ClusterBackend):
         return taken
 
     def _resize_under_way(self, key: str, wl: WorkloadState, kind: str,
-                          obj: Mapping[str, Any]) -> float | None:
+                          obj: Mapping[str, Any], *, pods: bool) -> float | None:
         """The size an in-place resize of ``key`` (``obj``, a ``kind``) is going to
-        (``None``: none under way)."""
+        (``None``: none under way); ``pods``: look at the pods too, not only at a pause."""
         ns = convert.namespace_of(obj)
         if kind == "Deployment" and paused_by_us(obj):
             value = ((obj.get("metadata") or {}).get("annotations") or {}).get(
@@ -258,7 +258,7 @@ class KubernetesBackend(ClusterBackend):
             if cpu > 0:
                 return cpu
         cpu = wl.config.cpu
-        if all(abs(p.cpu - cpu) < inplace.CPU_EPSILON for p in wl.pods):
+        if not pods or all(abs(p.cpu - cpu) < inplace.CPU_EPSILON for p in wl.pods):
             return None
         tspec = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
         if containers_cpu(tspec.get("containers") or ()) <= 0:
