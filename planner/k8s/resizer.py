@@ -35,11 +35,11 @@ wait: step 3 reads the Deployment again and retries once on a conflict). A call 
 between the pause and step 3 leaves the Deployment paused with our annotation; the backend
 takes every such Deployment up again at its next :meth:`~planner.k8s.backend.
 KubernetesBackend.observe` (:meth:`~planner.k8s.backend.KubernetesBackend.advance_resizes`),
-whatever the planner decides, so a pause of ours never outlives a cycle for good. A permanent
-error there (but a 403, which the backend answers by rolling out) rolls the template out,
-which also resumes the Deployment. Where there is no
-current ReplicaSet (a rollout in progress, or a template changed by someone else) the
-template is patched plainly and rolls out, as without in-place resize. For a StatefulSet
+whatever the planner decides: a pause of ours is never left for good. A permanent error
+there (but a 403, which the backend answers by rolling out) rolls the template out, which
+also resumes the Deployment. Where there is no current ReplicaSet (a rollout in progress, or
+a template changed by someone else) the template is patched plainly and rolls out, as
+without in-place resize. For a StatefulSet
 with ``updateStrategy: OnDelete`` a template change replaces no pod, so the template is patched
 and the pods resized; with ``RollingUpdate`` (the default) the StatefulSet controller replaces
 every pod whose revision differs, so it is a rollout as before. *This reading of the
@@ -56,8 +56,8 @@ the limits; a resize the API server refuses as invalid) through the Eviction API
 the new size elsewhere: one pod restarts, not all of them as a rollout would; at most the
 workload's ``maxUnavailable`` pods unavailable at once (:func:`planner.k8s.inplace.
 max_unavailable`: 25 % of a Deployment's replicas by default, at least 1; pods not ready or
-terminating count), the rest at the next calls. An eviction
-refused (429 for a budget) is retried at the next call. The pods are the workload's own: those
+terminating count), the rest at the next calls. An eviction refused (429 for a budget) is
+retried at the next call. The pods are the workload's own: those
 the selector matches *and* owned by one of the Deployment's ReplicaSets (the StatefulSet
 itself). Only the containers the template names are resized (:mod:`planner.k8s.inplace`).
 
@@ -69,9 +69,9 @@ with a resize under way (:func:`planner.k8s.inplace.resize_pending`), so the fal
 **The feature off.** A 404 of the ``resize`` subresource for a pod that exists means the API
 server has no such subresource (the ``InPlacePodVerticalScaling`` feature gate off):
 :class:`InPlaceUnavailable` is raised, and the backend turns in-place resize off and rolls out
-(a 404 for a pod gone is nothing to do). The pods' resizes go first, so a
-missing permission (403) shows before the workload is touched; the backend then rolls out
-instead.
+(a 404 for a pod gone is nothing to do). The pods' resizes go first, so a missing permission
+(403) shows before the workload is touched; the backend then turns in-place resize off too
+and rolls out instead.
 """
 
 from __future__ import annotations
