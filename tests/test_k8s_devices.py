@@ -137,9 +137,8 @@ def test_changed_gpu_settings_are_applied_on_the_next_call(
         t = template(kube)
         assert t["containers"][0]["resources"]["limits"] == {
             "cpu": "1", "memory": "512Mi", "amd.com/gpu": "2"}, "CPU kept, the old GPU gone"
-        assert t["containers"][1]["resources"] == {
-            "requests": {"cpu": "100m", "amd.com/gpu": "2"},
-            "limits": {"amd.com/gpu": "2"}}, "every container"
+        assert t["containers"][1]["resources"] == {"requests": {"cpu": "100m"}}, (
+            "gpu.containers [] (the default): the first container only, not the proxy")
         assert t["nodeSelector"] == {"disk": "ssd"}
         other.set_device(WEB, "cpu")
     finally:
@@ -240,3 +239,49 @@ def test_the_operator_command_checks_the_backend_settings(tmp_path: Any) -> None
     result = CliRunner().invoke(app, ["--backend-settings", str(bad)])
     assert result.exit_code == 2
     assert "kubernetes.gpu.resource" in result.output and "nvidia.com/gpu" in result.output
+
+
+def test_the_cpu_chosen_since_the_switch_is_kept(api: RunningApiserver, kube: Kube,
+                                                backend: KubernetesBackend) -> None:
+    def cpus() -> list[str]:
+        return [c["resources"]["requests"]["cpu"] for c in template(kube)["containers"]]
+
+    backend.set_device(WEB, "gpu")
+    assert cpus() == ["1667m", "333m"], "cpuPerPod: 2"
+    backend.resize(WEB, 3.0)  # the CPU actuator, after the switch
+    assert cpus() == ["2500m", "500m"]
+    backend.set_device(WEB, "gpu")  # asked again (e.g. new GPU settings): the CPU stays
+    assert cpus() == ["2500m", "500m"]
+    backend.set_device(WEB, "cpu")  # and back: the GPU goes, the CPU chosen since stays
+    t = template(kube)
+    assert cpus() == ["2500m", "500m"] and "nvidia.com/gpu" not in t["containers"][0][
+        "resources"]["requests"]
+    assert t["containers"][0]["resources"]["limits"] == {"cpu": "5", "memory": "512Mi"}
+    # Unchanged since the switch: the CPU from before comes back exactly.
+    backend.resize(WEB, 0.6)
+    original = copy.deepcopy(template(kube))
+    backend.set_device(WEB, "gpu")
+    backend.set_device(WEB, "cpu")
+    assert template(kube) == original
+    # The CPU actuator's size in the same plan (after the observation) is not overwritten.
+    wait_until(lambda: backend.observe().workloads[WEB].config.cpu == pytest.approx(0.6))
+    backend.resize(WEB, 1.2)
+    backend.set_device(WEB, "gpu")
+    assert cpus() == ["1", "200m"], "1.2 CPU kept, not cpuPerPod"
+
+
+def test_a_bad_gpu_annotation_names_the_fix_and_blocks_no_canary(
+        api: RunningApiserver, kube: Kube, backend: KubernetesBackend) -> None:
+    kube.patch("Deployment", NS, "web", {"metadata": {"annotations": {
+        devices.GPU_ANNOTATION: "{not json"}}})
+    wait_until(lambda: (backend.cache.get(DEPLOYMENTS, NS, "web", wait=10) or {}).get(
+        "metadata", {}).get("annotations"))
+    backend.set_canary(WEB, WorkloadConfig(1, cpu=0.5))  # same device: the record is not read
+    assert template(kube, "web-canary")["containers"][0]["resources"]["requests"]["cpu"]
+    with pytest.raises(PermanentError, match=r"shop/web: annotation intent-planner.io/gpu is "
+                                             r"not JSON.*fix: remove the annotation"):
+        backend.set_device(WEB, "cpu")
+    kube.patch("Deployment", NS, "web", {"metadata": {"annotations": {
+        devices.GPU_ANNOTATION: "[1]"}}})
+    with pytest.raises(PermanentError, match=r"not a GPU record .*fix: remove the annotation"):
+        backend.set_device(WEB, "cpu")

@@ -9,6 +9,8 @@ part where the backend waits for them (``status.observedGeneration``), and the k
 from __future__ import annotations
 
 import copy
+import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -25,8 +27,10 @@ from bench.harness.apiserver import (
     running_apiserver,
     wait_until,
 )
+from planner.domain.errors import TemporaryError
 from planner.k8s import inplace
 from planner.k8s.backend import KubernetesBackend
+from planner.k8s.resizer import paused_by_us
 from planner.k8s.resources import DEPLOYMENTS
 from planner.k8s.settings import parse_settings
 from planner.k8s.transport import ApiClientTransport
@@ -58,22 +62,32 @@ def kube(api: RunningApiserver) -> Iterator[Kube]:
     # The Deployment controller's ReplicaSet: the Deployment's template plus the hash label.
     template = copy.deepcopy(created["spec"]["template"])
     template["metadata"]["labels"]["pod-template-hash"] = "abc123"
-    k.create({"apiVersion": "apps/v1", "kind": "ReplicaSet",
-              "metadata": {"name": "web-abc123", "namespace": NS,
-                           "labels": template["metadata"]["labels"],
-                           "ownerReferences": [{
-                               "apiVersion": "apps/v1", "kind": "Deployment", "name": "web",
-                               "uid": created["metadata"]["uid"], "controller": True}]},
-              "spec": {"replicas": 3, "selector": {"matchLabels": {
-                  "app": "web", "pod-template-hash": "abc123"}}, "template": template}})
+    rs = k.create({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                   "metadata": {"name": "web-abc123", "namespace": NS,
+                                "labels": template["metadata"]["labels"],
+                                "ownerReferences": [{
+                                    "apiVersion": "apps/v1", "kind": "Deployment",
+                                    "name": "web", "uid": created["metadata"]["uid"],
+                                    "controller": True}]},
+                   "spec": {"replicas": 3, "selector": {"matchLabels": {
+                       "app": "web", "pod-template-hash": "abc123"}}, "template": template}})
     for kind, name in (("Deployment", "web"), ("ReplicaSet", "web-abc123")):
         controller_sees(k, kind, name)
     for name in PODS:
         p = pod(NS, "web", "node-a1", name=name)
         p["spec"]["containers"][0]["resources"]["limits"]["cpu"] = "1"
+        owned_by(p, rs)
         k.create(p)
     yield k
     k.close()
+
+
+def owned_by(p: dict[str, Any], owner: dict[str, Any]) -> dict[str, Any]:
+    """``p`` with ``owner`` (a ReplicaSet or StatefulSet as created) as its controller."""
+    p["metadata"]["ownerReferences"] = [{
+        "apiVersion": "apps/v1", "kind": owner["kind"], "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"], "controller": True}]
+    return p
 
 
 def make_backend(api: RunningApiserver, **in_place: Any) -> tuple[KubernetesBackend, Any]:
@@ -305,8 +319,8 @@ def test_a_statefulset_on_delete_is_resized_in_place(api: RunningApiserver, kube
                                                      backend: KubernetesBackend) -> None:
     db = deployment(NS, "db", 1, kind="StatefulSet")
     db["spec"]["updateStrategy"] = {"type": "OnDelete"}
-    kube.create(db)
-    kube.create(pod(NS, "db", "node-a1", name="db-0"))
+    created = kube.create(db)
+    kube.create(owned_by(pod(NS, "db", "node-a1", name="db-0"), created))
     wait_until(lambda: backend.observe().workload(f"{NS}/db"))
     mark = len(api.server.calls)
     backend.resize(f"{NS}/db", 1.5)
@@ -375,6 +389,17 @@ def test_without_the_permission_a_resize_rolls_out(api: RunningApiserver, kube: 
     d = kube.get("Deployment", NS, "web")
     assert cpu_of(kube, "Deployment", "web") == ("1", "2") and not d["spec"].get("paused")
     assert "in-place-resize-rbac.yaml" in caplog.text
+    # From then on in-place resize is off: the planner prices a CPU change as a restart.
+    assert backend.observe().in_place_resize is False and backend.in_place_off
+    mark = len(api.server.calls)
+    backend.resize(WEB, 1.5)
+    assert writes(api, mark) == [("update", "deployments", "web", None)], "a rollout, no pod"
+    d = kube.get("Deployment", NS, "web")
+
+
+def test_forbidden_on_the_replicaset_resumes_and_rolls_out(
+        api: RunningApiserver, kube: Kube, backend: KubernetesBackend) -> None:
+    d = kube.get("Deployment", NS, "web")
     # Forbidden on the ReplicaSet once paused: the Deployment is resumed by the rollout.
     kube.patch("Deployment", NS, "web", {"spec": {"template": {"spec": {"containers": [
         {**d["spec"]["template"]["spec"]["containers"][0],
@@ -392,6 +417,7 @@ def test_without_the_permission_a_resize_rolls_out(api: RunningApiserver, kube: 
     d = kube.get("Deployment", NS, "web")
     assert cpu_of(kube, "Deployment", "web") == ("2", "4") and d["spec"]["paused"] is False
     assert inplace.PAUSED_ANNOTATION not in (d["metadata"].get("annotations") or {})
+    assert not backend.observe().in_place_resize
 
 
 def test_the_optional_role_grants_what_in_place_resize_uses() -> None:
@@ -440,3 +466,202 @@ def test_a_canary_does_not_copy_the_replicaset_annotation(
     backend.set_canary(WEB, WorkloadConfig(1, cpu=0.5))
     canary = kube.get("Deployment", NS, "web-canary")["spec"]["template"]
     assert inplace.TEMPLATE_ANNOTATION not in (canary["metadata"].get("annotations") or {})
+
+
+# ---------------------------------------------------------------------- review fixes
+def play_controllers(kube: Kube, stop: threading.Event) -> None:
+    """The Deployment and ReplicaSet controllers as a cluster runs them: each writes its
+    object's status (``observedGeneration``) within milliseconds of a spec change."""
+    while not stop.is_set():
+        for kind, name in (("Deployment", "web"), ("ReplicaSet", "web-abc123")):
+            obj = kube.get(kind, NS, name)
+            if (obj.get("status") or {}).get("observedGeneration") != obj["metadata"].get(
+                    "generation"):
+                controller_sees(kube, kind, name)
+        time.sleep(0.05)
+
+
+def test_one_call_resizes_in_place_with_live_controllers(api: RunningApiserver,
+                                                         kube: Kube) -> None:
+    """The controllers write the Deployment's status while ``resize`` waits for them: the
+    last step must write with the Deployment as it is then, not as the pause left it."""
+    b, (cache, client) = make_backend(api, settleSeconds=3)
+    stop = threading.Event()
+    t = threading.Thread(target=play_controllers, args=(kube, stop), daemon=True)
+    t.start()
+    try:
+        mark = len(api.server.calls)
+        b.resize(WEB, 1.0)
+    finally:
+        stop.set()
+        t.join()
+        cache.stop()
+        client.close()
+    d = kube.get("Deployment", NS, "web")
+    assert not d["spec"].get("paused")
+    assert cpu_of(kube, "Deployment", "web") == ("1", "2") == cpu_of(
+        kube, "ReplicaSet", "web-abc123")
+    assert [w for w in writes(api, mark) if w[1] != "pods"] == [
+        ("update", "deployments", "web", None), ("update", "replicasets", "web-abc123", None),
+        ("update", "deployments", "web", None)], "pause, ReplicaSet, template + resume"
+
+
+def cache_has(backend: KubernetesBackend, test: Any) -> None:
+    wait_until(lambda: test(backend.cache.get(DEPLOYMENTS, NS, "web", wait=10) or {}))
+
+
+def test_a_resize_cut_short_is_resumed_by_the_next_observe(
+        api: RunningApiserver, kube: Kube, backend: KubernetesBackend) -> None:
+    backend.resize(WEB, 1.0)
+    controller_sees(kube, "Deployment", "web")
+    backend.resize(WEB, 1.0)
+    controller_sees(kube, "ReplicaSet", "web-abc123")
+    api.server.fail("PATCH", "/deployments/web$", 409, "the object has been modified",
+                    reason="Conflict", times=2)
+    with pytest.raises(TemporaryError):
+        backend.resize(WEB, 1.0)
+    assert kube.get("Deployment", NS, "web")["spec"]["paused"] is True
+    cache_has(backend, lambda d: paused_by_us(d))
+    # The planner asks for nothing more: the next cycle's observe goes on by itself.
+    backend.observe()
+    d = kube.get("Deployment", NS, "web")
+    assert not d["spec"]["paused"] and cpu_of(kube, "Deployment", "web") == ("1", "2")
+    assert inplace.PAUSED_ANNOTATION not in (d["metadata"].get("annotations") or {})
+
+
+def test_a_pause_left_behind_is_resumed_with_in_place_off(api: RunningApiserver,
+                                                          kube: Kube) -> None:
+    b, (cache, client) = make_backend(api)
+    b.resize(WEB, 1.0)  # paused; then the planner restarts with in-place resize off
+    cache.stop()
+    client.close()
+    b, (cache, client) = make_backend(api, mode="off")
+    try:
+        wait_until(lambda: paused_by_us(cache.get(DEPLOYMENTS, NS, "web", wait=10) or {}))
+        assert b.observe().in_place_resize is False
+        d = kube.get("Deployment", NS, "web")
+        assert not d["spec"]["paused"] and cpu_of(kube, "Deployment", "web") == ("1", "2")
+        assert inplace.PAUSED_ANNOTATION not in (d["metadata"].get("annotations") or {})
+    finally:
+        cache.stop()
+        client.close()
+
+
+def kubelet_runs(kube: Kube, name: str, cpu: str) -> None:
+    """The kubelet's report of the CPU the pod's container runs with."""
+    p = kube.get("Pod", NS, name)
+    statuses = [{**s, "resources": {"requests": {"cpu": cpu}}}
+                for s in p["status"]["containerStatuses"]]
+    kube.patch("Pod", NS, name, {"status": {"containerStatuses": statuses}}, sub="status")
+
+
+def test_a_resize_found_infeasible_after_the_takeover_falls_back_on_observe(
+        api: RunningApiserver, kube: Kube, backend: KubernetesBackend) -> None:
+    adopted(api, kube, backend, 2.0)
+    for n in PODS:
+        kubelet_runs(kube, n, "2" if n != "web-1" else "500m")
+    set_condition(kube, "web-1", inplace.RESIZE_PENDING, "Infeasible")
+    # Observe only (once the watch cache has the kubelet's report): the planner sees the
+    # template at 2 CPU and asks for nothing; the pod is evicted all the same.
+    wait_until(lambda: backend.observe() is not None and kube.http.get(
+        f"/api/v1/namespaces/{NS}/pods/web-1").status_code == 404, timeout=5)
+    assert ("create", "pods", "web-1", "eviction") in writes(api, 0)
+    # Nothing under way any more: an observe lists nothing from the API server.
+    wait_until(lambda: all(p.name != "web-1" for p in backend.observe().workloads[WEB].pods))
+    mark = len(api.server.calls)
+    backend.observe()
+    assert [c for c in api.server.calls[mark:] if c.verb != "watch"] == []
+
+
+def test_stuck_pods_are_replaced_max_unavailable_at_a_time(
+        api: RunningApiserver, kube: Kube, backend: KubernetesBackend) -> None:
+    adopted(api, kube, backend, 2.0)
+    for n in PODS:
+        set_condition(kube, n, inplace.RESIZE_PENDING, "Infeasible")
+
+    def evictions(mark: int) -> list[str | None]:
+        return [w[2] for w in writes(api, mark) if w[3] == "eviction"]
+
+    mark = len(api.server.calls)
+    backend.resize(WEB, 2.0)
+    assert len(evictions(mark)) == 1, "25 % of 3 rounds down to 0: at least 1"
+    ready = kube.get("Pod", NS, "web-1")["status"]["conditions"]
+    kube.patch("Pod", NS, "web-1", {"status": {"conditions": [
+        {**c, "status": "False"} if c["type"] == "Ready" else c for c in ready]}}, sub="status")
+    mark = len(api.server.calls)
+    backend.resize(WEB, 2.0)
+    assert evictions(mark) == [], "a pod unavailable already (the last one's replacement)"
+    kube.patch("Pod", NS, "web-1", {"status": {"conditions": ready}}, sub="status")
+    kube.patch("Deployment", NS, "web", {"spec": {"strategy": {
+        "type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}}}})
+    mark = len(api.server.calls)
+    backend.resize(WEB, 2.0)
+    assert len(evictions(mark)) == 2
+    d = {"spec": {"replicas": 10}}
+    assert inplace.max_unavailable(d, "Deployment") == 2
+    assert inplace.max_unavailable({"spec": {"replicas": 10, "strategy": {"rollingUpdate": {
+        "maxUnavailable": "50%"}}}}, "Deployment") == 5
+    assert inplace.max_unavailable({"spec": {"replicas": 10}}, "StatefulSet") == 1
+
+
+def test_no_resize_subresource_turns_in_place_off(api: RunningApiserver, kube: Kube,
+                                                  backend: KubernetesBackend) -> None:
+    # A pod gone between the list and the resize: nothing to do, in place stays on.
+    api.server.fail("PATCH", "/pods/web-0/resize$", 404, 'pods "web-0" not found',
+                    reason="NotFound")
+    api.server.fail("GET", "/pods/web-0$", 404, 'pods "web-0" not found', reason="NotFound")
+    backend.resize(WEB, 1.0)
+    assert backend.in_place_off is None and kube.get("Deployment", NS, "web")["spec"]["paused"]
+    # The pod is there and its resize subresource is not: the feature is off.
+    api.server.fail("PATCH", "/pods/web-0/resize$", 404, "the server could not find the "
+                    "requested resource", reason="NotFound")
+    mark = len(api.server.calls)
+    backend.resize(WEB, 1.0)
+    assert backend.in_place_off and "InPlacePodVerticalScaling" in backend.in_place_off
+    d = kube.get("Deployment", NS, "web")
+    assert cpu_of(kube, "Deployment", "web") == ("1", "2") and not d["spec"]["paused"]
+    assert [w for w in writes(api, mark) if w[1] != "pods"] == [
+        ("update", "deployments", "web", None)], "rolled out (and resumed)"
+    assert backend.observe().in_place_resize is False
+
+
+def test_only_the_template_s_containers_of_the_workload_s_own_pods(
+        api: RunningApiserver, kube: Kube, backend: KubernetesBackend) -> None:
+    for n in PODS:  # a sidecar injected at admission
+        p = kube.get("Pod", NS, n)
+        kube.patch("Pod", NS, n, {"spec": {"containers": [*p["spec"]["containers"], {
+            "name": "istio-proxy", "image": "istio/proxyv2",
+            "resources": {"requests": {"cpu": "100m"}}}]}})
+    stray = pod(NS, "web", "node-a1", name="web-stray")  # the selector's, not the RS's
+    stray["metadata"]["ownerReferences"][0]["uid"] = "someone-else"
+    kube.create(stray)
+    mark = len(api.server.calls)
+    adopted(api, kube, backend, 1.0)
+    assert sorted(str(w[2]) for w in writes(api, mark) if w[3] == "resize") == list(PODS)
+    for n in PODS:
+        app, side = kube.get("Pod", NS, n)["spec"]["containers"]
+        assert app["resources"]["requests"]["cpu"] == "1", "the whole 1 CPU to the template's"
+        assert side["resources"] == {"requests": {"cpu": "100m"}}, "the sidecar untouched"
+    assert cpu_of(kube, "Pod", "web-stray")[0] == "500m", "not the workload's pod"
+    mark = len(api.server.calls)
+    backend.resize(WEB, 1.0)
+    assert writes(api, mark) == [], "at size: the sidecar's CPU is not compared"
+    p = kube.get("Pod", NS, "web-0")
+    assert inplace.resize_patch(p, 2.0, {"app"}) == [
+        {"op": "test", "path": "/spec/containers/0/name", "value": "app"},
+        {"op": "add", "path": "/spec/containers/0/resources",
+         "value": {**p["spec"]["containers"][0]["resources"],
+                   "requests": {"cpu": "2", "memory": "256Mi"},
+                   "limits": {"cpu": "4", "memory": "1Gi"}}}]
+
+
+def test_a_replicaset_refused_as_invalid_rolls_out_and_resumes(
+        api: RunningApiserver, kube: Kube, backend: KubernetesBackend) -> None:
+    backend.resize(WEB, 1.0)
+    controller_sees(kube, "Deployment", "web")
+    api.server.fail("PATCH", "/replicasets/web-abc123$", 422, "invalid", reason="Invalid")
+    backend.resize(WEB, 1.0)
+    d = kube.get("Deployment", NS, "web")
+    assert cpu_of(kube, "Deployment", "web") == ("1", "2") and d["spec"]["paused"] is False
+    assert inplace.PAUSED_ANNOTATION not in (d["metadata"].get("annotations") or {})
+    assert backend.in_place_off is None, "one workload's trouble: in place stays on"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import urllib3
 from kubernetes.client.exceptions import ApiException
@@ -74,3 +75,15 @@ def api_call(what: str) -> Iterator[None]:
         yield
     except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
         raise translate(exc, what) from exc
+
+
+def read_body(resp: Any) -> dict[str, Any]:
+    """The JSON body of a ``_preload_content=False`` response (and release the connection)."""
+    try:
+        data = resp.data
+    finally:
+        release = getattr(resp, "release_conn", None)
+        if callable(release):
+            release()
+    out: dict[str, Any] = json.loads(data) if data else {}
+    return out

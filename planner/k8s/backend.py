@@ -24,7 +24,13 @@ StatefulSets from :class:`planner.k8s.watchcache.WatchCache` (no API request per
   for the GPU pods' utilisation and memory from the DCGM exporter when there are GPU pods);
   without it, or when it fails, they are ``None``;
 * :attr:`~planner.domain.state.ClusterSnapshot.in_place_resize`: the ``inPlaceResize``
-  setting's ``on``/``off``, or (``auto``) the API server's ``/version`` is 1.33 or later.
+  setting's ``on``/``off``, or (``auto``) the API server's ``/version`` is 1.33 or later;
+  ``False`` for good once the cluster refused an in-place resize (403, or no ``resize``
+  subresource: :attr:`KubernetesBackend.in_place_off`);
+* then every in-place resize under way goes one step further
+  (:meth:`KubernetesBackend.advance_resizes`: a Deployment a resize left paused, a pod whose
+  node has not resized it), so that a resize cut short resumes and a pod the node cannot
+  resize is replaced even when the planner asks for nothing more.
 
 Workloads are keyed ``namespace/name``; when a Deployment and a StatefulSet share a name the
 Deployment wins.
@@ -83,11 +89,18 @@ from planner.domain.state import ClusterSnapshot, PodState, WorkloadConfig, Work
 from planner.k8s import canary as canaries
 from planner.k8s import convert, devices, inplace, resources
 from planner.k8s.apierrors import KubernetesPermanentError, NotFound, api_call
+from planner.k8s.apierrors import read_body as _read
 from planner.k8s.changefeed import ChangeFeed
 from planner.k8s.convert import LabelKeys as LabelKeys
 from planner.k8s.loadmetrics import Load, LoadMetrics
 from planner.k8s.projections import DELETION_COST
-from planner.k8s.resizer import InPlaceResizer, resume_fields
+from planner.k8s.resizer import (
+    InPlaceResizer,
+    InPlaceUnavailable,
+    container_names,
+    paused_by_us,
+    resume_fields,
+)
 from planner.k8s.resources import DEPLOYMENTS, NODES, PODS, STATEFULSETS
 from planner.k8s.settings import DEFAULT as DEFAULT_SETTINGS
 from planner.k8s.settings import KubernetesSettings
@@ -111,18 +124,6 @@ def _split(workload: str) -> tuple[str, str]:
     if not sep or not ns or not name:
         raise PermanentError(f"workload {workload!r}: expected namespace/name")
     return ns, name
-
-
-def _read(resp: Any) -> dict[str, Any]:
-    """The JSON body of a ``_preload_content=False`` response (and release the connection)."""
-    try:
-        data = resp.data
-    finally:
-        release = getattr(resp, "release_conn", None)
-        if callable(release):
-            release()
-    out: dict[str, Any] = json.loads(data) if data else {}
-    return out
 
 
 def _utilized(pods: tuple[PodState, ...], load: Load) -> tuple[PodState, ...]:
@@ -167,6 +168,11 @@ class KubernetesBackend(ClusterBackend):
         self.builder = SnapshotBuilder(self.labels)
         self.resizer = InPlaceResizer(self)
         self._version_error: str | None = None
+        self.in_place_off: str | None = None
+        """Why in-place resize was turned off for good (``None``: it was not): the cluster
+        refused it (403: no permission; 404: no ``resize`` subresource). From then on
+        :meth:`in_place` is ``False`` and the snapshot says so (the planner prices a CPU
+        change as a restart); a new backend (a restarted planner) tries again."""
 
     def now(self) -> float:
         return self.clock()
@@ -175,7 +181,10 @@ class KubernetesBackend(ClusterBackend):
         """Whether :meth:`resize` resizes running pods in place: the setting's ``on`` /
         ``off``, or (``auto``) the API server's ``/version`` is 1.33 or later. The version is
         read once; while it cannot be read the answer is ``False`` (a rollout, the safe side)
-        and the next call asks again."""
+        and the next call asks again. ``False`` for good once the cluster refused an in-place
+        resize (:attr:`in_place_off`)."""
+        if self.in_place_off is not None:
+            return False
         mode = self.settings.in_place_resize.mode
         if mode == "auto" and self.server_version is None:
             try:
@@ -200,7 +209,68 @@ class KubernetesBackend(ClusterBackend):
         pod_changes = self.pod_feed.poll(wait)
         raw_workloads = self._raw_workloads()
         snap = self.builder.update(self.now(), pod_changes, raw_nodes, raw_workloads)
-        return self._measured(snap)
+        snap = self._measured(snap)
+        self.advance_resizes(snap, raw_workloads)
+        return snap
+
+    def advance_resizes(self, snap: ClusterSnapshot,
+                        raw_workloads: list[tuple[str, Mapping[str, Any]]] | None = None
+                        ) -> list[str]:
+        """Take every in-place resize under way one step further (:meth:`resize` to the size
+        it is going to), whatever the planner asks this cycle: a Deployment we paused
+        (the size in our annotation), a workload with a pod whose spec has the template's size
+        and whose kubelet reports it running with another (:func:`inplace.resize_pending`:
+        the node may have deferred it or found it infeasible, and only :meth:`resize` looks at
+        that and replaces the pod). The workloads taken up; a failure is logged (the next
+        cycle tries again). Cost: nothing but watch-cache reads for pods whose running CPU
+        differs from their template's, API requests only for a resize under way.
+        ``raw_workloads``: the workloads as :meth:`observe` read them from the watch cache.
+        Without in-place resize (turned off since, or by the settings) only a Deployment left
+        paused is taken up: :meth:`resize` then rolls its template out and resumes it."""
+        raw: dict[str, tuple[str, Mapping[str, Any]]] = {}
+        for kind, obj in reversed(raw_workloads if raw_workloads is not None
+                                  else self._raw_workloads()):  # a Deployment wins
+            raw[convert.workload_key(obj)] = (kind, obj)
+        taken = []
+        for key, wl in snap.workloads.items():
+            if key not in raw:
+                continue
+            cpu = self._resize_under_way(key, wl, *raw[key], pods=snap.in_place_resize)
+            if cpu is None:
+                continue
+            taken.append(key)
+            try:
+                self.resize(key, cpu)
+            except IntentPlannerError as exc:
+                log.warning("resize %s in place to %g CPU: %s (next cycle again)", key, cpu,
+                            exc)
+        return taken
+
+    def _resize_under_way(self, key: str, wl: WorkloadState, kind: str,
+                          obj: Mapping[str, Any], *, pods: bool) -> float | None:
+        """The size an in-place resize of ``key`` (``obj``, a ``kind``) is going to
+        (``None``: none under way); ``pods``: look at the pods too, not only at a pause."""
+        ns = convert.namespace_of(obj)
+        if kind == "Deployment" and paused_by_us(obj):
+            value = ((obj.get("metadata") or {}).get("annotations") or {}).get(
+                inplace.PAUSED_ANNOTATION)
+            cpu = convert.quantity(value)
+            if cpu > 0:
+                return cpu
+        cpu = wl.config.cpu
+        if not pods or all(abs(p.cpu - cpu) < inplace.CPU_EPSILON for p in wl.pods):
+            return None
+        tspec = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+        if containers_cpu(tspec.get("containers") or ()) <= 0:
+            return None
+        names = container_names(obj)
+        for p in wl.pods:
+            if abs(p.cpu - cpu) < inplace.CPU_EPSILON:
+                continue
+            raw = self.cache.get(PODS, ns, p.name)
+            if raw is not None and inplace.resize_pending(raw, cpu, names):
+                return cpu
+        return None
 
     def observe_full(self) -> ClusterSnapshot:
         """The snapshot converted from every object (:mod:`planner.k8s.snapshot_full`): the
@@ -284,7 +354,7 @@ class KubernetesBackend(ClusterBackend):
                 resp = self.apps.patch_namespaced_deployment(name, ns, body, **kw)
             _read(resp)
 
-    def _read_workload(self, kind: str, ns: str, name: str) -> dict[str, Any]:
+    def read_workload(self, kind: str, ns: str, name: str) -> dict[str, Any]:
         kw: dict[str, Any] = {"_preload_content": False, "_request_timeout": self.timeout}
         with api_call(f"read {kind} {ns}/{name}"):
             if kind == "StatefulSet":
@@ -307,7 +377,7 @@ class KubernetesBackend(ClusterBackend):
         if not cpu > 0:
             raise PermanentError(f"resize {workload}: cpu must be > 0, got {cpu!r}")
         kind, ns, name, _ = self._find(workload)
-        fresh = self._read_workload(kind, ns, name)
+        fresh = self.read_workload(kind, ns, name)
         tspec = ((fresh.get("spec") or {}).get("template") or {}).get("spec") or {}
         if not tspec.get("containers"):
             raise PermanentError(f"resize {workload}: the pod template has no containers")
@@ -315,16 +385,22 @@ class KubernetesBackend(ClusterBackend):
             try:
                 self.resizer.resize(kind, ns, name, fresh, cpu)
                 return
+            except InPlaceUnavailable as exc:
+                self.in_place_off = str(exc)
+                log.warning("resize %s: in-place resize off from now on, rolling out instead: "
+                            "%s", workload, exc)
             except KubernetesPermanentError as exc:
                 if exc.status != 403:
                     raise
-                log.warning("resize %s: in place is not allowed (%s); rolling out instead. "
-                            "Fix: apply deploy/optional/in-place-resize-rbac.yaml, or set "
-                            "inPlaceResize.mode: off", workload, exc)
-            fresh = self._read_workload(kind, ns, name)
-        self._patch_template_cpu(kind, ns, name, fresh, cpu)
+                self.in_place_off = str(exc)
+                log.warning("resize %s: in place is not allowed (%s); in-place resize off from "
+                            "now on, rolling out instead. Fix: apply "
+                            "deploy/optional/in-place-resize-rbac.yaml and restart the "
+                            "planner, or set inPlaceResize.mode: off", workload, exc)
+            fresh = self.read_workload(kind, ns, name)
+        self.patch_template_cpu(kind, ns, name, fresh, cpu)
 
-    def _patch_template_cpu(self, kind: str, ns: str, name: str, fresh: Mapping[str, Any],
+    def patch_template_cpu(self, kind: str, ns: str, name: str, fresh: Mapping[str, Any],
                             cpu: float) -> None:
         """Patch the template's container CPU to ``cpu`` (no request when it has it): a
         rollout, except where the workload's controller replaces no pod for a template change
@@ -380,7 +456,7 @@ class KubernetesBackend(ClusterBackend):
             raise UnsupportedOperation(f"set_device {workload}: unknown device {device!r} "
                                        f"(cpu or gpu)")
         kind, ns, name, _ = self._find(workload)
-        fresh = self._read_workload(kind, ns, name)
+        fresh = self.read_workload(kind, ns, name)
         meta = fresh.get("metadata") or {}
         tspec = ((fresh.get("spec") or {}).get("template") or {}).get("spec") or {}
         if not tspec.get("containers"):
@@ -394,8 +470,9 @@ class KubernetesBackend(ClusterBackend):
                 f"set_device {workload}: its GPUs were not added by intent-planner (no "
                 f"{devices.GPU_ANNOTATION} annotation): not removing them; fix: remove the GPU "
                 f"resource from the pod template by hand")
-        want, new_record = (devices.with_gpu(base, self.settings.gpu) if device == "gpu"
-                            else (base, None))
+        want, new_record = (devices.with_gpu(base, self.settings.gpu,
+                                             keep_cpu=self._cpu_changed(workload, tspec, record))
+                            if device == "gpu" else (base, None))
         old_keys = {k: tspec[k] for k in devices.TEMPLATE_KEYS if k in tspec}
         new_keys = {k: want[k] for k in devices.TEMPLATE_KEYS if k in want}
         tpatch = merge_patch(old_keys, new_keys)
@@ -413,13 +490,24 @@ class KubernetesBackend(ClusterBackend):
         self._patch_workload(kind, ns, name, body, f"set the device of {kind} {workload} to "
                                                    f"{device}")
 
+    def _cpu_changed(self, workload: str, tspec: Mapping[str, Any],
+                     record: devices.Record | None) -> bool:
+        """Whether the template's CPU was changed since the GPU switch (it differs from what
+        the record says ``cpuPerPod`` set) or since the last observation (the CPU actuator
+        resized the workload in this plan): then ``set_device`` leaves the CPU alone."""
+        if record is not None and devices.cpu_changed(tspec, record):
+            return True
+        seen = self.last_snapshot.workload(workload) if self.last_snapshot else None
+        cpu = containers_cpu(tspec.get("containers") or ())
+        return seen is not None and cpu > 0 and abs(seen.config.cpu - cpu) >= inplace.CPU_EPSILON
+
     def remove_pod(self, workload: str, pod: str) -> None:
         kind, ns, name, _ = self._find(workload)
         if self.cache.get(PODS, ns, pod, wait=self.ready_wait_s) is None:
             return
         # Read the count fresh: removing several pods in a row must not scale from the watch
         # cache's count, which has not seen the previous removal's scale yet.
-        replicas = int((self._read_workload(kind, ns, name).get("spec") or {}).get("replicas", 1))
+        replicas = int((self.read_workload(kind, ns, name).get("spec") or {}).get("replicas", 1))
         if kind == "StatefulSet":
             ordinal = pod.rsplit("-", 1)[-1]
             if pod != f"{name}-{replicas - 1}" or not ordinal.isdigit():
@@ -456,7 +544,7 @@ class KubernetesBackend(ClusterBackend):
                                  f"got {canary.replicas} x {canary.cpu!r}")
         kind, ns, name, obj = self._find(workload)
         self._check_canary_target(workload, kind, obj, canary)
-        main = self._with_device(workload, self._read_workload(kind, ns, name), canary.device)
+        main = self._with_device(workload, self.read_workload(kind, ns, name), canary.device)
         tspec = ((main.get("spec") or {}).get("template") or {}).get("spec") or {}
         if not tspec.get("containers"):
             raise PermanentError(f"set_canary {workload}: the pod template has no containers")
@@ -467,7 +555,7 @@ class KubernetesBackend(ClusterBackend):
         cname = canaries.canary_name(name)
         current = self._read_canary(ns, name)
         if current is None:
-            self._request("POST", DEPLOYMENTS.path(ns), f"create canary Deployment {ns}/{cname}",
+            self.request("POST", DEPLOYMENTS.path(ns), f"create canary Deployment {ns}/{cname}",
                           want)
             return
         body = canaries.patch(current, want)
@@ -501,18 +589,19 @@ class KubernetesBackend(ClusterBackend):
                 del tmeta["annotations"]
             tmpl["metadata"] = tmeta
         tspec = tmpl.get("spec") or {}
-        record = devices.read_record(main.get("metadata") or {})
         current = convert.containers_device(tspec.get("containers") or ())
-        if current == device:
+        if current == device:  # the GPU record is not read: it only matters for the way back
             return {**main, "spec": {**(main.get("spec") or {}), "template": tmpl}}
         if device == "gpu":
             want, _ = devices.with_gpu(tspec, self.settings.gpu)
-        elif record is not None:
+        elif (record := devices.read_record(main.get("metadata") or {})) is not None:
             want = devices.without_gpu(tspec, record)
         else:
             raise UnsupportedOperation(
                 f"set_canary {workload}: a cpu canary of a GPU workload whose GPUs intent-planner "
-                f"did not add (no {devices.GPU_ANNOTATION} annotation) cannot be made")
+                f"did not add (no {devices.GPU_ANNOTATION} annotation) cannot be made; fix: ask "
+                f"for a gpu canary, or take the GPU resource out of the pod template by hand "
+                f"(then the workload is a cpu workload)")
         return {**main, "spec": {**(main.get("spec") or {}),
                                  "template": {**tmpl, "spec": want}}}
 
@@ -521,7 +610,7 @@ class KubernetesBackend(ClusterBackend):
         :class:`PermanentError` for a Deployment of that name that is not a canary."""
         cname = canaries.canary_name(name)
         try:
-            current = self._read_workload("Deployment", ns, cname)
+            current = self.read_workload("Deployment", ns, cname)
         except NotFound:
             return None
         if not canaries.is_canary(current):
@@ -546,7 +635,7 @@ class KubernetesBackend(ClusterBackend):
         except NotFound:
             pass
 
-    def _request(self, method: str, path: str, what: str, body: Any = None) -> dict[str, Any]:
+    def request(self, method: str, path: str, what: str, body: Any = None) -> dict[str, Any]:
         """One JSON request without the client's models (a Deployment copied from the API
         server keeps every field, even those this client version does not know)."""
         client = self.api_client

@@ -5,7 +5,9 @@ incremental one (:mod:`planner.k8s.snapshot_builder`), so both read an object th
 
 * a pod's CPU is the sum of its containers' CPU requests (as the kubelet reports them
   running, in ``containerStatuses[].resources``, where it does: Kubernetes >= 1.33), its
-  device ``gpu`` when a container asks for a ``*/gpu`` resource, ``ready`` its ``Ready``
+  device ``gpu`` when a container asks for a ``*/gpu`` resource (the domain's pod has a device,
+  not a number of GPUs: a node's GPUs allocated count **one per GPU pod**, whatever the pod
+  asks for; with ``gpu.count`` > 1 the planner under-counts the GPUs taken), ``ready`` its ``Ready``
   condition, restarts the sum of ``containerStatuses[].restartCount``, ``started_at`` its
   ``startTime`` (else its ``creationTimestamp``); a pod counts only while it runs (no
   ``deletionTimestamp``, phase neither ``Succeeded`` nor ``Failed``);

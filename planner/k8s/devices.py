@@ -17,8 +17,23 @@ Record shape::
     {"resource": "nvidia.com/gpu",
      "containers": {"app": {"requests": {"cpu": "500m", "nvidia.com/gpu": null},
                             "limits": null}},          # null: the part did not exist
+     "cpu": {"app": {"requests": "2"}},                # the CPU cpuPerPod set
      "nodeSelector": {"pool": null},                   # previous values
      "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}
+
+**Which containers.** ``gpu.containers`` names them; empty (the default): the **first**
+container of the pod template only (the application; a second container is usually a proxy
+or a log shipper that would take a GPU of its own for nothing).
+
+**The CPU.** ``cpuPerPod`` sets the CPU of a GPU pod and the way back restores the CPU from
+before, *unless the CPU was changed since* (the CPU actuator resized the workload, in the same
+plan or later): :func:`without_gpu` only restores a container's CPU that is still what the
+record says was set (``"cpu"``; a record without it, from an older version, is restored as
+before), and ``with_gpu(..., keep_cpu=True)`` leaves the CPU alone (the backend asks for it
+when :func:`cpu_changed` says the CPU differs from what was set, or from what the last
+observation saw). The device's GPUs per pod are counted by the snapshot as one device
+(``PodState.device``); ``count`` > 1 is requested from Kubernetes but the planner's model
+prices a GPU pod as using one GPU (see :func:`planner.k8s.convert.pod_state`).
 """
 
 from __future__ import annotations
@@ -39,18 +54,38 @@ Record = dict[str, Any]
 
 
 def read_record(meta: Mapping[str, Any]) -> Record | None:
-    """The record in a workload's ``metadata`` (``None``: none, or not one of ours)."""
+    """The record in a workload's ``metadata`` (``None``: none); :class:`PermanentError`
+    naming the workload, the annotation and the fix when it is not one."""
     raw = (meta.get("annotations") or {}).get(GPU_ANNOTATION)
     if not raw:
         return None
+    where = f"{meta.get('namespace')}/{meta.get('name')}"
+    fix = (f"fix: remove the annotation (kubectl annotate -n {meta.get('namespace')} "
+           f"deployment {meta.get('name')} {GPU_ANNOTATION}-) and take the GPU resource, "
+           f"node selector and tolerations out of the pod template by hand")
     try:
         rec = json.loads(raw)
     except ValueError:
-        raise PermanentError(f"annotation {GPU_ANNOTATION} is not JSON: {raw[:80]!r}; fix: "
-                             f"remove it (and the GPU settings by hand)") from None
+        raise PermanentError(f"{where}: annotation {GPU_ANNOTATION} is not JSON: "
+                             f"{raw[:80]!r}; {fix}") from None
     if not isinstance(rec, dict) or not isinstance(rec.get("resource"), str):
-        raise PermanentError(f"annotation {GPU_ANNOTATION} is not a GPU record: {raw[:80]!r}")
+        raise PermanentError(f"{where}: annotation {GPU_ANNOTATION} is not a GPU record (a "
+                             f"JSON object with a 'resource'): {raw[:80]!r}; {fix}")
     return rec
+
+
+def _cpu_of(container: Mapping[str, Any], part: str) -> Any:
+    return ((container.get("resources") or {}).get(part) or {}).get("cpu")
+
+
+def cpu_changed(tspec: Mapping[str, Any], record: Record) -> bool:
+    """Whether a container's CPU differs from what :func:`with_gpu` set (``record["cpu"]``)."""
+    by_name = {str(c.get("name")): c for c in tspec.get("containers") or ()}
+    for name, parts in (record.get("cpu") or {}).items():
+        for part, value in parts.items():
+            if _cpu_of(by_name.get(name) or {}, part) != value:
+                return True
+    return False
 
 
 def dump_record(record: Record) -> str:
@@ -75,8 +110,10 @@ class _Recorder:
         section[key] = value
 
 
-def with_gpu(tspec: Mapping[str, Any], gpu: GpuSettings) -> tuple[dict[str, Any], Record]:
-    """``tspec`` (a pod template's ``spec``, copied) made a GPU pod's, and the record."""
+def with_gpu(tspec: Mapping[str, Any], gpu: GpuSettings, *, keep_cpu: bool = False
+             ) -> tuple[dict[str, Any], Record]:
+    """``tspec`` (a pod template's ``spec``, copied) made a GPU pod's, and the record;
+    ``keep_cpu``: leave the CPU as it is (``cpuPerPod`` not applied)."""
     out = copy.deepcopy(dict(tspec))
     containers: list[dict[str, Any]] = out.get("containers") or []
     names = [str(c.get("name")) for c in containers]
@@ -84,20 +121,22 @@ def with_gpu(tspec: Mapping[str, Any], gpu: GpuSettings) -> tuple[dict[str, Any]
     if missing or not containers:
         raise PermanentError(
             f"gpu.containers: no container {', '.join(missing) or '(none at all)'} in the pod "
-            f"template (it has {', '.join(names) or 'none'}); fix: name one of them, or give "
-            f"[] for every container")
+            f"template (it has {', '.join(names) or 'none'}); fix: name one of them in the "
+            f"backend settings' gpu.containers, or give [] for the first container")
     rec = _Recorder()
-    if gpu.cpu_per_pod is not None:
+    cpu_set: dict[str, dict[str, str]] = {}
+    if gpu.cpu_per_pod is not None and not keep_cpu:
         resized = containers_with_cpu(containers, gpu.cpu_per_pod)
         for c, new in zip(containers, resized, strict=True):
             for part in ("requests", "limits"):
-                value = ((new.get("resources") or {}).get(part) or {}).get("cpu")
-                old = ((c.get("resources") or {}).get(part) or {}).get("cpu")
-                if value is not None and value != old:
+                value = _cpu_of(new, part)
+                if value is not None and value != _cpu_of(c, part):
                     rec.set(c, part, "cpu", value)
+                    cpu_set.setdefault(str(c.get("name")), {})[part] = value
     count = str(gpu.count)
+    chosen = set(gpu.containers) if gpu.containers else {names[0]}
     for c in containers:
-        if not gpu.containers or c.get("name") in gpu.containers:
+        if c.get("name") in chosen:
             for part in ("requests", "limits"):
                 rec.set(c, part, gpu.resource, count)
     selector = dict(out.get("nodeSelector") or {})
@@ -117,8 +156,11 @@ def with_gpu(tspec: Mapping[str, Any], gpu: GpuSettings) -> tuple[dict[str, Any]
             added.append(api)
     if tolerations:
         out["tolerations"] = tolerations
-    return out, {"resource": gpu.resource, "containers": rec.containers,
-                 "nodeSelector": selector_before, "tolerations": added}
+    record: Record = {"resource": gpu.resource, "containers": rec.containers,
+                      "nodeSelector": selector_before, "tolerations": added}
+    if cpu_set:
+        record["cpu"] = cpu_set
+    return out, record
 
 
 def without_gpu(tspec: Mapping[str, Any], record: Record) -> dict[str, Any]:
@@ -126,6 +168,7 @@ def without_gpu(tspec: Mapping[str, Any], record: Record) -> dict[str, Any]:
     out = copy.deepcopy(dict(tspec))
     by_name = {str(c.get("name")): c for c in out.get("containers") or []}
     resource = str(record["resource"])
+    cpu_set = record.get("cpu")
     for name, parts in (record.get("containers") or {}).items():
         c = by_name.get(name)
         if c is None:
@@ -133,11 +176,18 @@ def without_gpu(tspec: Mapping[str, Any], record: Record) -> dict[str, Any]:
         res = c.get("resources") or {}
         for part, before in parts.items():
             section = dict(res.get(part) or {})
+            # The CPU set by cpuPerPod goes back only while it is still that CPU (a record
+            # without "cpu": always, as before).
+            ours = cpu_set is None or ((cpu_set.get(name) or {}).get(part) == section.get("cpu")
+                                       and section.get("cpu") is not None)
             if before is None:  # the part did not exist: drop what we put there
                 section.pop(resource, None)
-                section.pop("cpu", None)
+                if ours:
+                    section.pop("cpu", None)
             else:
                 for key, value in before.items():
+                    if key == "cpu" and not ours:
+                        continue
                     if value is None:
                         section.pop(key, None)
                     else:

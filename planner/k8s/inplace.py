@@ -13,15 +13,20 @@ own and a restarted planner picks up where it was.
 The patch (:func:`resize_patch`) is a JSON patch as VPA's updater sends it: per container
 whose resources change, a ``test`` of the container's name (the index is the pod's, and the
 pod's containers cannot change) and an ``add`` of its whole ``resources``.
+
+**Which containers.** Only the containers the workload's pod template names are resized and
+compared (``names``): a container injected at admission (a service mesh's sidecar) is not the
+workload's to size, and the template's CPU is spread over the template's containers only.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Literal
 
-from planner.k8s.convert import containers_cpu, timestamp
+from planner.k8s.convert import containers_cpu, quantity, running_cpu, timestamp
 from planner.k8s.settings import InPlaceResizeSettings
 from planner.k8s.templates import containers_with_cpu
 
@@ -71,12 +76,52 @@ def condition(pod: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
     return None
 
 
-def pod_cpu(pod: Mapping[str, Any]) -> float:
-    return containers_cpu((pod.get("spec") or {}).get("containers") or ())
+def named(containers: Sequence[Mapping[str, Any]], names: Collection[str] | None
+          ) -> list[tuple[int, Mapping[str, Any]]]:
+    """``(index, container)`` of the containers called one of ``names`` (all: ``None``)."""
+    return [(i, c) for i, c in enumerate(containers)
+            if names is None or c.get("name") in names]
+
+
+def pod_cpu(pod: Mapping[str, Any], names: Collection[str] | None = None) -> float:
+    """The CPU the pod's spec asks for, over the containers called one of ``names``."""
+    containers = (pod.get("spec") or {}).get("containers") or ()
+    return containers_cpu([c for _, c in named(containers, names)])
+
+
+def resize_pending(pod: Mapping[str, Any], cpu: float, names: Collection[str] | None = None
+                   ) -> bool:
+    """Whether the pod's spec asks for ``cpu`` (over the containers ``names``) while the kubelet
+    reports it running with another size (``containerStatuses[].resources``): a resize sent
+    and not done (pending, deferred, in progress, infeasible)."""
+    containers = [c for _, c in named((pod.get("spec") or {}).get("containers") or (), names)]
+    if not containers or abs(containers_cpu(containers) - cpu) >= CPU_EPSILON:
+        return False
+    return abs(running_cpu(containers, pod.get("status") or {}) - cpu) >= CPU_EPSILON
+
+
+def max_unavailable(obj: Mapping[str, Any], kind: str) -> int:
+    """How many pods of the workload may be replaced at once: the Deployment's
+    ``spec.strategy.rollingUpdate.maxUnavailable`` (default 25 %), the StatefulSet's
+    ``spec.updateStrategy.rollingUpdate.maxUnavailable`` (default 1); a percentage of
+    ``spec.replicas`` rounded down, as the controllers do; at least 1."""
+    spec = obj.get("spec") or {}
+    key, default = (("updateStrategy", 1) if kind == "StatefulSet" else ("strategy", "25%"))
+    value = ((spec.get(key) or {}).get("rollingUpdate") or {}).get("maxUnavailable", default)
+    replicas = int(spec.get("replicas", 1) or 0)
+    if isinstance(value, str) and value.endswith("%"):
+        try:
+            n = math.floor(replicas * float(value[:-1]) / 100)
+        except ValueError:
+            n = 1
+    else:
+        n = int(quantity(value))
+    return max(1, n)
 
 
 def progress(pod: Mapping[str, Any], cpu: float, now: float,
-             settings: InPlaceResizeSettings) -> tuple[Decision, str]:
+             settings: InPlaceResizeSettings, names: Collection[str] | None = None
+             ) -> tuple[Decision, str]:
     """What to do with ``pod`` to bring it to ``cpu`` cores, and why:
 
     * ``skip``: not a running pod on a node (pending, finishing, gone): left to its controller;
@@ -85,14 +130,17 @@ def progress(pod: Mapping[str, Any], cpu: float, now: float,
       progress past the settings' limits);
     * ``wait``: deferred or in progress within the limits;
     * ``resized``: asks for ``cpu`` and no resize is pending.
+
+    ``cpu`` is over the containers called one of ``names`` (every container: ``None``).
     """
     meta = pod.get("metadata") or {}
     status = pod.get("status") or {}
     if (meta.get("deletionTimestamp") or status.get("phase") not in ("Running", "Pending")
             or not (pod.get("spec") or {}).get("nodeName")):
         return "skip", "not running on a node"
-    if abs(pod_cpu(pod) - cpu) >= CPU_EPSILON:
-        return "resize", f"asks for {pod_cpu(pod):g} CPU"
+    asks = pod_cpu(pod, names)
+    if abs(asks - cpu) >= CPU_EPSILON:
+        return "resize", f"asks for {asks:g} CPU"
     pending = condition(pod, RESIZE_PENDING)
     if pending is not None:
         reason = str(pending.get("reason") or "")
@@ -118,14 +166,16 @@ def _limited(cond: Mapping[str, Any], now: float, limit: float, what: str
     return "wait", f"{what} for {now - since:.0f} s"
 
 
-def resize_patch(pod: Mapping[str, Any], cpu: float) -> list[dict[str, Any]]:
-    """The JSON patch of the pod's ``resize`` subresource giving it ``cpu`` cores (requests
-    spread and limits scaled as :func:`planner.k8s.templates.containers_with_cpu` does); empty
-    when nothing changes."""
+def resize_patch(pod: Mapping[str, Any], cpu: float, names: Collection[str] | None = None
+                 ) -> list[dict[str, Any]]:
+    """The JSON patch of the pod's ``resize`` subresource giving the containers called one of
+    ``names`` (every container: ``None``) ``cpu`` cores (requests spread and limits scaled as
+    :func:`planner.k8s.templates.containers_with_cpu` does); empty when nothing changes."""
     containers: Sequence[Mapping[str, Any]] = (pod.get("spec") or {}).get("containers") or ()
+    chosen = named(containers, names)
+    resized = containers_with_cpu([c for _, c in chosen], cpu)
     ops: list[dict[str, Any]] = []
-    for i, (old, new) in enumerate(zip(containers, containers_with_cpu(containers, cpu),
-                                       strict=True)):
+    for (i, old), new in zip(chosen, resized, strict=True):
         if (old.get("resources") or {}) != (new.get("resources") or {}):
             ops.append({"op": "test", "path": f"/spec/containers/{i}/name",
                         "value": old.get("name")})

@@ -7,7 +7,7 @@ naming the field and the fix. Every field has a default, so ``{}`` is a working 
     gpu:
       resource: nvidia.com/gpu        # the extended resource a GPU pod asks for
       count: 1                        # GPUs per pod
-      containers: []                  # containers that get the GPU ([]: every container)
+      containers: []                  # containers that get the GPU ([]: the first one)
       nodeSelector: {pool: gpu}       # merged into the pod template's nodeSelector
       tolerations:                    # appended to the pod template's tolerations
         - {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}
@@ -105,8 +105,8 @@ class GpuSettings(_Cfg):
     count: int = Field(default=1, ge=1, le=64)
     """GPUs per pod, set as both request and limit (Kubernetes requires them equal)."""
     containers: tuple[str, ...] = ()
-    """Names of the containers that get the GPUs; empty: every container of the pod (init
-    containers never)."""
+    """Names of the containers that get the GPUs; empty: the first container of the pod
+    template (the application's, not a sidecar's; init containers never)."""
     node_selector: dict[str, str] = Field(default_factory=dict, alias="nodeSelector")
     """Labels of the GPU nodes, merged into the pod template's ``nodeSelector``."""
     tolerations: tuple[Toleration, ...] = (
@@ -139,7 +139,7 @@ class GpuSettings(_Cfg):
         if len(set(v)) != len(v) or any(not c for c in v):
             raise PydanticCustomError(
                 "gpu_containers", "container names must be non-empty and distinct",
-                {"fix": "list each container name once, or give [] for every container"})
+                {"fix": "list each container name once, or give [] for the first container"})
         return v
 
 
