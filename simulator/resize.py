@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from planner.domain.state import WorkloadConfig
-    from simulator.cluster import SimNode, SimPod
+    from simulator.objects import SimNode, SimPod
     from simulator.scheduling import NodeIndex
 
 
