@@ -184,7 +184,7 @@ def test_a_pinned_device_is_the_only_one_planned(device: str, gpu_speedup: float
     free.run(duration=1800)
     assert free.sim.workloads["ml/inference"].config.device != device
     run = _multi_tenant({"class": "ai", "name": "infer", "device": device}, gpu_speedup)
-    run.run(duration=1800)
+    run.run(duration=900)
     targets = {e["plan"]["target"]["device"] for e in run.knowledge.events("ml/inference")
                if e.get("plan") and e["plan"]["actions"]}
     assert targets == {device}
