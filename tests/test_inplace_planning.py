@@ -19,22 +19,10 @@ from planner.planners import disruption, joint, safety
 from planner.planners.base import PlanningContext, ShapeOption
 from planner.planners.grid import GridPlanner, Inputs
 from tests.support.memory import Remembering
+from tests.test_grid_planner import TrueLatency as Latency
 
 NODES = (NodeState("a0", "a", "eu", 64.0, cost_per_core_hour=0.04),
          NodeState("b0", "b", "eu", 64.0, cost_per_core_hour=0.05))
-
-
-class Latency(Predictor):
-    """M/M/1 per core: 100 req/s per core; a 60 ms target needs ``mu - lam >= ~55``."""
-
-    kind = "learned"
-
-    def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
-        mu = 100.0 * batch.cpu
-        lam = rate / batch.replicas
-        with np.errstate(divide="ignore"):
-            p = np.where(lam < 0.98 * mu, 3 + 1000 * np.log(20) / (mu - lam), np.inf)
-        return Prediction(p, p * 1.05, np.ones(len(batch), dtype=bool))
 
 
 def context(in_place: bool, replicas: int = 7, cpu: float = 1.0, disruption_weight: float = 0.02,
