@@ -331,6 +331,8 @@ def test_every_directory_has_manifests() -> None:
     assert [p.name for p in CRD_FILES] == [
         "intents.intent-planner.io.yaml",
         "kpiprofiles.intent-planner.io.yaml",
+        "nodepools.apps.openyurt.io.yaml",
+        "poolservices.network.openyurt.io.yaml",
     ]
     names = {p.name for p in DEPLOY_FILES}
     assert {
