@@ -28,7 +28,11 @@ What each projection keeps (everything else is dropped):
     ``spec``: replicas, selector, template labels, template nodeSelector, template containers
     (name; cpu and ``*/gpu`` requests and limits); ``status``: replicas, readyReplicas.
 ``services``
-    ``metadata`` basics and labels; ``spec``: type, selector, ports.
+    ``metadata`` basics, labels, finalizers, deletionTimestamp, and of the annotations only
+    OpenYurt's pool selector and the ``aggregated.*`` keys; ``spec``: type, selector, ports,
+    loadBalancerClass; ``status.loadBalancer.ingress`` (what the PoolService fan-out reads).
+``poolservices``, ``nodepools``
+    as ``intents`` below.
 ``endpointslices``
     ``metadata`` basics and labels (``kubernetes.io/service-name``); addressType; endpoints
     (addresses, ``conditions.ready``, nodeName, targetRef kind/name); ports.
@@ -45,6 +49,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from planner.k8s.openyurt import AGGREGATED_PREFIX, POOL_SELECTOR_ANNOTATION
 
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 KOPF_LAST_HANDLED = "kopf.zalando.org/last-handled-configuration"
@@ -224,13 +230,23 @@ def project_workload(obj: Mapping[str, Any], it: Interner) -> dict[str, Any]:
 
 def project_service(obj: Mapping[str, Any], it: Interner) -> dict[str, Any]:
     spec_in = obj.get("spec") or {}
-    return {
-        "metadata": _meta(obj, it),
-        "spec": {"type": it.s(spec_in.get("type", "ClusterIP")),
-                 "selector": it.labels(spec_in.get("selector")),
-                 "ports": [{k: p[k] for k in ("name", "port", "targetPort", "protocol") if k in p}
-                           for p in spec_in.get("ports") or ()]},
-    }
+    meta = _meta(obj, it, "finalizers", "deletionTimestamp")
+    ann = {k: v for k, v in ((obj.get("metadata") or {}).get("annotations") or {}).items()
+           if k == POOL_SELECTOR_ANNOTATION or str(k).startswith(AGGREGATED_PREFIX)}
+    if ann:
+        meta["annotations"] = ann
+    spec: dict[str, Any] = {
+        "type": it.s(spec_in.get("type", "ClusterIP")),
+        "selector": it.labels(spec_in.get("selector")),
+        "ports": [{k: p[k] for k in ("name", "port", "targetPort", "protocol") if k in p}
+                  for p in spec_in.get("ports") or ()]}
+    if spec_in.get("loadBalancerClass"):
+        spec["loadBalancerClass"] = it.s(spec_in["loadBalancerClass"])
+    out: dict[str, Any] = {"metadata": meta, "spec": spec}
+    ingress = ((obj.get("status") or {}).get("loadBalancer") or {}).get("ingress")
+    if ingress:
+        out["status"] = {"loadBalancer": {"ingress": ingress}}
+    return out
 
 
 def project_endpointslice(obj: Mapping[str, Any], it: Interner) -> dict[str, Any]:
@@ -279,5 +295,7 @@ PROJECTIONS: dict[str, Projection] = {
     "endpointslices": project_endpointslice,
     "intents": project_custom,
     "kpiprofiles": project_custom,
+    "poolservices": project_custom,
+    "nodepools": project_custom,
 }
 """The default projection of each resource, by plural."""

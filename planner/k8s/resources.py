@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner.domain.intents import API_GROUP
+from planner.k8s import openyurt
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,12 @@ STATEFULSETS = ResourceType("statefulsets", "apps", "v1", "StatefulSet")
 ENDPOINTSLICES = ResourceType("endpointslices", "discovery.k8s.io", "v1", "EndpointSlice")
 INTENTS = ResourceType("intents", API_GROUP, "v1alpha1", "Intent")
 KPIPROFILES = ResourceType("kpiprofiles", API_GROUP, "v1alpha1", "KPIProfile")
+POOLSERVICES = ResourceType(openyurt.POOLSERVICE_PLURAL, openyurt.POOLSERVICE_GROUP,
+                            openyurt.POOLSERVICE_VERSION, openyurt.POOLSERVICE_KIND)
+NODEPOOLS = ResourceType(openyurt.NODEPOOL_PLURAL, openyurt.NODEPOOL_GROUP,
+                         openyurt.NODEPOOL_VERSION, openyurt.NODEPOOL_KIND, namespaced=False)
+"""OpenYurt's multi-region exposure API (read by the PoolService fan-out, not observed by the
+backend: not in :data:`ALL`)."""
 
 ALL: tuple[ResourceType, ...] = (PODS, NODES, DEPLOYMENTS, STATEFULSETS, SERVICES,
                                  ENDPOINTSLICES, INTENTS, KPIPROFILES)
