@@ -93,6 +93,12 @@ BUILTIN_RESOURCES: dict[str, ResourceInfo] = {
     "intent-planner.io/v1alpha1/kpiprofiles": ResourceInfo(
         kind="KPIProfile", singular="kpiprofile", namespaced=True, subresources={"status"},
         verbs={"get", "list", "watch", "create", "patch", "delete"}),
+    "network.openyurt.io/v1alpha1/poolservices": ResourceInfo(
+        kind="PoolService", singular="poolservice", namespaced=True, subresources={"status"},
+        verbs={"get", "list", "watch", "create", "patch", "delete"}),
+    "apps.openyurt.io/v1beta1/nodepools": ResourceInfo(
+        kind="NodePool", singular="nodepool", namespaced=False, subresources={"status"},
+        verbs={"get", "list", "watch", "create", "patch", "delete"}),
 }
 
 _DROP = object()
@@ -663,7 +669,9 @@ PLURALS = {"Pod": ("v1", "pods"), "Node": ("v1", "nodes"), "Service": ("v1", "se
            "StatefulSet": ("apps/v1", "statefulsets"),
            "EndpointSlice": ("discovery.k8s.io/v1", "endpointslices"),
            "Intent": ("intent-planner.io/v1alpha1", "intents"),
-           "KPIProfile": ("intent-planner.io/v1alpha1", "kpiprofiles")}
+           "KPIProfile": ("intent-planner.io/v1alpha1", "kpiprofiles"),
+           "PoolService": ("network.openyurt.io/v1alpha1", "poolservices"),
+           "NodePool": ("apps.openyurt.io/v1beta1", "nodepools")}
 
 
 class Kube:

@@ -41,6 +41,10 @@ def operator(
         "--backend-settings", help="Kubernetes backend settings YAML: GPU resource, node "
         "selector and tolerations; in-place resize; DCGM metric names "
         "(planner/k8s/settings.py).")] = None,
+    poolservice_fanout: Annotated[str, typer.Option(
+        "--poolservice-fanout", help="on: run the PoolService fan-out (one PoolService per "
+        "NodePool a LoadBalancer Service selects; docs/poolservice.md); off: leave it to "
+        "OpenYurt's yurt-manager.")] = "on",
 ) -> None:
     """Run the operator: plan every Intent in the cluster, act, and report status."""
     import logging
@@ -52,6 +56,10 @@ def operator(
     from planner.k8s.settings import parse_settings
     from planner.planners import registry as planner_registry
 
+    if poolservice_fanout not in ("on", "off"):
+        typer.echo(f"error: --poolservice-fanout {poolservice_fanout!r}: give on or off",
+                   err=True)
+        raise typer.Exit(code=2)
     if peering and standalone:
         typer.echo("error: --peering and --standalone exclude each other", err=True)
         raise typer.Exit(code=2)
@@ -82,7 +90,8 @@ def operator(
     run(OperatorConfig(namespaces=tuple(namespace or ()), kb=kb, prometheus_url=prometheus_url,
                        kpi_endpoints=tuple(allow_kpi_endpoint or ()), kpi_deadline_s=kpi_deadline,
                        peering=peering, standalone=standalone, health_port=health_port,
-                       admin=cfg, kubernetes=settings))
+                       admin=cfg, kubernetes=settings,
+                       poolservice_fanout=poolservice_fanout == "on"))
 
 
 def _one_doc(path: str | None, what: str) -> Any:

@@ -31,6 +31,16 @@ Blocking work (cycles, status writes) runs in one worker thread, never in kopf's
 with the highest priority); ``--standalone`` disables it; by default kopf uses the ``default``
 ClusterKopfPeering when it exists (``deploy/kopf-peering-default.yaml``).
 
+**PoolService fan-out** (``docs/poolservice.md``; ``poolservice_fanout``, on by default,
+``--poolservice-fanout off`` for clusters running OpenYurt's own controller): at start-up, when
+the API server serves PoolServices and NodePools and lets this service account list them
+(:func:`planner.k8s.poolservice_loop.api_serves`), a
+:class:`planner.k8s.poolservice_loop.FanoutLoop` reads Services, NodePools and PoolServices
+through the shared watch cache and keeps one PoolService per selected pool; otherwise it stays
+off with a warning in the log. It is not paused by kopf peering: in several replicas each runs
+it, and their level-based writes with ``resourceVersion`` preconditions converge on the same
+objects.
+
 **Health**: :class:`planner.k8s.health.HealthServer` serves ``/healthz`` (the event loop beats),
 ``/readyz`` (the watch cache has its initial lists and kopf started) and ``/metrics``.
 """
@@ -58,6 +68,8 @@ from planner.k8s.backend import KubernetesBackend, LabelKeys
 from planner.k8s.configmaps import configmap_applier
 from planner.k8s.kpi import KubernetesKPISource
 from planner.k8s.loadmetrics import LoadMetrics, PrometheusLoadMetrics
+from planner.k8s.poolservice_fanout import PoolServiceFanout
+from planner.k8s.poolservice_loop import FanoutLoop, api_serves
 from planner.k8s.projections import project_custom
 from planner.k8s.runner import CycleRunner
 from planner.k8s.settings import DEFAULT as DEFAULT_SETTINGS
@@ -94,6 +106,9 @@ class OperatorConfig:
     labels: LabelKeys = field(default_factory=LabelKeys)
     kubernetes: KubernetesSettings = DEFAULT_SETTINGS
     """GPUs, in-place resize and GPU metric names (``--backend-settings``)."""
+    poolservice_fanout: bool = True
+    """Run the PoolService fan-out (``--poolservice-fanout on|off``); off where OpenYurt's
+    yurt-manager runs its own ``load-balancer-set`` controller."""
 
 
 class IndexStore:
@@ -154,6 +169,23 @@ class OperatorRuntime:
         self.heartbeat: float | None = None
         self.beat_task: asyncio.Task[None] | None = None
         self.started = False
+        self.api_client = api_client
+        self.fanout: FanoutLoop | None = None
+
+    def start_fanout(self) -> str | None:
+        """Start the PoolService fan-out if configured and served; why not, else ``None``."""
+        if not self.config.poolservice_fanout:
+            return "switched off (--poolservice-fanout off)"
+        if self.fanout is not None:
+            return None
+        reason = api_serves(self.api_client)
+        if reason is not None:
+            log.warning("PoolService fan-out off: %s (install crds/ and "
+                        "deploy/optional/poolservice-fanout-rbac.yaml to enable it)", reason)
+            return reason
+        self.fanout = FanoutLoop(PoolServiceFanout(self.cache, self.api_client),
+                                 active=lambda: self.started).start()
+        return None
 
     def refresh(self, intents: Mapping[Any, Any], profiles: Mapping[Any, Any]) -> None:
         self.intents.refresh(intents)
@@ -183,6 +215,8 @@ class OperatorRuntime:
         return True, "ok"
 
     def close(self) -> None:
+        if self.fanout is not None:
+            self.fanout.stop()
         self.executor.shutdown(wait=True, cancel_futures=True)
         if self.trainer is not None:
             self.trainer.close()
@@ -226,6 +260,7 @@ def register_handlers(registry: kopf.OperatorRegistry, runtime: OperatorRuntime,
                 await asyncio.sleep(HEARTBEAT_S)
 
         runtime.beat_task = asyncio.create_task(beat())
+        await runtime.in_worker(runtime.start_fanout)
         runtime.started = True
 
     @kopf.on.cleanup(registry=registry)
