@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 import kopf
 import pytest
@@ -20,6 +20,7 @@ from bench.harness.apiserver import Kube, RunningApiserver, wait_until
 from knowledge.connect import open_knowledge_base
 from planner.domain.admin import AdminConfig
 from planner.domain.errors import TemporaryError
+from planner.domain.ports import KPISource
 from planner.k8s.k8sevents import EventPoster
 from planner.k8s.openyurt import (
     FINALIZER,
@@ -82,7 +83,8 @@ class Fan:
 
     def close(self) -> None:
         self.cache.stop()
-        self.client.close()
+        close: Any = self.client.close
+        close()
 
     def caught_up(self) -> bool:
         """The cache holds exactly the API server's objects, at their versions."""
@@ -377,7 +379,7 @@ def run_operator(api: RunningApiserver, fanout: bool) -> tuple[OperatorRuntime, 
     config = OperatorConfig(standalone=True, admin=AdminConfig(cycleSeconds=60),
                             poolservice_fanout=fanout)
     runtime = OperatorRuntime(config, client, cache, open_knowledge_base(None),
-                              kpis=_NoKPIs(), load=lambda workloads: {})
+                              kpis=cast(KPISource, _NoKPIs()), load=lambda workloads: {})
     registry = kopf.OperatorRegistry()
     register_handlers(registry, runtime,
                       login=lambda **_: kopf.ConnectionInfo(server=api.url, insecure=True))
@@ -396,7 +398,8 @@ def run_operator(api: RunningApiserver, fanout: bool) -> tuple[OperatorRuntime, 
         thread.join(15)
         runtime.close()
         cache.stop()
-        client.close()
+        close_client: Any = client.close
+        close_client()
 
     return runtime, close
 
