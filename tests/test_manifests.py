@@ -1096,6 +1096,35 @@ def test_optional_canary_role_creates_and_deletes_deployments_only() -> None:
                                     "namespace": account["metadata"]["namespace"]}]
 
 
+def test_optional_poolservice_fanout_role_writes_only_what_the_fanout_needs() -> None:
+    docs = load_docs(DEPLOY_DIR / "optional" / "poolservice-fanout-rbac.yaml")
+    for doc in docs:
+        kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+    role, binding = docs
+    rules = role["rules"]
+    for verb in ("get", "list", "watch", "create", "patch", "delete"):
+        assert allows(rules, "network.openyurt.io", "poolservices", verb)
+    for verb in ("get", "list", "watch"):
+        assert allows(rules, "apps.openyurt.io", "nodepools", verb)
+    assert allows(rules, "", "services", "patch") and allows(rules, "", "services/status",
+                                                             "patch")
+    for group, resource, verb in [("apps.openyurt.io", "nodepools", "patch"),
+                                  ("", "services", "delete"), ("", "services", "create"),
+                                  ("network.openyurt.io", "poolservices/status", "patch")]:
+        assert not allows(rules, group, resource, verb), (group, resource, verb)
+    plurals = {(c["spec"]["group"], c["spec"]["names"]["plural"]) for c in CRD_DOCS}
+    for rule in rules:
+        for group in rule["apiGroups"]:
+            if group.endswith("openyurt.io"):
+                for resource in rule["resources"]:
+                    assert (group, resource.split("/")[0]) in plurals, resource
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    (account,) = _one("ServiceAccount")
+    assert binding["subjects"] == [{"kind": "ServiceAccount",
+                                    "name": account["metadata"]["name"],
+                                    "namespace": account["metadata"]["namespace"]}]
+
+
 def test_bindings_tie_the_service_account_to_the_roles() -> None:
     (account,) = _one("ServiceAccount")
     subject = {
