@@ -69,7 +69,7 @@ class EventPoster:
                 "metadata": {"generateName": f"{note.name}.", "namespace": note.namespace},
                 "involvedObject": involved, "type": note.type, "reason": note.reason,
                 "message": note.message[:1024], "source": {"component": self.component},
-                "reportingComponent": self.component, "firstTimestamp": stamp,
+                "firstTimestamp": stamp,
                 "lastTimestamp": stamp, "count": 1}
         try:
             json_request(self.api_client, "POST", f"/api/v1/namespaces/{note.namespace}/events",
