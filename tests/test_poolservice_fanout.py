@@ -433,3 +433,16 @@ def test_operator_runs_the_fanout_unless_switched_off(api: RunningApiserver, kub
             assert not kube.get("Service", NS, "web")["metadata"].get("finalizers")
     finally:
         close()
+
+
+def test_operator_command_rejects_a_bad_fanout_switch() -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from planner.k8s import command
+
+    app = typer.Typer()
+    app.command()(command.operator)
+    result = CliRunner().invoke(app, ["--poolservice-fanout", "maybe"])
+    assert result.exit_code == 2 and "--poolservice-fanout 'maybe': give on or off" \
+        in result.output
