@@ -221,7 +221,8 @@ class Cluster:
 
     def close(self) -> None:
         self.kube.close()
-        self.client.close()
+        close: Any = self.client.close
+        close()
 
 
 @pytest.fixture
