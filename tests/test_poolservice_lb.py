@@ -27,7 +27,7 @@ from actuators import dispatch as pw
 from actuators.dataplanes import configmap as configmap_plane
 from actuators.dataplanes import haproxy, haproxy_servers
 from bench.harness import haproxy as sh
-from bench.harness.apiserver import Kube, RunningApiserver, node, path_of
+from bench.harness.apiserver import Kube, RunningApiserver, node, path_of, wait_until
 from planner.domain.errors import SpecError
 from planner.k8s import openyurt
 from planner.k8s import poolservice_backends as backends
@@ -355,3 +355,65 @@ class _WaitingCache:
 
     def get(self, rtype: Any, namespace: str | None, name: str) -> dict[str, Any] | None:
         return self.cache.get(rtype, namespace, name, wait=10)
+
+
+@pytest.mark.timeout(90)
+def test_operator_serves_the_class_with_kopf(cluster: Cluster) -> None:
+    """``--haproxy-lb`` in the operator: kopf's handlers reconcile a new PoolService at once
+    and follow endpoint changes at each resync, reading the shared watch cache."""
+    import asyncio
+
+    import kopf
+
+    from knowledge.connect import open_knowledge_base
+    from planner.domain.admin import AdminConfig
+    from planner.k8s.operator import OperatorConfig, OperatorRuntime, configure, register_handlers
+
+    c = cluster
+    settings = c.settings.model_copy(update={"resync_s": 0.5})
+    cache = WatchCache(ApiClientTransport(c.client), settings=CacheSettings(watch_timeout_s=30))
+    config = OperatorConfig(standalone=True, admin=AdminConfig(cycleSeconds=60),
+                            haproxy_lb=settings)
+    stub: Any = object()
+    runtime = OperatorRuntime(config, c.client, cache, open_knowledge_base(None), kpis=stub,
+                              load=stub)
+    assert runtime.haproxy_lb is not None
+    registry = kopf.OperatorRegistry()
+    register_handlers(registry, runtime,
+                      login=lambda **_: kopf.ConnectionInfo(server=c.api.url, insecure=True))
+    kopf_settings = configure(kopf.OperatorSettings())
+    kopf_settings.watching.server_timeout = 10
+    kopf_settings.queueing.idle_timeout = 0.5
+    kopf_settings.queueing.exit_timeout = 0.5
+    stop, started = threading.Event(), threading.Event()
+    thread = threading.Thread(target=lambda: asyncio.run(kopf.operator(
+        registry=registry, settings=kopf_settings, standalone=True, clusterwide=True,
+        stop_flag=stop, ready_flag=started)), name="kopf", daemon=True)
+    thread.start()
+    try:
+        assert started.wait(10), "kopf did not start"
+        wait_until(lambda: (c.ps("web-pool-a").get("status") or {}).get("conditions"),
+                   timeout=15)
+        assert ready_condition(c.ps("web-pool-a"))["status"] == "True"
+        assert set(c.servers("pool-a")) == {"web-a1", "web-a2"}
+        c.kube.patch("EndpointSlice", NS, "web-x1", {"endpoints": _slice(
+            {p: p not in NOT_READY | {"web-a1"} for p in PODS}, c.backend_port,
+            "web-x1")["endpoints"]})
+        wait_until(lambda: set(c.servers("pool-a")) == {"web-a2"}, timeout=15)
+        ps = c.ps("web-pool-a")
+        assert ps["status"]["aggregateToAnnotations"][BACKENDS_ANNOTATION] == "pool-a=1"
+        # deleted (the pool no longer exposes the Service): its HAProxy backend is emptied,
+        # then kopf lets the deletion through
+        assert set(c.servers("pool-b")) == {"web-b1"}
+        c.kube.http.delete(path_of(PS_API, openyurt.POOLSERVICE_PLURAL, NS, "web-pool-b")
+                           ).raise_for_status()
+        wait_until(lambda: c.kube.http.get(path_of(
+            PS_API, openyurt.POOLSERVICE_PLURAL, NS, "web-pool-b")).status_code == 404,
+            timeout=15)
+        assert c.servers("pool-b") == {}
+    finally:
+        stop.set()
+        thread.join(15)
+        runtime.close()
+        cache.stop()
+    assert not thread.is_alive()

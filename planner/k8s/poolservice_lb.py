@@ -26,6 +26,8 @@ status through the status subresource, only when it changed:
   controller aggregates it to the Service as ``aggregated.intent-planner.io/haproxy-backends``,
   one ``pool=n`` per pool).
 
+A deleted PoolService of the class has its HAProxy backend emptied (:meth:`HAProxyPoolLB.release`;
+in the operator, kopf's finalizer holds the deletion until then, a few retries at most).
 A PoolService of another class is not touched (no read of anything else, no write). The
 reconcile keeps nothing between calls: what HAProxy holds is read back from HAProxy, what the
 status says from the PoolService.
@@ -199,6 +201,29 @@ class HAProxyPoolLB:
                      verdict.reason, verdict.message)
         return Outcome(ns, name, True, verdict.ready, verdict.reason, verdict.commands, written,
                        verdict.retry)
+
+    def release(self, ps: Mapping[str, Any]) -> Outcome:
+        """A deleted PoolService of our class: empty its backend in the pool's HAProxy (the
+        pool no longer exposes the Service). ``retry`` when HAProxy could not be reached."""
+        meta = ps.get("metadata") or {}
+        ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        if not self.ours(ps):
+            return Outcome(ns, name, False)
+        labels = meta.get("labels") or {}
+        service, pool = labels.get(openyurt.SERVICE_NAME_LABEL), labels.get(
+            openyurt.POOL_NAME_LABEL)
+        lb = self.settings.pools.get(str(pool)) if service and pool else None
+        if lb is None:
+            return Outcome(ns, name, True, reason="PoolNotConfigured")
+        backend = self.settings.backend_of(ns, str(service), str(pool))
+        result = haproxy_servers.ServerSetWriter(
+            backend, lb.parsed_runtime_api(), timeout=lb.timeout_s).sync({})
+        if not result.reachable or result.failed:
+            return Outcome(ns, name, True, reason="HAProxyUnreachable" if not result.reachable
+                           else "HAProxyRefused", commands=result.sent, retry=True)
+        log.info("PoolService %s/%s deleted: HAProxy backend %s at %s emptied", ns, name,
+                 backend, lb.runtime_api)
+        return Outcome(ns, name, True, reason="Released", commands=result.sent)
 
     # ------------------------------------------------------------------ the decision
     def _verdict(self, ns: str, ps: Mapping[str, Any]) -> _Verdict:

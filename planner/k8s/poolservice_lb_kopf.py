@@ -5,11 +5,15 @@
 EndpointSlices and nodes from the shared watch cache, weights from the weights actuator's
 ConfigMaps (one list per namespace per reconcile, by label), and writing status through the
 PoolService ``status`` subresource. :func:`register` adds two kopf handlers on PoolServices of
-our class: every watch event (created, changed: reconcile at once) and a timer every
+our class: every watch event (created, changed: reconcile at once), a timer every
 ``resyncSeconds`` (endpoints, nodes and weights change without the PoolService changing;
-kopf pauses timers in a standby replica, as it does the planning timer). Neither persists
-anything on the PoolService (no finalizer, no kopf annotation). Reconciles run in a worker
-thread of their own, never in kopf's event loop or behind a planning cycle.
+kopf pauses timers in a standby replica, as it does the planning timer), and deletion (the
+pool's HAProxy backend is emptied). The timer and the deletion handler make kopf keep its
+finalizer (``intent-planner.io/planner``) on our PoolServices, as a cloud provider's service
+controller keeps one on a Service until its load balancer is released; an HAProxy that cannot
+be reached holds the deletion for at most :data:`RELEASE_RETRIES` retries, then lets it go.
+Reconciles run in a worker thread of their own, never in kopf's event loop or behind a
+planning cycle.
 """
 
 from __future__ import annotations
@@ -117,6 +121,10 @@ class LBRuntime:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor, self.reconcile, namespace, name)
 
+    async def release(self, body: Mapping[str, Any]) -> Outcome:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, self.lb.release, body)
+
     def close(self) -> None:
         self.executor.shutdown(wait=True, cancel_futures=True)
 
@@ -130,6 +138,9 @@ def build(settings: HAProxyLBSettings, admin: AdminConfig, api_client: ApiClient
                        reference_weight=admin.dispatch.engine.reference_weight)
     return LBRuntime(lb)
 
+
+RELEASE_RETRIES = 5
+RELEASE_BACKOFF_S = 2.0
 
 WATCHED = (POOLSERVICES, SERVICES, ENDPOINTSLICES, NODES)
 """What the reconciler reads from the watch cache."""
@@ -153,3 +164,11 @@ def register(registry: kopf.OperatorRegistry, runtime: LBRuntime) -> None:
                 registry=registry, id="haproxy_lb_resync")
     async def resync(**kw: Any) -> None:
         await runtime.in_worker(kw["namespace"], kw["name"])
+
+    @kopf.on.delete(group, version, plural, when=_ours, registry=registry,
+                    id="haproxy_lb_release", retries=RELEASE_RETRIES, backoff=RELEASE_BACKOFF_S)
+    async def released(**kw: Any) -> None:
+        out = await runtime.release(kw["body"])
+        if out.retry:
+            raise kopf.TemporaryError(f"{out.reason}: HAProxy backend not emptied yet",
+                                      delay=RELEASE_BACKOFF_S)
