@@ -101,6 +101,21 @@ def test_settings_errors_name_the_field() -> None:
     assert ok.pools["p"].ingress([]) == {"hostname": "lb.x"}
 
 
+def test_operator_command_rejects_bad_lb_settings(tmp_path: Any) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from planner.k8s import command
+
+    app = typer.Typer()
+    app.command()(command.operator)
+    bad = tmp_path / "lb.yaml"
+    bad.write_text("pools:\n  pool-a: {runtimeAPI: '10.0.0.1:99999', address: 10.0.0.2}\n")
+    result = CliRunner().invoke(app, ["--haproxy-lb", str(bad)])
+    assert result.exit_code == 2
+    assert "pools.pool-a.runtimeAPI" in result.output and "fix:" in result.output
+
+
 # ---------------------------------------------------------------------- end to end
 class _Named(http.server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:
