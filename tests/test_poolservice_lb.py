@@ -357,6 +357,13 @@ def test_pool_without_haproxy_and_reads_through_the_watch_cache(cluster: Cluster
     cond = ready_condition(c.ps("web-pool-c"))
     assert (cond["status"], cond["reason"]) == ("False", "PoolNotConfigured")
     assert "pools.pool-c" in cond["message"]
+    # a backend the pool's HAProxy configuration lacks: named, with the fix
+    wrong = c.settings.model_copy(update={"backend": "{name}-{pool}"})
+    lb = HAProxyPoolLB(wrong, ApiReader(ApiClientTransport(c.client)), status_patcher(c.client),
+                       ConfigMapWeights(configmap_lister(c.client)))
+    out = lb.reconcile(NS, "web-pool-a")
+    assert out.retry and out.reason == "HAProxyBackendMissing"
+    assert "backend web-pool-a" in ready_condition(c.ps("web-pool-a"))["message"]
 
 
 class _WaitingCache:

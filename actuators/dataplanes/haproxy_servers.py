@@ -64,6 +64,10 @@ class Server:
         dataplanes.check_weights({self.name: self.weight}, 0, 256)
 
 
+class NoSuchBackend(OSError):
+    """HAProxy answers, but has no backend of that name (its configuration lacks it)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class SyncResult:
     """What one :meth:`ServerSetWriter.sync` did. ``reachable`` false: nothing was read or
@@ -76,6 +80,8 @@ class SyncResult:
     message: str = ""
     servers: Mapping[str, Server] = dataclasses.field(default_factory=dict)
     """The backend's servers after the sync, as HAProxy reports them."""
+    no_backend: bool = False
+    """HAProxy was reached but has no such backend (not reachable through the runtime API)."""
 
     @property
     def ok(self) -> bool:
@@ -112,7 +118,7 @@ def read_servers(api: haproxy.RuntimeAPI, backend: str) -> dict[str, Server]:
     has no such backend: its answer is then not a state table)."""
     text = api.execute(f"show servers state {backend}")
     if "Can't find backend" in text:
-        raise OSError(f"HAProxy has no backend {backend!r}: {text.strip()[:200]}")
+        raise NoSuchBackend(f"HAProxy has no backend {backend!r}: {text.strip()[:200]}")
     return parse_servers_state(text, backend)
 
 
@@ -187,7 +193,8 @@ class ServerSetWriter:
             current = self.read()
         except OSError as exc:
             log.warning("haproxy %s: cannot read backend %s: %s", where, self.backend, exc)
-            return SyncResult(self.backend, False, message=f"runtime API {where}: {exc}")
+            return SyncResult(self.backend, False, message=f"runtime API {where}: {exc}",
+                              no_backend=isinstance(exc, NoSuchBackend))
         sent: list[str] = []
         failed: dict[str, str] = {}
         try:

@@ -19,9 +19,9 @@ status through the status subresource, only when it changed:
   no HAProxy configured);
 * ``conditions``: ``Ready`` with ``observedGeneration``; ``lastTransitionTime`` changes only
   when the status flips. Reasons: ``BackendsSynced`` (True), ``NoReadyEndpoints``,
-  ``HAProxyUnreachable``, ``HAProxyRefused`` (temporary: retried at the next resync),
-  ``PoolNotConfigured``, ``ServiceNotFound``, ``NotOwned`` (labels missing) (permanent until
-  the settings or objects change);
+  ``HAProxyUnreachable``, ``HAProxyRefused``, ``HAProxyBackendMissing`` (temporary: retried
+  at the next resync), ``PoolNotConfigured``, ``ServiceNotFound``, ``NotOwned`` (labels
+  missing) (permanent until the settings or objects change);
 * ``aggregateToAnnotations``: ``intent-planner.io/haproxy-backends: <pool>=<n>`` (the fan-out
   controller aggregates it to the Service as ``aggregated.intent-planner.io/haproxy-backends``,
   one ``pool=n`` per pool).
@@ -255,6 +255,11 @@ class HAProxyPoolLB:
                                                  timeout=lb.timeout_s)
         result = writer.sync(desired)
         where = f"HAProxy backend {backend} at {lb.runtime_api}"
+        if result.no_backend:
+            return _Verdict(False, "HAProxyBackendMissing", f"{result.message}; fix: add "
+                            f"'backend {backend}' (balance roundrobin, no servers) to the "
+                            f"HAProxy configuration of pool {pool}", commands=result.sent,
+                            retry=True)
         if not result.reachable:
             return _Verdict(False, "HAProxyUnreachable", f"{where}: {result.message}",
                             commands=result.sent, retry=True)
