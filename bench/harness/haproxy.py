@@ -128,8 +128,11 @@ class HAProxyProcess:
         host: str = "127.0.0.1",
         timeouts: Timeouts = Timeouts(),
         binary: str | None = None,
+        frontend_port: int | None = None,
     ) -> None:
         self.servers = tuple(servers)
+        self.fixed_frontend_port = frontend_port
+        """Bind the frontend on this port (default: a free one the kernel picks)."""
         self.balance = balance
         self.backend = backend
         self.host = host
@@ -165,7 +168,8 @@ class HAProxyProcess:
             raise RuntimeError(SKIP_REASON)
         last_error = ""
         for _ in range(attempts):  # a fresh pair of ports if another process grabbed ours
-            self.frontend_port, self.api_port = free_port(self.host), free_port(self.host)
+            self.frontend_port = self.fixed_frontend_port or free_port(self.host)
+            self.api_port = free_port(self.host)
             if self._try_start(timeout):
                 return
             last_error = self._collect_stderr()

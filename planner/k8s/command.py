@@ -45,6 +45,10 @@ def operator(
         "--poolservice-fanout", help="on: run the PoolService fan-out (one PoolService per "
         "NodePool a LoadBalancer Service selects; docs/poolservice.md); off: leave it to "
         "OpenYurt's yurt-manager.")] = "on",
+    haproxy_lb: Annotated[str | None, typer.Option(
+        "--haproxy-lb", help="Settings YAML of the reference load balancer for PoolServices "
+        "of class intent-planner.io/haproxy: one HAProxy per pool (runtime API, frontend "
+        "address) (planner/k8s/poolservice_lb_settings.py, docs/poolservice-lb.md).")] = None,
 ) -> None:
     """Run the operator: plan every Intent in the cluster, act, and report status."""
     import logging
@@ -53,6 +57,7 @@ def operator(
     from planner.domain.admin import parse_admin
     from planner.domain.errors import SpecError
     from planner.k8s.operator import OperatorConfig, run
+    from planner.k8s.poolservice_lb_settings import parse_lb_settings
     from planner.k8s.settings import parse_settings
     from planner.planners import registry as planner_registry
 
@@ -82,6 +87,8 @@ def operator(
                             "give a positive number of seconds at most cycleSeconds")
         settings = parse_settings(_one_doc(backend_settings, "backend settings"),
                                   backend_settings or "")
+        lb_settings = parse_lb_settings(_one_doc(haproxy_lb, "haproxy-lb settings"),
+                                        haproxy_lb or "")
     except SpecError as exc:
         typer.echo(f"error: {exc.line()}", err=True)
         raise typer.Exit(code=2) from None
@@ -90,7 +97,7 @@ def operator(
     run(OperatorConfig(namespaces=tuple(namespace or ()), kb=kb, prometheus_url=prometheus_url,
                        kpi_endpoints=tuple(allow_kpi_endpoint or ()), kpi_deadline_s=kpi_deadline,
                        peering=peering, standalone=standalone, health_port=health_port,
-                       admin=cfg, kubernetes=settings,
+                       admin=cfg, kubernetes=settings, haproxy_lb=lb_settings,
                        poolservice_fanout=poolservice_fanout == "on"))
 
 

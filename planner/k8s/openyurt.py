@@ -25,6 +25,10 @@ NODEPOOL_PLURAL: Final = "nodepools"
 #: NodePool labels.
 POOL_SELECTOR_ANNOTATION: Final = "service.openyurt.io/nodepool-labelselector"
 
+#: The node label OpenYurt keeps with the name of the node's pool (``LabelCurrentNodePool`` in
+#: OpenYurt's ``apps`` API): a node is in pool ``p`` when this label says ``p``.
+NODE_POOL_LABEL: Final = "apps.openyurt.io/nodepool"
+
 SERVICE_NAME_LABEL: Final = "openyurt.io/service-name"
 POOL_NAME_LABEL: Final = "openyurt.io/pool-name"
 MANAGED_BY_LABEL: Final = "service.openyurt.io/managed-by"

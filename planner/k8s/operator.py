@@ -64,11 +64,14 @@ from planner.control import wiring
 from planner.domain.admin import AdminConfig
 from planner.domain.intents import API_GROUP
 from planner.domain.ports import KPISource
+from planner.k8s import poolservice_lb_kopf
 from planner.k8s.backend import KubernetesBackend, LabelKeys
 from planner.k8s.configmaps import configmap_applier
 from planner.k8s.kpi import KubernetesKPISource
 from planner.k8s.loadmetrics import LoadMetrics, PrometheusLoadMetrics
 from planner.k8s.poolservice_fanout import PoolServiceFanout
+from planner.k8s.poolservice_lb_settings import DISABLED as LB_DISABLED
+from planner.k8s.poolservice_lb_settings import HAProxyLBSettings
 from planner.k8s.poolservice_loop import FanoutLoop, api_serves
 from planner.k8s.projections import project_custom
 from planner.k8s.runner import CycleRunner
@@ -109,6 +112,9 @@ class OperatorConfig:
     poolservice_fanout: bool = True
     """Run the PoolService fan-out (``--poolservice-fanout on|off``); off where OpenYurt's
     yurt-manager runs its own ``load-balancer-set`` controller."""
+    haproxy_lb: HAProxyLBSettings = LB_DISABLED
+    """The reference load balancer for PoolServices of class ``intent-planner.io/haproxy``
+    (``--haproxy-lb``; :mod:`planner.k8s.poolservice_lb`); off unless enabled."""
 
 
 class IndexStore:
@@ -166,6 +172,8 @@ class OperatorRuntime:
         self.runner = CycleRunner(self.controller.cycle, config.admin.cycle_s,
                                   ready=lambda: cache.ready(*KubernetesBackend.OBSERVED))
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="planner")
+        self.haproxy_lb = (poolservice_lb_kopf.build(config.haproxy_lb, config.admin, api_client,
+                                                     cache) if config.haproxy_lb.enabled else None)
         self.heartbeat: float | None = None
         self.beat_task: asyncio.Task[None] | None = None
         self.started = False
@@ -218,6 +226,8 @@ class OperatorRuntime:
         if self.fanout is not None:
             self.fanout.stop()
         self.executor.shutdown(wait=True, cancel_futures=True)
+        if self.haproxy_lb is not None:
+            self.haproxy_lb.close()
         if self.trainer is not None:
             self.trainer.close()
         if self.heap is not None:
@@ -292,6 +302,9 @@ def register_handlers(registry: kopf.OperatorRegistry, runtime: OperatorRuntime,
     async def profile_changed(**kw: Any) -> None:
         refresh(kw)
         await runtime.in_worker(runtime.source.sync_profiles)
+
+    if runtime.haproxy_lb is not None:
+        poolservice_lb_kopf.register(registry, runtime.haproxy_lb)
 
     if login is not None:
         kopf.on.login(registry=registry)(login)
