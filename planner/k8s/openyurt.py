@@ -31,7 +31,7 @@ NODE_POOL_LABEL: Final = "apps.openyurt.io/nodepool"
 
 SERVICE_NAME_LABEL: Final = "openyurt.io/service-name"
 POOL_NAME_LABEL: Final = "openyurt.io/pool-name"
-MANAGED_BY_LABEL: Final = "service.openyurt.io/managed-by"
+MANAGED_BY_LABEL: Final = "poolservice.openyurt.io/managed-by"
 MANAGED_BY: Final = "intent-planner.io/poolservice-fanout"
 
 #: Kept on a selected Service until every PoolService of it is gone.
