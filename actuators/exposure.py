@@ -82,16 +82,18 @@ class ExposureActuator(Actuator):
             return []
         add = [p for p in goal if p not in now_set]
         drop = [p for p in now_set if p not in goal]
-        if add:
+        cap = self.admin.exposure.max_pools
+        if add and drop and cap is not None and len(now_set) >= cap:
+            # at the cap: one pool for another in one change (never fewer than one exposed)
+            nxt = tuple(sorted((*(p for p in now_set if p != drop[0]), add[0])))
+            what = (f"move {workload}'s exposure from pool {drop[0]} to pool {add[0]} "
+                    f"(maxPools {cap})")
+        elif add:
             nxt = tuple(sorted((*now_set, add[0])))
             what = f"expose {workload} in pool {add[0]} too"
         else:
             nxt = tuple(p for p in now_set if p != drop[0])
             what = f"stop exposing {workload} in pool {drop[0]}"
-        cap = self.admin.exposure.max_pools
-        if cap is not None and len(nxt) > cap:  # over the cap now: remove first
-            nxt = tuple(p for p in now_set if p != (drop or [now_set[-1]])[0])
-            what = f"stop exposing {workload} in pool {(drop or [now_set[-1]])[0]} (maxPools)"
         held = self.cooldown.why_held(memory, now, what)
         if held is not None:
             self.held[workload] = held.replace("(it restarts pods)",

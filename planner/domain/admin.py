@@ -226,6 +226,13 @@ class ExposureSettings(_Cfg):
     network_share: float = Field(default=0.5, gt=0, lt=1, alias="networkShare")
     """The part of a latency objective the round trip to the serving pool may take: the rest
     is the service's. A client region whose round trip is above it is served too far."""
+    tail_share: float = Field(default=0.0, ge=0, le=1, alias="tailShare")
+    """The part of a latency objective's tail (5 % of the requests for p95) that demand served
+    too far may take before another pool is exposed; a pool is given up only when what it
+    serves would take at most half of that. 0 (the default): no demand served too far (expose
+    wherever clients are, give a pool up only when its clients are gone), because the
+    per-workload planner provisions the service for the whole tail: demand served too far
+    takes tail the service then misses (docs/regions.md, the measurement)."""
 
 
 class TrainingSettings(_Cfg):
