@@ -341,3 +341,12 @@ def test_controller_widens_exposure_and_narrows_it_back() -> None:
     assert 8 * 60 <= seen[0][0] < 10 * 60 and "us-east" in seen[0][2]
     assert seen[1][0] >= 25 * 60 and "stop exposing" in seen[1][2]
     assert run.sim.workloads["shop/storefront"].exposure == ("eu",)
+
+
+# --------------------------------------------------------------------------- Kubernetes
+def test_pool_selector_selects_exactly_the_pools() -> None:
+    from planner.k8s import openyurt
+
+    assert openyurt.pool_selector(("us", "eu", "eu")) == "openyurt.io/pool-name in (eu,us)"
+    with pytest.raises(ValueError, match="at least one pool"):
+        openyurt.pool_selector(())
