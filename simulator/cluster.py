@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from planner.domain import geography
 from planner.domain.errors import PermanentError
 from planner.domain.intents import Intent, KPIProfile, KPIType
 from planner.domain.ports import ClusterBackend, KPISource, UnsupportedOperation
@@ -26,7 +27,7 @@ from planner.domain.state import (
     WorkloadConfig,
     WorkloadState,
 )
-from simulator import queueing
+from simulator import queueing, regions
 from simulator.objects import SimNode, SimPod
 from simulator.resize import DisruptionCounts, InPlaceResizer
 from simulator.scenario import Scenario, WorkloadSpec
@@ -80,6 +81,9 @@ class SimWorkload:
     """The steps of the metrics window, oldest first."""
     next_pod: int = 0
     disruption: DisruptionCounts = field(default_factory=DisruptionCounts)
+    exposure: tuple[str, ...] | None = None
+    """The pools exposing the workload's Service (``None``: one Service for the whole
+    cluster, no geography); :mod:`simulator.regions`."""
 
     @property
     def key(self) -> str:
@@ -116,13 +120,19 @@ class SimulatedCluster(ClusterBackend, KPISource):
             if cluster.in_place_resize else None)
         """How :meth:`resize` changes running pods: in place (:mod:`simulator.resize`), or
         ``None``: by a rolling update."""
+        self.regions = regions.Regions.of(scenario, self.seed)
+        """Client geography (``None``: the scenario declares no clients)."""
         self.workloads: dict[str, SimWorkload] = {}
         for w in scenario.spec.workloads:
             cfg = WorkloadConfig(w.replicas, w.cpu, w.device, w.pool)
             sw = SimWorkload(w, cfg, scenario.trace_for(w, self.seed))
-            for _ in range(w.replicas):
-                pod = self._new_pod(sw, started=True)
-                sw.pods.append(pod)
+            if w.exposure is not None:
+                sw.exposure = tuple(sorted(set(w.exposure)))
+                self._reconcile_exposed(sw, self.time, started=True)
+            else:
+                for _ in range(w.replicas):
+                    pod = self._new_pod(sw, started=True)
+                    sw.pods.append(pod)
             self.workloads[w.key] = sw
 
     # ------------------------------------------------------------------ clock and dynamics
@@ -142,10 +152,11 @@ class SimulatedCluster(ClusterBackend, KPISource):
         self.time = t + dt
 
     def _new_pod(self, w: SimWorkload, started: bool = False,
-                 cfg: WorkloadConfig | None = None) -> SimPod:
+                 cfg: WorkloadConfig | None = None, pool: str | None = None) -> SimPod:
         cfg = w.config if cfg is None else cfg
         name = f"{w.spec.name}-{'canary-' if cfg is w.canary else ''}{w.next_pod}"
-        pod = SimPod(name, cfg.cpu, cfg.device, cfg.pool, self.time, serial=w.next_pod)
+        pod = SimPod(name, cfg.cpu, cfg.device, cfg.pool if pool is None else pool, self.time,
+                     serial=w.next_pod)
         w.next_pod += 1
         self._schedule(pod, w.spec, immediate=started)
         return pod
@@ -194,6 +205,9 @@ class SimulatedCluster(ClusterBackend, KPISource):
         """A Deployment controller: converge pods on the desired config, rolling updates
         (with in-place resize on, pods that differ in their CPU size alone are resized where
         they run instead, :mod:`simulator.resize`, and count as the config's)."""
+        if w.exposure is not None:
+            self._reconcile_exposed(w, t)
+            return
         cfg = w.config
         if self.in_place is not None:
             for pod in self.in_place.advance(w.pods, cfg, t, self.node_index, w.disruption):
@@ -223,6 +237,48 @@ class SimulatedCluster(ClusterBackend, KPISource):
             self._delete(w, pod)
         if w.canary is not None or w.canary_pods:
             self._reconcile_canary(w)
+
+    def _reconcile_exposed(self, w: SimWorkload, t: float, started: bool = False) -> None:
+        """A Deployment per exposing pool (:mod:`simulator.regions`): the config's replicas
+        split over the exposing pools by the demand each is routed; pods of another shape,
+        or beyond their pool's count, or in a pool no longer exposing, go as the new ones are
+        ready (make before break, as a rolling update)."""
+        assert self.regions is not None and w.exposure is not None
+        cfg = w.config
+        for pod in w.pods:
+            if pod.node is None:
+                self._schedule(pod, w.spec)
+        lam = w.trace.rate(t - self.start)
+        want = geography.split_replicas(cfg.replicas, self.regions.routed(
+            lam, t - self.start, w.exposure, self.pool_region))
+        placed: list[SimPod] = []
+        old: list[SimPod] = []
+        by_pool: dict[str | None, list[SimPod]] = {}
+        for pod in w.pods:
+            if pod.cpu == cfg.cpu and pod.device == cfg.device and pod.pool in want:
+                by_pool.setdefault(pod.pool, []).append(pod)
+            else:
+                old.append(pod)
+        for pool, n in want.items():
+            mine = by_pool.get(pool, [])
+            mine.sort(key=lambda p: (not p.ready(t), p.created_at))
+            placed.extend(mine[:n])
+            old.extend(mine[n:])
+            for _ in range(n - len(mine)):
+                pod = self._new_pod(w, started=started, pool=pool)
+                w.pods.append(pod)
+                placed.append(pod)
+        ready_new = sum(1 for p in placed if p.ready(t))
+        keep_old = max(0, cfg.replicas - ready_new)
+        old.sort(key=lambda p: (not p.ready(t), p.created_at))
+        for pod in old[keep_old:]:
+            self._delete(w, pod)
+        if w.canary is not None or w.canary_pods:
+            self._reconcile_canary(w)
+
+    @property
+    def pool_region(self) -> dict[str, str]:
+        return {name: p.region for name, p in self.pools.items()}
 
     @staticmethod
     def _count_restart(w: SimWorkload, old: list[SimPod], running: list[SimPod] | None
@@ -260,7 +316,12 @@ class SimulatedCluster(ClusterBackend, KPISource):
                          for p in ready])
         shares = dispatch_shares([p.name for p in ready], w.weights)
         servers = np.array([max(1, int(p.cpu)) for p in ready], dtype=np.int64)
-        out = queueing.step_outcome(lam, shares, mu, base, svc.timeout_ms, failed, servers)
+        if w.exposure is not None and self.regions is not None:
+            out = self.regions.serve(lam, t - self.start, w.exposure, self.pool_region,
+                                     [p.node.pool.name if p.node else "" for p in ready],
+                                     shares, mu, base, svc.timeout_ms, failed, servers)
+        else:
+            out = queueing.step_outcome(lam, shares, mu, base, svc.timeout_ms, failed, servers)
         metrics_start = t - self.metrics_window_s
         served = out.served_per_pod if out.served_per_pod is not None else np.zeros(len(ready))
         for pod in (*w.pods, *w.canary_pods):
@@ -287,6 +348,8 @@ class SimulatedCluster(ClusterBackend, KPISource):
             gpus += p.gpus
             cost += p.cpu * pool.cost_per_core_hour + p.gpus * pool.cost_per_gpu_hour
             per_pool[pool.name] = per_pool.get(pool.name, 0.0) + p.cpu
+        if w.exposure is not None and self.regions is not None:
+            cost += self.regions.lb_cost_per_hour * len(w.exposure)
         mean_util = float(out.utilization.mean()) if out.utilization.size else None
         w.history.append(StepRecord(t, dt, lam, out.served, out.dropped, out.components, cores,
                                     gpus, cost, mean_util, tuple(per_pool.items())))
@@ -311,10 +374,16 @@ class SimulatedCluster(ClusterBackend, KPISource):
             pods = tuple(states[:len(w.pods)])
             canary = None if w.canary is None else CanaryState(
                 w.canary, tuple(states[len(w.pods):]))
+            exposure, demand = None, None
+            if w.exposure is not None and self.regions is not None:
+                exposure = w.exposure
+                demand = self.regions.demand(rate or 0.0, t - self.start)
             workloads[key] = WorkloadState(w.spec.namespace, w.spec.name, w.config, pods,
                                            request_rate=rate, cpu_utilization=util,
-                                           canary=canary)
-        return ClusterSnapshot(t, nodes, workloads, in_place_resize=self.in_place is not None)
+                                           canary=canary, exposure=exposure,
+                                           client_demand=demand)
+        return ClusterSnapshot(t, nodes, workloads, in_place_resize=self.in_place is not None,
+                               geography=None if self.regions is None else self.regions.geo)
 
     def _pod_states(self, w: SimWorkload, t: float) -> list[PodState]:
         """The workload's pods, then its canary's, as observed at ``t``."""
@@ -397,6 +466,21 @@ class SimulatedCluster(ClusterBackend, KPISource):
                 self._delete(w, p)
                 w.config = w.config.with_(replicas=max(0, w.config.replicas - 1))
                 return
+
+    def expose(self, workload: str, pools: tuple[str, ...]) -> None:
+        """Expose the workload through the load balancers of ``pools`` (its pods follow at the
+        next step). Needs the scenario's ``clients``."""
+        w = self._workload(workload)
+        if self.regions is None:
+            raise UnsupportedOperation("this scenario declares no clients: its Services are "
+                                       "not exposed per pool")
+        chosen = tuple(sorted(set(pools)))
+        if not chosen:
+            raise PermanentError(f"{workload}: expose it in at least one pool")
+        unknown = [p for p in chosen if p not in self.pools]
+        if unknown:
+            raise PermanentError(f"no node pool {unknown[0]!r}")
+        w.exposure = chosen
 
     def set_canary(self, workload: str, canary: WorkloadConfig | None) -> None:
         w = self._workload(workload)

@@ -187,6 +187,33 @@ TraceSpec = Annotated[
 ]
 
 
+class ClientRegionSpec(_S):
+    """Where some of the clients are: a region and its weight in the demand (a constant
+    ``share``, or a ``trace`` of weights over time); shares are the weights over their sum."""
+
+    name: str = Field(min_length=1, max_length=63, pattern=DNS_LABEL)
+    share: float | None = Field(default=None, ge=0)
+    trace: TraceSpec | None = None
+
+    @model_validator(mode="after")
+    def _one_weight(self) -> ClientRegionSpec:
+        if (self.share is None) == (self.trace is None):
+            raise ValueError(f"client region {self.name!r}: give exactly one of share (a "
+                             "constant weight) or trace (weights over time)")
+        return self
+
+
+class ClientsSpec(_S):
+    """Client geography (``docs/regions.md``): where requests come from, the round trip from
+    each client region to each pool region, and what one exposed pool's load balancer costs.
+    Only workloads with ``exposure`` are served this way."""
+
+    regions: list[ClientRegionSpec] = Field(min_length=1, max_length=50)
+    latency_ms: dict[str, dict[str, Annotated[float, Field(ge=0, le=60_000)]]] = Field(
+        description="client region -> pool region -> round trip in ms (every pair)")
+    lb_cost_per_hour: float = Field(default=0.0, ge=0, description="per exposed pool")
+
+
 class WorkloadSpec(_S):
     name: str = Field(min_length=1, max_length=253, pattern=DNS_SUBDOMAIN)
     namespace: str = Field(default="default", min_length=1, max_length=63, pattern=DNS_LABEL)
@@ -196,6 +223,9 @@ class WorkloadSpec(_S):
     pool: str | None = None
     service: ServiceModel
     trace: TraceSpec
+    exposure: list[str] | None = Field(default=None, min_length=1, max_length=100,
+                                       description="the pools whose load balancers expose "
+                                       "the Service at the start (needs clients)")
 
     @property
     def key(self) -> str:
@@ -235,6 +265,7 @@ class ScenarioSpec(_S):
     cluster: ClusterSpec
     workloads: list[WorkloadSpec] = Field(min_length=1, max_length=MAX_WORKLOADS)
     admin: AdminConfig = AdminConfig()
+    clients: ClientsSpec | None = None
     manifests: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_MANIFESTS)
 
     _parse = field_validator("duration", mode="before")(classmethod(lambda cls, v: _dur(v)))
@@ -248,6 +279,7 @@ class ScenarioSpec(_S):
         for w in self.workloads:
             if w.pool is not None and w.pool not in pools:
                 raise ValueError(f"workload {w.key}: pool {w.pool!r} is not in cluster.pools")
+        self._check_geography(pools)
         pods = sum(w.replicas for w in self.workloads)
         if pods > MAX_PODS:
             raise ValueError(f"{pods} replicas in all workloads, more than the {MAX_PODS} a "
@@ -256,6 +288,37 @@ class ScenarioSpec(_S):
             raise ValueError(f"duration / step_s is {self.duration / self.step_s:.0f} steps, "
                              f"more than {MAX_STEPS}: shorten the duration or raise step_s")
         return self
+
+    def _check_geography(self, pools: set[str]) -> None:
+        clients = self.clients
+        for w in self.workloads:
+            if w.exposure is None:
+                continue
+            if clients is None:
+                raise ValueError(f"workload {w.key}: exposure needs clients (regions and "
+                                 "latency_ms) at the scenario's top level")
+            if w.pool is not None:
+                raise ValueError(f"workload {w.key}: give exposure or pool, not both (an "
+                                 "exposed workload's pods follow the demand of its pools)")
+            for p in w.exposure:
+                if p not in pools:
+                    raise ValueError(f"workload {w.key}: exposure pool {p!r} is not in "
+                                     "cluster.pools")
+        if clients is None:
+            return
+        names = [r.name for r in clients.regions]
+        if len(names) != len(set(names)):
+            raise ValueError("clients.regions: region names must be unique")
+        pool_regions = sorted({p.region for p in self.cluster.pools})
+        for r in names:
+            row = clients.latency_ms.get(r)
+            if row is None:
+                raise ValueError(f"clients.latency_ms: no row for client region {r!r}; give "
+                                 f"its round trip to each pool region {pool_regions}")
+            missing = [x for x in pool_regions if x not in row]
+            if missing:
+                raise ValueError(f"clients.latency_ms.{r}: no round trip to pool region(s) "
+                                 f"{missing}; give one for each of {pool_regions}")
 
 
 class Scenario:
@@ -273,8 +336,22 @@ class Scenario:
         return self.spec.name
 
     def trace_for(self, workload: WorkloadSpec, seed: int) -> Trace:
-        t = workload.trace
-        s = seed * 1000 + sum(map(ord, workload.key))
+        return self.trace_of(workload.trace, seed * 1000 + sum(map(ord, workload.key)))
+
+    def region_weights(self, seed: int) -> dict[str, Trace]:
+        """Each client region's weight in the demand over time (``clients.regions``)."""
+        clients = self.spec.clients
+        if clients is None:
+            return {}
+        out: dict[str, Trace] = {}
+        for r in clients.regions:
+            s = seed * 1000 + 7 + sum(map(ord, "region/" + r.name))
+            out[r.name] = (ConstantTrace(float(r.share), 0.0, s) if r.share is not None
+                           else self.trace_of(r.trace, s) if r.trace is not None
+                           else ConstantTrace(1.0, 0.0, s))
+        return out
+
+    def trace_of(self, t: TraceSpec, s: int) -> Trace:
         if isinstance(t, ConstantTraceSpec):
             return ConstantTrace(t.rate, t.noise, s)
         if isinstance(t, StepTraceSpec):

@@ -214,6 +214,27 @@ class CanarySettings(_Cfg):
     be scheduled)."""
 
 
+class ExposureSettings(_Cfg):
+    """Which node pools expose an intent's Service (the ``exposure`` actuator and
+    :mod:`planner.planners.exposure`; docs/regions.md)."""
+
+    max_pools: int | None = Field(default=None, ge=1, le=100, alias="maxPools")
+    """Most pools that may expose one Service (``None``: no cap)."""
+    cooldown_s: float = Field(default=300.0, ge=0, alias="cooldownSeconds")
+    """After an exposure change, no other for this long (a new pool's load balancer and pods
+    take time to come up; flapping pays for both)."""
+    network_share: float = Field(default=0.5, gt=0, lt=1, alias="networkShare")
+    """The part of a latency objective the round trip to the serving pool may take: the rest
+    is the service's. A client region whose round trip is above it is served too far."""
+    tail_share: float = Field(default=0.0, ge=0, le=1, alias="tailShare")
+    """The part of a latency objective's tail (5 % of the requests for p95) that demand served
+    too far may take before another pool is exposed; a pool is given up only when what it
+    serves would take at most half of that. 0 (the default): no demand served too far (expose
+    wherever clients are, give a pool up only when its clients are gone), because the
+    per-workload planner provisions the service for the whole tail: demand served too far
+    takes tail the service then misses (docs/regions.md, the measurement)."""
+
+
 class TrainingSettings(_Cfg):
     """How the training hook refits effect models (:mod:`planner.control.training`)."""
 
@@ -293,6 +314,8 @@ class AdminConfig(_Cfg):
     """Model training: CPU budget, where fits run, warm start."""
     canary: CanarySettings = CanarySettings()
     """Trials of unobserved shapes through a canary (:class:`CanarySettings`)."""
+    exposure: ExposureSettings = ExposureSettings()
+    """Per-pool exposure of Services (:class:`ExposureSettings`)."""
 
     def planner_for(self, namespace: str) -> str:
         return self.planners_by_namespace.get(namespace, self.planner)

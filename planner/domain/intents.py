@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
@@ -159,6 +159,17 @@ class IntentSpec(_Spec):
     """What the workload is, which device it needs, how requests are dispatched
     (:class:`UseCase`); ``None``: the planner chooses the device, ``balance`` dispatch,
     horizontally scalable."""
+    regions: list[Annotated[str, Field(min_length=1, max_length=63, pattern=DNS_LABEL)]] | None \
+        = Field(default=None, min_length=1, max_length=100)
+    """Data residency: only node pools in these regions may expose the workload's Service
+    (and so run its pods, which follow the exposure; docs/regions.md). ``None``: any."""
+
+    @field_validator("regions")
+    @classmethod
+    def _unique_regions(cls, v: list[str] | None) -> list[str] | None:
+        if v is not None and len(v) != len(set(v)):
+            raise ValueError("regions must be unique")
+        return v
 
     @field_validator("objectives")
     @classmethod

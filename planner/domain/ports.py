@@ -70,6 +70,13 @@ class ClusterBackend(ABC):
         """Set per-pod dispatch weights for the workload's load balancer."""
         raise UnsupportedOperation(f"{self.name} backend has no dispatch weights")
 
+    def expose(self, workload: str, pools: tuple[str, ...]) -> None:
+        """Expose the workload's Service through the load balancers of ``pools`` (one
+        PoolService per pool; the workload's pods follow the demand each pool is routed,
+        :func:`planner.domain.geography.split_replicas`). Observed as
+        :attr:`planner.domain.state.WorkloadState.exposure`."""
+        raise UnsupportedOperation(f"{self.name} backend cannot expose {workload} per pool")
+
     def set_canary(self, workload: str, canary: WorkloadConfig | None) -> None:
         """Run ``canary.replicas`` pods of ``canary``'s shape beside the workload, behind the
         same Service (``None``, or 0 replicas: no canary). Observed as

@@ -9,6 +9,7 @@ from functools import cached_property
 from typing import Any
 
 from planner.domain.cluster_facts import ClusterFacts
+from planner.domain.geography import Geography
 
 
 def _set_attributes(obj: object, values: dict[str, Any]) -> None:
@@ -136,6 +137,12 @@ class WorkloadState:
     """Mean CPU usage over ready pods as a fraction of their CPU request, if known."""
     canary: CanaryState | None = None
     """The workload's canary, if one runs; its pods are not in :attr:`pods`."""
+    exposure: tuple[str, ...] | None = None
+    """The node pools whose load balancers expose the workload's Service (sorted), where the
+    Service is exposed per pool (OpenYurt's PoolService, :mod:`planner.domain.geography`);
+    ``None``: one Service for the whole cluster, as before."""
+    client_demand: dict[str, float] | None = None
+    """Requests per second arriving from each client region, where the backend knows it."""
 
     @property
     def key(self) -> str:
@@ -200,6 +207,9 @@ class ClusterSnapshot:
     Pod ``resize`` subresource; the simulator when its scenario says so). A CPU change alone then
     costs no restart; a resize the node has no room for is deferred and, past a limit, rolled
     out (:meth:`planner.domain.ports.ClusterBackend.resize`)."""
+    geography: Geography | None = None
+    """Round trips between client regions and pool regions, and what a pool's load balancer
+    costs, where the backend knows them (:mod:`planner.domain.geography`)."""
     memo: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
     """Values other layers derive from ``nodes`` and keep with this snapshot (the free room per
     pod shape, :mod:`planner.planners.capacity`); a snapshot with other nodes starts without

@@ -87,7 +87,7 @@ from planner.domain.errors import IntentPlannerError, PermanentError
 from planner.domain.ports import ClusterBackend, UnsupportedOperation
 from planner.domain.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
 from planner.k8s import canary as canaries
-from planner.k8s import convert, devices, inplace, resources
+from planner.k8s import convert, devices, inplace, openyurt, resources
 from planner.k8s.apierrors import KubernetesPermanentError, NotFound, api_call
 from planner.k8s.apierrors import read_body as _read
 from planner.k8s.changefeed import ChangeFeed
@@ -445,6 +445,28 @@ class KubernetesBackend(ClusterBackend):
         spec["template"] = {"spec": {"nodeSelector": selector}}
         body: dict[str, Any] = {"spec": spec, **({"metadata": meta} if meta else {})}
         self._patch_workload(kind, ns, name, body, f"place {kind} {workload} on pool {pool}")
+
+    def expose(self, workload: str, pools: tuple[str, ...]) -> None:
+        """Write the pool selector of the workload's Service (the Service of the workload's
+        name, in its namespace): OpenYurt's ``service.openyurt.io/nodepool-labelselector``
+        annotation selecting ``pools`` (:func:`planner.k8s.openyurt.pool_selector`); the
+        PoolService fan-out (OpenYurt's or our operator's) does the rest. Unchanged: no write."""
+        ns, name = _split(workload)
+        if not pools:
+            raise PermanentError(f"expose {workload}: give at least one pool")
+        value = openyurt.pool_selector(pools)
+        kw: dict[str, Any] = {"_preload_content": False, "_request_timeout": self.timeout}
+        with api_call(f"read Service {ns}/{name}"):
+            svc = _read(self.core.read_namespaced_service(name, ns, **kw))
+        current = ((svc.get("metadata") or {}).get("annotations") or {}).get(
+            openyurt.POOL_SELECTOR_ANNOTATION)
+        if current == value:
+            return
+        body = {"metadata": {"annotations": {openyurt.POOL_SELECTOR_ANNOTATION: value}}}
+        with api_call(f"expose Service {ns}/{name} in pools {', '.join(sorted(pools))}"):
+            _read(self.core.patch_namespaced_service(
+                name, ns, body, _content_type=MERGE_PATCH, field_manager=self.field_manager,
+                **kw))
 
     def set_device(self, workload: str, device: str) -> None:
         """Make the workload's pods GPU pods (``gpu``) or take back exactly what that added

@@ -48,3 +48,18 @@ HAPROXY_LB_CLASS: Final = "intent-planner.io/haproxy"
 def poolservice_name(service: str, pool: str) -> str:
     """The PoolService of ``service`` in ``pool``: ``<service>-<pool>``, as OpenYurt names it."""
     return f"{service}-{pool}"
+
+
+#: The label a NodePool carries with its own name, which the pool selector the planner writes
+#: (:func:`pool_selector`) selects on: the same key as a PoolService's pool label. NodePools
+#: without it are not selected: our NodePool fan-out sets it; on an OpenYurt cluster, label each
+#: pool once (``kubectl label nodepool <pool> openyurt.io/pool-name=<pool>``).
+NODEPOOL_NAME_LABEL: Final = POOL_NAME_LABEL
+
+
+def pool_selector(pools: tuple[str, ...] | list[str]) -> str:
+    """The value of :data:`POOL_SELECTOR_ANNOTATION` that selects exactly ``pools`` (a
+    set-based label selector over :data:`NODEPOOL_NAME_LABEL`, pools sorted)."""
+    if not pools:
+        raise ValueError("a pool selector needs at least one pool")
+    return f"{NODEPOOL_NAME_LABEL} in ({','.join(sorted(set(pools)))})"

@@ -60,7 +60,7 @@ from planner.domain.memory import Memory
 from planner.domain.plan import Plan, ReasonPart, join_reason
 from planner.domain.state import WorkloadConfig
 from planner.models.training import SATURATED_UTILIZATION
-from planner.planners import capacity, plan_details
+from planner.planners import capacity, exposure, plan_details
 from planner.planners.base import (
     Planner,
     PlanningContext,
@@ -535,4 +535,5 @@ def shape_text(cfg: WorkloadConfig) -> str:
 def plan_safely(planner: Planner, ctx: PlanningContext, memory: Memory
                 ) -> tuple[Plan, dict[str, Any]]:
     """What the controller and the preview call: the planner's plan through :func:`guard`."""
-    return guard(ctx, planner.plan(ctx), memory, planner)
+    plan, mem = guard(ctx, planner.plan(ctx), memory, planner)
+    return exposure.with_exposure(plan, ctx), mem
