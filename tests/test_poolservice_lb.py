@@ -424,8 +424,9 @@ def test_operator_serves_the_class_with_kopf(cluster: Cluster) -> None:
             {p: p not in NOT_READY | {"web-a1"} for p in PODS}, c.backend_port,
             "web-x1")["endpoints"]})
         wait_until(lambda: set(c.servers("pool-a")) == {"web-a2"}, timeout=15)
-        ps = c.ps("web-pool-a")
-        assert ps["status"]["aggregateToAnnotations"][BACKENDS_ANNOTATION] == "pool-a=1"
+        # HAProxy is synced before the status is written: wait for the write too.
+        wait_until(lambda: (c.ps("web-pool-a")["status"].get("aggregateToAnnotations") or {})
+                   .get(BACKENDS_ANNOTATION) == "pool-a=1", timeout=15)
         # deleted (the pool no longer exposes the Service): its HAProxy backend is emptied,
         # then kopf lets the deletion through
         assert set(c.servers("pool-b")) == {"web-b1"}
