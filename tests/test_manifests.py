@@ -61,7 +61,9 @@ def manifest_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.glob("*.yaml") if p.name != "kustomization.yaml")
 
 
-CRD_FILES = manifest_files(CRD_DIR)
+OPENYURT_CRD_FILES = manifest_files(CRD_DIR / "openyurt")
+"""Applied on their own, only on clusters without OpenYurt: not in deploy/'s kustomization."""
+CRD_FILES = manifest_files(CRD_DIR) + OPENYURT_CRD_FILES
 DEPLOY_FILES = manifest_files(DEPLOY_DIR)
 EXAMPLE_FILES = sorted(EXAMPLES_DIR.glob("*.yaml"))
 
@@ -1183,9 +1185,16 @@ def _kustomize_files(directory: Path) -> list[Path]:
 def test_kustomization_lists_crds_and_deploy_files() -> None:
     listed = {p.relative_to(ROOT) for p in _kustomize_files(DEPLOY_DIR)}
     expected = {
-        p.relative_to(ROOT) for p in CRD_FILES + DEPLOY_FILES if p.name not in NOT_IN_KUSTOMIZATION
+        p.relative_to(ROOT) for p in CRD_FILES + DEPLOY_FILES
+        if p.name not in NOT_IN_KUSTOMIZATION and p not in OPENYURT_CRD_FILES
     }
     assert listed == expected
+
+
+def test_openyurt_crds_are_their_own_kustomization() -> None:
+    """``kubectl apply -k deploy/`` must not replace the CRDs of a cluster running OpenYurt."""
+    assert set(_kustomize_files(CRD_DIR / "openyurt")) == set(OPENYURT_CRD_FILES)
+    assert not set(_kustomize_files(DEPLOY_DIR)) & set(OPENYURT_CRD_FILES)
 
 
 def test_kustomize_build_renders_every_object() -> None:
@@ -1204,7 +1213,7 @@ def test_kustomize_build_renders_every_object() -> None:
     expected = {
         (d["kind"], d["metadata"]["name"])
         for p in CRD_FILES + DEPLOY_FILES
-        if p.name not in NOT_IN_KUSTOMIZATION
+        if p.name not in NOT_IN_KUSTOMIZATION and p not in OPENYURT_CRD_FILES
         for d in load_docs(p)
     }
     assert rendered == expected
