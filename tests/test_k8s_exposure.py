@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from kubernetes.client import ApiClient, Configuration
@@ -13,11 +13,12 @@ from bench.harness.apiserver import Kube, RunningApiserver, deployment, node
 from planner.domain.errors import PermanentError, SpecError
 from planner.k8s import client_demand, openyurt
 from planner.k8s.backend import KubernetesBackend
-from planner.k8s.exposure_observer import current_exposure
+from planner.domain.state import ClusterSnapshot
+from planner.k8s.exposure_observer import ExposureObserver, current_exposure
 from planner.k8s.resources import NODEPOOLS, SERVICES
 from planner.k8s.settings import ExposureSettings, parse_settings
 from planner.k8s.transport import ApiClientTransport
-from planner.k8s.watchcache import CacheSettings, WatchCache
+from planner.k8s.watchcache import CacheSettings, NotReady, WatchCache
 
 NS = "shop"
 
@@ -174,3 +175,13 @@ def test_snapshot_reports_exposure_and_why_demand_is_unknown(api: RunningApiserv
         close: Any = client.close
         close()
         kube.close()
+
+
+def test_services_not_listed_yet_leave_the_snapshot_as_it_is() -> None:
+    class NotListed:
+        def get(self, *args: Any, **kw: Any) -> None:
+            raise NotReady("services.v1: initial list not received yet")
+
+    snap = ClusterSnapshot(0.0, (), {})
+    observer = ExposureObserver(cast(WatchCache, NotListed()), _settings(), None)
+    assert observer.apply(snap) is snap

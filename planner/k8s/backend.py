@@ -176,7 +176,7 @@ class KubernetesBackend(ClusterBackend):
         if settings.exposure.enabled:
             cache.start(SERVICES)
             self.exposure = ExposureObserver(cache, settings.exposure, client_demand,
-                                             self.labels.region)
+                                             self.labels.region, ready_wait_s)
         self.pod_feed = ChangeFeed(cache, PODS)
         self.builder = SnapshotBuilder(self.labels)
         self.resizer = InPlaceResizer(self)

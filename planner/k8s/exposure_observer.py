@@ -40,7 +40,7 @@ from planner.k8s.client_demand import DemandUnavailable
 from planner.k8s.poolservice_desired import is_selected, selector_text
 from planner.k8s.resources import NODEPOOLS, SERVICES
 from planner.k8s.settings import ExposureSettings
-from planner.k8s.watchcache import WatchCache
+from planner.k8s.watchcache import NotReady, WatchCache
 
 log = logging.getLogger(__name__)
 
@@ -81,8 +81,10 @@ class ExposureObserver:
     """Adds exposure, geography and client demand to a snapshot (see the module docstring)."""
 
     def __init__(self, cache: WatchCache, settings: ExposureSettings, demand: Demand | None,
-                 region_label: str = "topology.kubernetes.io/region") -> None:
+                 region_label: str = "topology.kubernetes.io/region",
+                 ready_wait_s: float = 0.0) -> None:
         self.cache = cache
+        self.ready_wait_s = ready_wait_s
         self.settings = settings
         self.demand = demand
         self.region_label = region_label
@@ -97,7 +99,13 @@ class ExposureObserver:
 
     def apply(self, snap: ClusterSnapshot) -> ClusterSnapshot:
         """``snap`` with the geography, and exposure and client demand for the workloads
-        exposed per pool."""
+        exposed per pool; ``snap`` as it is while the Services' initial list is not in
+        the watch cache yet (after ``ready_wait_s``; logged)."""
+        try:
+            self.cache.get(SERVICES, "", "", wait=self.ready_wait_s)  # waits for the list
+        except NotReady as exc:
+            self._log("*", f"not reported this cycle: {exc}")
+            return snap
         nodepools = self._nodepools()
         workloads = dict(snap.workloads)
         failed: str | None = None
