@@ -11,9 +11,9 @@ from kubernetes.client import ApiClient, Configuration
 
 from bench.harness.apiserver import Kube, RunningApiserver, deployment, node
 from planner.domain.errors import PermanentError, SpecError
+from planner.domain.state import ClusterSnapshot
 from planner.k8s import client_demand, openyurt
 from planner.k8s.backend import KubernetesBackend
-from planner.domain.state import ClusterSnapshot
 from planner.k8s.exposure_observer import ExposureObserver, current_exposure
 from planner.k8s.resources import NODEPOOLS, SERVICES
 from planner.k8s.settings import ExposureSettings, parse_settings
