@@ -114,6 +114,9 @@ class ExposureObserver:
             if svc is None or not is_selected(svc):
                 continue
             pools, note = current_exposure(svc, nodepools)
+            if pools == ():
+                self._log(key, f"its selector {selector_text(svc)!r} matches no NodePool (label "
+                               f"each NodePool {openyurt.NODEPOOL_NAME_LABEL}=<its name>)")
             demand: dict[str, float] | None = None
             if pools is not None:
                 demand, failed, note = self._demand(wl, failed)
