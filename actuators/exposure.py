@@ -90,7 +90,7 @@ class ExposureActuator(Actuator):
                     f"(maxPools {cap})")
         elif add:
             nxt = tuple(sorted((*now_set, add[0])))
-            what = f"expose {workload} in pool {add[0]} too"
+            what = f"expose {workload} in pool {add[0]}{' too' if now_set else ''}"
         else:
             nxt = tuple(p for p in now_set if p != drop[0])
             what = f"stop exposing {workload} in pool {drop[0]}"

@@ -6,6 +6,7 @@ change for scenarios without clients."""
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -307,6 +308,26 @@ def test_planner_keeps_residency_and_the_cap() -> None:
                          regions=["eu-west"])
     [b] = exposure.with_exposure(plan, ctx).actions
     assert b.params["pools"] == ["eu"] and "outside the intent's regions" in b.reason
+
+
+def test_a_selector_matching_no_pool_is_exposed_where_the_demand_is() -> None:
+    ctx, plan = _context({"eu-west": 10.0, "us-east": 60.0}, ())
+    [a] = exposure.with_exposure(plan, ctx).actions   # towards both, one pool per change
+    assert a.params == {"pools": ["eu"], "from": []}
+    assert a.reason.startswith("expose shop/storefront in pool eu: no pool exposes it")
+    assert "pools eu+us leaves 0.0%" in a.reason
+    ctx, plan = _context({"eu-west": 0.0, "us-east": 60.0}, ())
+    [b] = exposure.with_exposure(plan, ctx).actions
+    assert b.params == {"pools": ["us"], "from": []}
+
+
+def test_the_backends_note_is_in_the_plan_when_nothing_is_decided() -> None:
+    ctx, plan = _context({}, ("eu",))
+    assert exposure.with_exposure(plan, ctx) is plan
+    wl = replace(ctx.workload, client_demand=None, exposure_note="Prometheus down")
+    noted = exposure.with_exposure(plan, replace(ctx, workload=wl))
+    assert noted.actions == () and noted.reason_parts[-1].kind == "note"
+    assert noted.reason.endswith("exposure of shop/storefront not decided: Prometheus down")
 
 
 def test_no_exposure_decision_without_the_actuator_or_geography() -> None:

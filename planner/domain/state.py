@@ -143,6 +143,10 @@ class WorkloadState:
     ``None``: one Service for the whole cluster, as before."""
     client_demand: dict[str, float] | None = None
     """Requests per second arriving from each client region, where the backend knows it."""
+    exposure_note: str | None = None
+    """Why the backend reports no (or partial) exposure facts for a workload exposed per pool
+    this cycle (the client demand could not be measured: Prometheus down...); the exposure
+    decision then does not run and the plan's reason carries this note."""
 
     @property
     def key(self) -> str:

@@ -58,8 +58,11 @@ controller removes that pod) and deletes it (a 404 is fine);
 :meth:`~KubernetesBackend.set_canary` creates, patches or deletes the Deployment
 ``<name>-canary`` (:mod:`planner.k8s.canary`; RBAC in ``deploy/optional/canary-rbac.yaml``),
 of another device too (its template made as ``set_device`` would make the workload's).
-Settings (GPUs, in-place resize, GPU metric names): :mod:`planner.k8s.settings`, given to the
-operator with ``--backend-settings``.
+Settings (GPUs, in-place resize, GPU metric names, exposure): :mod:`planner.k8s.settings`,
+given to the operator with ``--backend-settings``. With ``exposure.latencyMs`` set, each
+snapshot also carries the geography, and each workload whose Service is exposed per pool its
+current exposure and client demand per region (:mod:`planner.k8s.exposure_observer`; Services
+then watched too).
 Every method is a no-op when the workload already has the value. API failures become temporary
 or permanent errors (:mod:`planner.k8s.apierrors`).
 """
@@ -92,6 +95,7 @@ from planner.k8s.apierrors import KubernetesPermanentError, NotFound, api_call
 from planner.k8s.apierrors import read_body as _read
 from planner.k8s.changefeed import ChangeFeed
 from planner.k8s.convert import LabelKeys as LabelKeys
+from planner.k8s.exposure_observer import Demand, ExposureObserver
 from planner.k8s.loadmetrics import Load, LoadMetrics
 from planner.k8s.projections import DELETION_COST
 from planner.k8s.resizer import (
@@ -101,7 +105,7 @@ from planner.k8s.resizer import (
     paused_by_us,
     resume_fields,
 )
-from planner.k8s.resources import DEPLOYMENTS, NODES, PODS, STATEFULSETS
+from planner.k8s.resources import DEPLOYMENTS, NODES, PODS, SERVICES, STATEFULSETS
 from planner.k8s.settings import DEFAULT as DEFAULT_SETTINGS
 from planner.k8s.settings import KubernetesSettings
 from planner.k8s.snapshot_builder import SnapshotBuilder
@@ -148,7 +152,8 @@ class KubernetesBackend(ClusterBackend):
                  *, load: LoadMetrics | None = None,
                  clock: Callable[[], float] = time.time, ready_wait_s: float = 0.0,
                  request_timeout_s: float = 15.0, field_manager: str = "intent-planner",
-                 settings: KubernetesSettings = DEFAULT_SETTINGS) -> None:
+                 settings: KubernetesSettings = DEFAULT_SETTINGS,
+                 client_demand: Demand | None = None) -> None:
         self.cache = cache
         self.settings = settings
         self.server_version: tuple[int, int] | None = None
@@ -164,6 +169,14 @@ class KubernetesBackend(ClusterBackend):
         self.core = CoreV1Api(api_client)
         self.last_snapshot: ClusterSnapshot | None = None
         cache.start(*self.OBSERVED)
+        self.exposure: ExposureObserver | None = None
+        """Exposure, geography and client demand (:mod:`planner.k8s.exposure_observer`),
+        when the settings give the round trips (``exposure.latencyMs``); ``client_demand``
+        answers the demand per client region of a Service."""
+        if settings.exposure.enabled:
+            cache.start(SERVICES)
+            self.exposure = ExposureObserver(cache, settings.exposure, client_demand,
+                                             self.labels.region, ready_wait_s)
         self.pod_feed = ChangeFeed(cache, PODS)
         self.builder = SnapshotBuilder(self.labels)
         self.resizer = InPlaceResizer(self)
@@ -304,6 +317,8 @@ class KubernetesBackend(ClusterBackend):
                         wl, pods=_utilized(wl.pods, load), canary=canary,
                         request_rate=load.request_rate, cpu_utilization=load.cpu_utilization)
             snap = ClusterSnapshot(snap.time, snap.nodes, workloads)
+        if self.exposure is not None:
+            snap = self.exposure.apply(snap)
         in_place = self.in_place()
         if snap.in_place_resize != in_place:
             snap = dataclasses.replace(snap, in_place_resize=in_place)

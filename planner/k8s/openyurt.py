@@ -52,8 +52,9 @@ def poolservice_name(service: str, pool: str) -> str:
 
 #: The label a NodePool carries with its own name, which the pool selector the planner writes
 #: (:func:`pool_selector`) selects on: the same key as a PoolService's pool label. NodePools
-#: without it are not selected: our NodePool fan-out sets it; on an OpenYurt cluster, label each
-#: pool once (``kubectl label nodepool <pool> openyurt.io/pool-name=<pool>``).
+#: without it are not selected. NodePools are the admin's: nothing in intent-planner labels them
+#: (the fan-out only reads them); label each pool once
+#: (``kubectl label nodepool <pool> openyurt.io/pool-name=<pool>``).
 NODEPOOL_NAME_LABEL: Final = POOL_NAME_LABEL
 
 

@@ -66,6 +66,7 @@ from planner.domain.intents import API_GROUP
 from planner.domain.ports import KPISource
 from planner.k8s import poolservice_lb_kopf
 from planner.k8s.backend import KubernetesBackend, LabelKeys
+from planner.k8s.client_demand import PrometheusClientDemand
 from planner.k8s.configmaps import configmap_applier
 from planner.k8s.kpi import KubernetesKPISource
 from planner.k8s.loadmetrics import LoadMetrics, PrometheusLoadMetrics
@@ -149,8 +150,13 @@ class OperatorRuntime:
         if load is None:
             load = self._load = PrometheusLoadMetrics(config.prometheus_url,
                                                       gpu=config.kubernetes.gpu_metrics)
+        self._demand: PrometheusClientDemand | None = None
+        if config.kubernetes.exposure.enabled:
+            self._demand = PrometheusClientDemand(config.prometheus_url,
+                                                  config.kubernetes.exposure)
         self.backend = KubernetesBackend(cache, api_client, config.labels, load=load,
-                                         settings=config.kubernetes)
+                                         settings=config.kubernetes,
+                                         client_demand=self._demand)
         self.intents = IndexStore()
         self.profiles = IndexStore()
         self.source = KubernetesIntentSource(api_client, self.intents, self.profiles)
@@ -236,6 +242,8 @@ class OperatorRuntime:
             self._prometheus.close()
         if self._load is not None:
             self._load.close()
+        if self._demand is not None:
+            self._demand.close()
 
 
 def _raw(body: Mapping[str, Any]) -> dict[str, Any]:

@@ -23,6 +23,17 @@ naming the field and the fix. Every field has a default, so ``{}`` is a working 
       memoryFree: DCGM_FI_DEV_FB_FREE
       namespaceLabel: namespace
       podLabel: pod
+    exposure:                         # multi-region exposure (docs/regions.md); off while
+      latencyMs:                      # latencyMs is empty. Round trips, client -> pool region
+        eu-west: {eu-west: 4, us-east: 90}
+        us-east: {eu-west: 90, us-east: 4}
+      lbCostPerHour: 0.05             # per exposed pool
+      clientDemandQuery: >-           # requests/s per client region of one Service
+        sum by (client_region) (rate(http_requests_total{namespace="{namespace}",
+        service="{service}"}[{window}]))
+      regionLabel: client_region
+      window: 1m
+      timeoutSeconds: 5
 """
 
 from __future__ import annotations
@@ -34,12 +45,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic_core import PydanticCustomError
 
 from planner.domain.validation import validate_strict
+from planner.kpi import templates
 
 _QUALIFIED = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
                         r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 """A label key or an extended resource name: an optional DNS prefix and ``/``, then a name."""
 _METRIC = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 _LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+_DURATION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
@@ -197,6 +210,84 @@ def _promql_name(value: str, pattern: re.Pattern[str], kind: str) -> str:
     return value
 
 
+DEMAND_PLACEHOLDERS: tuple[str, ...] = ("namespace", "service", "window")
+"""Tokens substituted in :attr:`ExposureSettings.client_demand_query`."""
+DEFAULT_DEMAND_QUERY = ('sum by (client_region) (rate(http_requests_total{namespace="{namespace}",'
+                        'service="{service}"}[{window}]))')
+
+
+class ExposureSettings(_Cfg):
+    """What the backend reports for the exposure decision (:mod:`planner.k8s.exposure_observer`,
+    docs/regions.md "On Kubernetes"): the round trips between regions, which Kubernetes has no
+    object for, what a pool's load balancer costs, and the PromQL giving a Service's requests
+    per client region. Off (nothing reported, as before) while ``latencyMs`` is empty."""
+
+    latency_ms: dict[str, dict[str, float]] = Field(default_factory=dict, alias="latencyMs")
+    """Round trip in ms, client region -> pool region (the nodes' region label); a pair not
+    given is unreachable (a client region is then served too far by a pool in that region)."""
+    lb_cost_per_hour: float = Field(default=0.0, ge=0, le=1e6, alias="lbCostPerHour")
+    """What one exposed pool's load balancer costs per hour."""
+    client_demand_query: str = Field(default=DEFAULT_DEMAND_QUERY, min_length=1,
+                                     max_length=4096, alias="clientDemandQuery")
+    """PromQL giving a Service's request rate (per second) per client region, one series per
+    region labelled :attr:`region_label`. Placeholders, replaced by values escaped for a
+    PromQL string: ``{namespace}``, ``{service}`` (both required, so that a query cannot read
+    another Service's demand), ``{window}``."""
+    region_label: str = Field(default="client_region", alias="regionLabel")
+    """The label of :attr:`client_demand_query`'s result naming the client region."""
+    window: str = "1m"
+    """The rate window, ``{window}``."""
+    timeout_s: float = Field(default=5.0, gt=0, le=60, alias="timeoutSeconds")
+    """How long one client-demand query may take."""
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.latency_ms)
+
+    @field_validator("latency_ms")
+    @classmethod
+    def _latency(cls, v: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        for client, row in v.items():
+            for region, ms in row.items():
+                if not client or not region or not 0 <= ms <= 1e6:
+                    raise PydanticCustomError(
+                        "round_trip", "latencyMs.{client}.{region}: {ms} is not a round trip",
+                        {"client": client, "region": region, "ms": ms,
+                         "fix": "give milliseconds between 0 and 1e6 for named regions"})
+        return v
+
+    @field_validator("region_label")
+    @classmethod
+    def _label(cls, v: str) -> str:
+        return _promql_name(v, _LABEL, "label")
+
+    @field_validator("window")
+    @classmethod
+    def _window(cls, v: str) -> str:
+        if not _DURATION.match(v):
+            raise PydanticCustomError(
+                "duration", "'{value}' is not a PromQL duration",
+                {"value": v, "fix": "give a duration such as 1m or 30s"})
+        return v
+
+    @field_validator("client_demand_query")
+    @classmethod
+    def _query(cls, v: str) -> str:
+        used = templates.placeholders_in(v)
+        unknown = sorted(used - set(DEMAND_PLACEHOLDERS))
+        missing = [p for p in ("namespace", "service") if p not in used]
+        if unknown or missing:
+            what = (f"unknown placeholder(s) {', '.join('{' + u + '}' for u in unknown)}"
+                    if unknown else
+                    f"no {', '.join('{' + m + '}' for m in missing)} placeholder")
+            raise PydanticCustomError(
+                "demand_query", "clientDemandQuery has {what}",
+                {"what": what, "fix": "select the Service with "
+                 'namespace="{namespace}",service="{service}" (placeholders: '
+                 + ", ".join("{" + p + "}" for p in DEMAND_PLACEHOLDERS) + ")"})
+        return v
+
+
 class KubernetesSettings(_Cfg):
     """Everything above; see the module docstring."""
 
@@ -204,6 +295,7 @@ class KubernetesSettings(_Cfg):
     in_place_resize: InPlaceResizeSettings = Field(default=InPlaceResizeSettings(),
                                                    alias="inPlaceResize")
     gpu_metrics: GpuMetricSettings = Field(default=GpuMetricSettings(), alias="gpuMetrics")
+    exposure: ExposureSettings = ExposureSettings()
 
 
 DEFAULT = KubernetesSettings()

@@ -155,13 +155,22 @@ def availability_query(intent: Intent, settings: TemplateSettings = DEFAULT_SETT
     return f"1 - ((sum(rate({m}{{{err}}}[{w}])) or vector(0)) / sum(rate({m}{{{sel}}}[{w}])))"
 
 
-def render_custom(query: str, values: dict[str, str]) -> tuple[str | None, str]:
-    """Substitute ``{name}`` placeholders; ``(None, reason)`` on an unknown placeholder."""
-    unknown = sorted({m.group(1) for m in _TOKEN.finditer(query)} - set(values))
+def placeholders_in(query: str) -> set[str]:
+    """The ``{name}`` placeholder tokens ``query`` uses."""
+    return {m.group(1) for m in _TOKEN.finditer(query)}
+
+
+def render_custom(query: str, values: dict[str, str], field: str = "spec.query"
+                  ) -> tuple[str | None, str]:
+    """Substitute ``{name}`` placeholders; ``(None, reason)`` on an unknown placeholder (the
+    reason names ``field`` and the known placeholders, the keys of ``values``). Values are
+    inserted as given: escape them first where a caller's value could break out of a PromQL
+    string (:func:`promql_string`)."""
+    unknown = sorted(placeholders_in(query) - set(values))
     if unknown:
-        known = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
+        known = ", ".join("{" + p + "}" for p in values)
         names = ", ".join("{" + u + "}" for u in unknown)
-        return None, f"spec.query uses unknown placeholder(s) {names}; known: {known}"
+        return None, f"{field} uses unknown placeholder(s) {names}; known: {known}"
     rendered = _TOKEN.sub(lambda m: values[m.group(1)], query)
     return rendered, "custom spec.query"
 

@@ -156,12 +156,14 @@ def decide(ctx: PlanningContext, plan: Plan) -> Decision | None:
             f"of {b.objective} {b.target_ms:g} ms); tail {b.tail:.0%}")
     cap = ctx.admin.exposure.max_pools
     outside = [p for p in current if p not in allowed]
-    if outside or (cap is not None and len(current) > cap):
+    if outside or not current or (cap is not None and len(current) > cap):
         ok = [o for o in opts.values() if acceptable(o)]
         best = min(ok or opts.values(), key=lambda o: (o.far_share if not ok else 0.0,
                                                       o.cost_per_hour, o.pools))
         what = (f"pool(s) {', '.join(outside)} outside the intent's regions "
-                f"{ctx.intent.spec.regions}" if outside else f"more than maxPools {cap} pools")
+                f"{ctx.intent.spec.regions}" if outside
+                else "no pool exposes it (its selector matches none)" if not current
+                else f"more than maxPools {cap} pools")
         return Decision(best.pools, f"{what}: {_describe(best)} leaves {best.far_share:.1%} "
                         f"served too far at {best.cost_per_hour:.3f}/h; {head}",
                         tuple(opts.values()))
@@ -196,13 +198,20 @@ def _describe(o: Option) -> str:
 
 def with_exposure(plan: Plan, ctx: PlanningContext) -> Plan:
     """``plan`` with the exposure change this cycle, if any (see the module docstring); a
-    change held back by the actuator is named in the plan's reason."""
+    change held back by the actuator is named in the plan's reason, and so is the backend's
+    :attr:`~planner.domain.state.WorkloadState.exposure_note` when there is nothing to decide
+    by (no client demand measured)."""
     act = ctx.actuators.get("exposure")
     if not isinstance(act, ExposureActuator) or ctx.workload.exposure is None:
         return plan
     decision = decide(ctx, plan)
     if decision is None:
-        return plan
+        note = ctx.workload.exposure_note
+        if not note:
+            return plan
+        noted = (*plan.reason_parts,
+                 ReasonPart("note", f"exposure of {ctx.workload.key} not decided: {note}"))
+        return replace(plan, reason_parts=noted, reason=join_reason(noted))
     pool_region = {n.pool: n.region for n in ctx.snapshot.nodes}
     allowed = allowed_pools(pool_region, ctx.intent.spec.regions)
     key = ctx.workload.key
