@@ -21,13 +21,21 @@ status through the status subresource, only when it changed:
   when the status flips. Reasons: ``BackendsSynced`` (True), ``NoReadyEndpoints``,
   ``HAProxyUnreachable``, ``HAProxyRefused``, ``HAProxyBackendMissing`` (temporary: retried
   at the next resync), ``PoolNotConfigured``, ``ServiceNotFound``, ``NotOwned`` (labels
-  missing) (permanent until the settings or objects change);
+  missing), ``BackendConflict`` (permanent until the settings or objects change);
 * ``aggregateToAnnotations``: ``intent-planner.io/haproxy-backends: <pool>=<n>`` (the fan-out
   controller aggregates it to the Service as ``aggregated.intent-planner.io/haproxy-backends``,
   one ``pool=n`` per pool).
 
 A deleted PoolService of the class has its HAProxy backend emptied (:meth:`HAProxyPoolLB.release`;
-in the operator, kopf's finalizer holds the deletion until then, a few retries at most).
+in the operator, kopf's finalizer holds the deletion until then, a few retries at most), unless
+another live PoolService of the class still holds that backend in that pool.
+
+**One backend, one Service.** The ``backend`` template may give two Services the same backend
+name in one pool (the default ``{namespace}-{name}`` gives ``a-b`` / ``c`` and ``a`` / ``b-c``
+the same ``a-b-c``). Syncing both would make the backend flap between their servers and send
+one tenant's clients to the other's pods; so the oldest PoolService (creation time, then
+namespace and name) keeps the backend and every other Service's is ``Ready=False``
+``BackendConflict``, with nothing sent to HAProxy.
 A PoolService of another class is not touched (no read of anything else, no write). The
 reconcile keeps nothing between calls: what HAProxy holds is read back from HAProxy, what the
 status says from the PoolService.
@@ -214,6 +222,13 @@ class HAProxyPoolLB:
         if lb is None:
             return Outcome(ns, name, True, reason="PoolNotConfigured")
         backend = self.settings.backend_of(ns, str(service), str(pool))
+        holder = self._holder(ps, backend, str(pool), other_service_only=False)
+        if holder is not None:
+            hmeta = holder.get("metadata") or {}
+            log.info("PoolService %s/%s deleted: HAProxy backend %s of pool %s left as it is "
+                     "(PoolService %s/%s holds it)", ns, name, backend, pool,
+                     hmeta.get("namespace"), hmeta.get("name"))
+            return Outcome(ns, name, True, reason="BackendInUse")
         result = haproxy_servers.ServerSetWriter(
             backend, lb.parsed_runtime_api(), timeout=lb.timeout_s).sync({})
         if not result.reachable or result.failed:
@@ -238,6 +253,19 @@ class HAProxyPoolLB:
             return _Verdict(False, "PoolNotConfigured", f"no HAProxy for pool {pool}; fix: add "
                             f"pools.{pool} (runtimeAPI, address) to the haproxy-lb settings",
                             ingress=[])
+        backend = self.settings.backend_of(ns, service, pool)
+        holder = self._holder(ps, backend, pool, other_service_only=True)
+        if holder is not None:
+            hmeta = holder.get("metadata") or {}
+            # another namespace's objects are not named in this one's status
+            who = (f"PoolService {hmeta.get('name')} of Service "
+                   f"{_labels(holder).get(openyurt.SERVICE_NAME_LABEL)}"
+                   if hmeta.get("namespace") == ns else "a PoolService of another namespace")
+            return _Verdict(False, "BackendConflict", f"HAProxy backend {backend} of pool {pool} "
+                            f"is held by {who}, older: the backend template "
+                            f"{self.settings.backend!r} names both Services the same; fix (the "
+                            "admin): a template that keeps them apart, e.g. '{namespace}.{name}'",
+                            ingress=[])
         svc = self.reader.get(SERVICES, ns, service)
         if svc is None:
             return _Verdict(False, "ServiceNotFound", f"Service {ns}/{service} not found",
@@ -248,7 +276,6 @@ class HAProxyPoolLB:
             backends.pool_nodes(self.reader.list(NODES), pool))
         weights = backends.pool_weights(endpoints, self.weights(ns), self.reference_weight)
         desired, problems = backends.desired_servers(endpoints, weights)
-        backend = self.settings.backend_of(ns, service, pool)
         writer = haproxy_servers.ServerSetWriter(backend, lb.parsed_runtime_api(),
                                                  timeout=lb.timeout_s)
         result = writer.sync(desired)
@@ -274,6 +301,33 @@ class HAProxyPoolLB:
         return _Verdict(True, "BackendsSynced", f"{where} holds the {len(desired)} ready "
                         f"endpoint(s) of pool {pool}{skipped}", ingress, servers, result.sent)
 
+    def _holder(self, ps: Mapping[str, Any], backend: str, pool: str, *,
+                other_service_only: bool) -> Mapping[str, Any] | None:
+        """Another live PoolService of our class whose Service the template gives ``backend``
+        in ``pool``. ``other_service_only``: only one of another Service, and only if it is
+        older than ``ps`` (it keeps the backend); else any other one (the backend is still
+        in use)."""
+        meta = ps.get("metadata") or {}
+        ns = str(meta.get("namespace") or "")
+        service = _labels(ps).get(openyurt.SERVICE_NAME_LABEL)
+        me = _age(ps)
+        found: list[Mapping[str, Any]] = []
+        for other in self.reader.list(POOLSERVICES):
+            ometa = other.get("metadata") or {}
+            ons = str(ometa.get("namespace") or "")
+            if (ons, ometa.get("name")) == (ns, meta.get("name")) or not self.ours(other) \
+                    or ometa.get("deletionTimestamp"):
+                continue
+            labels = _labels(other)
+            osvc, opool = labels.get(openyurt.SERVICE_NAME_LABEL), labels.get(
+                openyurt.POOL_NAME_LABEL)
+            if not osvc or opool != pool or self.settings.backend_of(ons, osvc, pool) != backend:
+                continue
+            if other_service_only and ((ons, osvc) == (ns, service) or _age(other) >= me):
+                continue
+            found.append(other)
+        return min(found, key=_age) if found else None
+
     def _status(self, previous: Mapping[str, Any], v: _Verdict, generation: int
                 ) -> dict[str, Any]:
         """The status fields this load balancer owns, as they should be now."""
@@ -289,6 +343,17 @@ class HAProxyPoolLB:
             out["aggregateToAnnotations"] = {**dict(previous.get("aggregateToAnnotations") or {}),
                                              BACKENDS_ANNOTATION: v.backends}
         return out
+
+
+def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    return (obj.get("metadata") or {}).get("labels") or {}
+
+
+def _age(ps: Mapping[str, Any]) -> tuple[str, str, str]:
+    """Older first: creation time (RFC 3339, the API server's one format), namespace, name."""
+    meta = ps.get("metadata") or {}
+    return (str(meta.get("creationTimestamp") or "~"), str(meta.get("namespace") or ""),
+            str(meta.get("name") or ""))
 
 
 def _ports(service: Mapping[str, Any]) -> list[dict[str, Any]]:
