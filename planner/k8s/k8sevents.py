@@ -4,7 +4,8 @@ A level-based reconcile sees the same problem (no matching pool, a PoolService t
 ours) every time it runs; client-go's event recorder folds repeats into a count. Here an
 identical event (same object, type, reason and message) is posted once per
 ``repeat_s`` seconds (default 10 minutes), so a second reconcile of an unchanged world posts
-nothing. A failure to post is logged, never raised: events are reports, not state.
+nothing. A failure to post is logged, never raised: events are reports, not state; the event
+then counts as not posted, so the next reconcile that sees the problem posts it.
 """
 
 from __future__ import annotations
@@ -43,8 +44,12 @@ class EventPoster:
         self._lock = threading.Lock()
         self.posted = 0
 
+    @staticmethod
+    def _key(note: EventNote) -> tuple[str, ...]:
+        return (note.kind, note.namespace, note.name, note.type, note.reason, note.message)
+
     def _due(self, note: EventNote) -> bool:
-        key = (note.kind, note.namespace, note.name, note.type, note.reason, note.message)
+        key = self._key(note)
         now = self.clock()
         with self._lock:
             last = self._last.get(key)
@@ -77,6 +82,8 @@ class EventPoster:
                          body, timeout=self.timeout)
         except IntentPlannerError as exc:
             log.warning("%s", exc)
+            with self._lock:
+                self._last.pop(self._key(note), None)
             return False
         self.posted += 1
         return True
