@@ -371,3 +371,22 @@ def test_pool_selector_selects_exactly_the_pools() -> None:
     assert openyurt.pool_selector(("us", "eu", "eu")) == "openyurt.io/pool-name in (eu,us)"
     with pytest.raises(ValueError, match="at least one pool"):
         openyurt.pool_selector(())
+
+
+def test_more_pools_than_enumerated_keeps_the_ones_near_the_clients() -> None:
+    """Beyond MAX_CANDIDATE_POOLS pools, those enumerated are the ones near the demand (and
+    the current ones), not the first by name: the clients' own pool is never left out."""
+    n = exposure.MAX_CANDIDATE_POOLS + 2
+    names = [f"p{i:02d}" for i in range(n)]
+    geo = Geography({f"r{i:02d}": {f"r{j:02d}": (4.0 if i == j else 150.0) for j in range(n)}
+                     for i in range(n)}, lb_cost_per_hour=0.05)
+    ctx, plan = _context({"r13": 100.0}, ("p00",))
+    nodes = tuple(NodeState(f"{p}-0", p, f"r{p[1:]}", 16.0, cost_per_core_hour=0.04)
+                  for p in names)
+    wl = replace(ctx.workload, exposure=("p00",), client_demand={"r13": 100.0})
+    ctx = replace(ctx, workload=wl, snapshot=ClusterSnapshot(0.0, nodes, {wl.key: wl},
+                                                             geography=geo))
+    decision = exposure.decide(ctx, plan)
+    assert decision is not None and decision.wanted == ("p13",)
+    # the current pool is evaluated too, and the cheaper set near the clients wins
+    assert ("p00",) in {o.pools for o in decision.options}

@@ -53,7 +53,8 @@ from planner.domain.plan import Plan, ReasonPart, join_reason
 from planner.planners.base import PlanningContext
 
 MAX_CANDIDATE_POOLS = 12
-"""Pools beyond this many (by demand served, nearest first) are not enumerated."""
+"""Pools beyond this many are not enumerated: the current ones, then, client region by client
+region (most demand first), each region's nearest pool not yet taken (:func:`_nearest_first`)."""
 
 
 @dataclass(frozen=True)
@@ -113,8 +114,26 @@ def evaluate(pools: tuple[str, ...], demand: Mapping[str, float], pool_region: M
     return Option(pools, far_share, cost, far)
 
 
-def _candidates(allowed: Sequence[str], cap: int | None) -> list[tuple[str, ...]]:
-    pools = list(allowed)[:MAX_CANDIDATE_POOLS]
+def _nearest_first(allowed: Sequence[str], current: Sequence[str], demand: Mapping[str, float],
+                   pool_region: Mapping[str, str], geo: Geography) -> list[str]:
+    """At most :data:`MAX_CANDIDATE_POOLS` of ``allowed``, sorted: the current ones, then in
+    rounds over the client regions (most demand first) each region's nearest pool not taken
+    yet (ties: the pool name), then the rest by name."""
+    order = [p for p in current if p in allowed]
+    regions = sorted((r for r, v in demand.items() if v > 0), key=lambda r: (-demand[r], r))
+    near = {r: sorted(allowed, key=lambda p: (geo.rtt(r, pool_region.get(p, "")), p))
+            for r in regions}
+    for rank in range(len(allowed)):
+        if len(order) >= MAX_CANDIDATE_POOLS:
+            break
+        for r in regions:
+            if near[r][rank] not in order:
+                order.append(near[r][rank])
+    order.extend(p for p in allowed if p not in order)
+    return sorted(dict.fromkeys(order[:MAX_CANDIDATE_POOLS]))
+
+
+def _candidates(pools: Sequence[str], cap: int | None) -> list[tuple[str, ...]]:
     top = min(len(pools), cap if cap is not None else len(pools))
     return [c for k in range(1, top + 1) for c in combinations(pools, k)]
 
@@ -143,7 +162,8 @@ def decide(ctx: PlanningContext, plan: Plan) -> Decision | None:
     target = plan.target
     opts = {c: evaluate(c, demand, pool_region, price, geo, target.replicas, target.cpu,
                         b.rtt_ms)
-            for c in _candidates(allowed, ctx.admin.exposure.max_pools)}
+            for c in _candidates(_nearest_first(allowed, current, demand, pool_region, geo),
+                                 ctx.admin.exposure.max_pools)}
     cur = opts.get(current) or evaluate(current, demand, pool_region, price, geo,
                                         target.replicas, target.cpu, b.rtt_ms)
     widen_at = b.tail * ctx.admin.exposure.tail_share
