@@ -189,3 +189,35 @@ def test_label_selector_matches(text: str, labels: dict[str, str], expected: boo
 def test_label_selector_errors_name_the_part(text: str, message: str) -> None:
     with pytest.raises(labelselector.SelectorError, match=message):
         labelselector.parse(text)
+
+
+def _named(name: str, selector: str) -> dict[str, Any]:
+    s = svc(selector)
+    s["metadata"].update(name=name, uid=f"{name}-uid")
+    return s
+
+
+def test_two_services_whose_poolservice_names_collide_do_not_fight() -> None:
+    """Service ``a`` in pool ``b-c`` and Service ``a-b`` in pool ``c`` both name their
+    PoolService ``a-b-c``. The one that exists belongs to ``a-b`` (labels and controller
+    owner agree): Service ``a`` leaves it alone with a warning instead of relabelling it,
+    which ``a-b`` would relabel back, forever."""
+    pools = [pool("b-c", region="x"), pool("c", region="y")]
+    a, ab = _named("a", "region=x"), _named("a-b", "region=y")
+    held = build(ab, pools[1])
+    held["metadata"].update(uid="ps-abc", resourceVersion="3")
+    assert held["metadata"]["name"] == build(a, pools[0])["metadata"]["name"] == "a-b-c"
+    assert not desired(ab, pools, [held])  # its owner: nothing to do
+    w = desired(a, pools, [held])
+    assert not w.repair and not w.create and not w.delete
+    assert w.pools == ()
+    [ev] = [e for e in w.events if e.reason == "NameConflict"]
+    assert ev.type == "Warning" and "a-b-c" in ev.message and "a-b" in ev.message
+    # a manual edit of the service-name label alone (the owner still says Service a) is
+    # still an edit of a's PoolService, repaired
+    edited = build(a, pools[0])
+    edited["metadata"].update(uid="ps-abc", resourceVersion="4")
+    edited["metadata"]["labels"][SERVICE_NAME_LABEL] = "a-b"
+    edited["metadata"]["labels"][POOL_NAME_LABEL] = "c"
+    w = desired(a, pools, [edited])
+    assert [r.name for r in w.repair] == ["a-b-c"] and w.pools == ("b-c",)

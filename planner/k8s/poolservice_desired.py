@@ -16,7 +16,11 @@ world writes nothing. :mod:`planner.k8s.poolservice_fanout` applies them.
   ``spec.loadBalancerClass`` the Service's; missing ones are created, ours whose labels, owners
   or class were edited are repaired (a ``Warning`` event ``Modified``), ours for pools no longer
   matching are deleted; one of that name without our managed-by label is left alone (a
-  ``Warning`` event ``ManagedConflict``); no matching pool gives a ``Warning``
+  ``Warning`` event ``ManagedConflict``); one of that name that is ours but consistently
+  another Service's (``a`` in pool ``b-c`` and ``a-b`` in pool ``c`` both give ``a-b-c``: its
+  labels and controller owner name ``a-b``) is left alone too (``Warning`` ``NameConflict``)
+  rather than relabelled, which its Service would undo, forever; no matching pool gives a
+  ``Warning``
   ``NoMatchNodePool``; a selector that does not parse gives ``InvalidNodePoolSelector`` and
   leaves the PoolServices as they are (a typo does not withdraw the exposure);
 * from the PoolServices kept: ``status.loadBalancer.ingress`` = the sorted, de-duplicated union
@@ -173,6 +177,21 @@ def is_ours(ps: Obj, service: str | None = None) -> bool:
     return str(_meta(ps).get("name")) == poolservice_name(svc, pool)
 
 
+def _other_services(ps: Obj, service: str) -> str | None:
+    """The other Service a PoolService of ours consistently belongs to: its labels name that
+    Service and a pool giving its name, and its controller owner is that Service. (A manual
+    edit of the labels alone leaves the owner; that is repaired, not this.) ``None``: it
+    is ``service``'s, or edited."""
+    svc = _labels(ps).get(SERVICE_NAME_LABEL)
+    if not svc or svc == service or not is_ours(ps, svc):
+        return None
+    owner = next((o for o in _meta(ps).get("ownerReferences") or ()
+                  if isinstance(o, Mapping) and o.get("controller")), None)
+    if owner is None or owner.get("kind") != "Service" or owner.get("name") != svc:
+        return None
+    return svc
+
+
 def _deleting(obj: Obj) -> bool:
     return bool(_meta(obj).get("deletionTimestamp"))
 
@@ -326,6 +345,15 @@ def _expose(service: Obj, ns: str, name: str, rv: str | None, pools: Sequence[Ob
                      f"{MANAGED_BY_LABEL}={MANAGED_BY}) but the pool selector of Service "
                      f"{ns}/{name} includes pool {pool_name}: it is left alone",
                      POOLSERVICE_KIND, ps_name, _meta(have).get("uid"), POOLSERVICE_API_VERSION)
+                continue
+            other = _other_services(have, name)
+            if other is not None:
+                warn("NameConflict",
+                     f"PoolService {ns}/{ps_name} belongs to Service {ns}/{other} (its labels "
+                     f"and controller owner say so), whose pool {_labels(have)[POOL_NAME_LABEL]} "
+                     f"gives the same name as pool {pool_name} of Service {ns}/{name}: it is "
+                     f"left alone, and {name} is not exposed in {pool_name} while it exists; "
+                     "fix: rename the Service or the pool so that <service>-<pool> differ")
                 continue
             if _deleting(have):
                 continue  # made again once it is gone
