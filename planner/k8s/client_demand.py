@@ -82,11 +82,18 @@ class PrometheusClientDemand:
             raise DemandUnavailable(f"Prometheus at {self.base_url} refused the client-demand "
                                     f"query: {error or 'no success status'}")
         data = body.get("data") or {}
-        if data.get("resultType") != "vector":
-            raise DemandUnavailable(f"the client-demand query gives a {data.get('resultType')}"
-                                    f", not an instant vector; fix: exposure.clientDemandQuery")
+        if not isinstance(data, dict) or data.get("resultType") != "vector":
+            kind = data.get("resultType") if isinstance(data, dict) else type(data).__name__
+            raise DemandUnavailable(f"the client-demand query gives a {kind}, not an instant "
+                                    "vector; fix: exposure.clientDemandQuery")
+        result = data.get("result") or []
+        if not isinstance(result, list) or not all(
+                isinstance(s, dict) and isinstance(s.get("metric") or {}, dict) for s in result):
+            raise DemandUnavailable(f"Prometheus at {self.base_url} answered the client-demand "
+                                    "query with a malformed vector (series without a metric "
+                                    "object)")
         out: dict[str, float] = {}
-        for series in data.get("result") or ():
+        for series in result:
             region = (series.get("metric") or {}).get(label)
             try:
                 value = float(series["value"][1])
