@@ -221,3 +221,18 @@ def test_two_services_whose_poolservice_names_collide_do_not_fight() -> None:
     edited["metadata"]["labels"][POOL_NAME_LABEL] = "c"
     w = desired(a, pools, [edited])
     assert [r.name for r in w.repair] == ["a-b-c"] and w.pools == ("b-c",)
+
+
+def test_aggregated_keys_that_are_no_label_or_annotation_key_are_left_out() -> None:
+    """A PoolService status key that makes ``aggregated.<k>`` no qualified name would make
+    the API server refuse the whole metadata write (finalizer included): left out with a
+    warning, the rest is written."""
+    a = ours("eu-a", {"aggregateToAnnotations": {"ok": "1", "a/b/c": "2", "sp ace": "3"},
+                      "aggregateToLabels": {"tier": "gold", "x" * 60: "v", "a/b/c": "w"}})
+    w = desired(svc(finalizers=()), POOLS[:1], [a])
+    assert w.service_metadata is not None
+    assert w.service_metadata["finalizers"] == [FINALIZER]
+    assert w.service_metadata["annotations"] == {"aggregated.ok": "1"}
+    assert w.service_metadata["labels"] == {"aggregated.tier": "gold"}
+    bad = [e for e in w.events if e.reason == "InvalidAggregatedKey"]
+    assert len(bad) == 4 and all(e.type == "Warning" and "fix" in e.message for e in bad)

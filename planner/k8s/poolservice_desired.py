@@ -28,7 +28,8 @@ world writes nothing. :mod:`planner.k8s.poolservice_fanout` applies them.
   ``aggregated.k`` on the Service (values de-duplicated, sorted, comma-joined), other
   ``aggregated.*`` keys are removed. A joined label value that is not a valid label value (a
   comma, more than 63 characters) is left out with a ``Warning`` ``InvalidAggregatedLabel``:
-  the API server would reject the whole write.
+  the API server would reject the whole write; so is a key ``aggregated.k`` that is not a
+  valid label or annotation key (``Warning`` ``InvalidAggregatedKey``).
 
 **Not selected, or being deleted**: our PoolServices of it are deleted; once none is left the
 finalizer is removed. ``aggregated.*`` keys and the ingress are left as they are then (as
@@ -66,6 +67,8 @@ from planner.k8s.openyurt import (
 
 Obj = Mapping[str, Any]
 _LABEL_VALUE = re.compile(r"^(([a-zA-Z0-9][-a-zA-Z0-9_.]*)?[a-zA-Z0-9])?$")
+_KEY_NAME = re.compile(r"^[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$")
+_KEY_PREFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 POOLSERVICE_API_VERSION = f"{POOLSERVICE_GROUP}/{POOLSERVICE_VERSION}"
 NODEPOOL_API_VERSION = f"{NODEPOOL_GROUP}/{NODEPOOL_VERSION}"
 
@@ -257,6 +260,15 @@ def aggregated(poolservices: Iterable[Obj], field_name: str) -> dict[str, str]:
     return {k: ",".join(sorted(v)) for k, v in sorted(values.items())}
 
 
+def qualified_key(key: str) -> bool:
+    """A label or annotation key the API server takes: ``[prefix/]name``, the prefix a DNS
+    subdomain of at most 253 characters, the name at most 63."""
+    prefix, slash, name = key.rpartition("/")
+    if slash and (not _KEY_PREFIX.match(prefix) or len(prefix) > 253):
+        return False
+    return bool(_KEY_NAME.match(name)) and len(name) <= 63
+
+
 def _map_patch(current: Mapping[str, str], want: Mapping[str, str]) -> dict[str, str | None]:
     """Merge patch turning the ``aggregated.*`` keys of ``current`` into ``want``."""
     patch: dict[str, str | None] = {k: v for k, v in want.items() if current.get(k) != v}
@@ -374,9 +386,17 @@ def _expose(service: Obj, ns: str, name: str, rv: str | None, pools: Sequence[Ob
     metadata: dict[str, Any] = {}
     if not has_finalizer(service):
         metadata["finalizers"] = [*(_meta(service).get("finalizers") or ()), FINALIZER]
-    annotations = _map_patch(_str_map(_meta(service).get("annotations")),
-                             aggregated(kept, "aggregateToAnnotations"))
+    want_annotations = aggregated(kept, "aggregateToAnnotations")
     want_labels = aggregated(kept, "aggregateToLabels")
+    for what, want_map in (("annotation", want_annotations), ("label", want_labels)):
+        for key in [k for k in want_map if not qualified_key(k)]:
+            del want_map[key]
+            warn("InvalidAggregatedKey",
+                 f"{what} key {key!r} (from a PoolService's status.aggregateTo{what.title()}s) "
+                 "is not a valid key: left out, the API server would refuse the whole write; "
+                 "fix: the load balancer must give keys k for which aggregated.k is "
+                 "[prefix/]name (a DNS prefix, a name of at most 63 characters)")
+    annotations = _map_patch(_str_map(_meta(service).get("annotations")), want_annotations)
     for key, value in list(want_labels.items()):
         if not _LABEL_VALUE.match(value) or len(value) > 63:
             del want_labels[key]
