@@ -185,3 +185,29 @@ def test_services_not_listed_yet_leave_the_snapshot_as_it_is() -> None:
     snap = ClusterSnapshot(0.0, (), {})
     observer = ExposureObserver(cast(WatchCache, NotListed()), _settings(), None)
     assert observer.apply(snap) is snap
+
+
+def test_expose_refuses_a_selector_that_would_drop_a_pool(
+        backend: tuple[KubernetesBackend, Kube]) -> None:
+    """Where the NodePools are watched (the fan-out runs), a selection whose selector would
+    not select every pool asked for (a NodePool without the label carrying its name, or
+    none of that name) is refused with the fix: written, it would withdraw the Service from
+    those pools (from all of them, if none is labelled) instead of exposing it there."""
+    b, kube = backend
+    api_version = f"{openyurt.NODEPOOL_GROUP}/{openyurt.NODEPOOL_VERSION}"
+    kube.create({"apiVersion": api_version, "kind": "NodePool",
+                 "metadata": {"name": "eu", "labels": {openyurt.NODEPOOL_NAME_LABEL: "eu"}},
+                 "spec": {"type": "Cloud"}})
+    kube.create({"apiVersion": api_version, "kind": "NodePool",
+                 "metadata": {"name": "us", "labels": {"region": "us"}}, "spec": {"type": "Cloud"}})
+    b.cache.start(NODEPOOLS)
+    b.cache.list(NODEPOOLS, wait=10)
+    with pytest.raises(PermanentError, match=r"us.*kubectl label nodepool us"):
+        b.expose(f"{NS}/web", ("eu", "us"))
+    with pytest.raises(PermanentError, match="asia"):
+        b.expose(f"{NS}/web", ("asia",))
+    ann = kube.get("Service", NS, "web")["metadata"].get("annotations") or {}
+    assert openyurt.POOL_SELECTOR_ANNOTATION not in ann, "nothing written"
+    b.expose(f"{NS}/web", ("eu",))
+    ann = kube.get("Service", NS, "web")["metadata"]["annotations"]
+    assert ann[openyurt.POOL_SELECTOR_ANNOTATION] == "openyurt.io/pool-name in (eu)"

@@ -95,7 +95,7 @@ from planner.k8s.apierrors import KubernetesPermanentError, NotFound, api_call
 from planner.k8s.apierrors import read_body as _read
 from planner.k8s.changefeed import ChangeFeed
 from planner.k8s.convert import LabelKeys as LabelKeys
-from planner.k8s.exposure_observer import Demand, ExposureObserver
+from planner.k8s.exposure_observer import Demand, ExposureObserver, current_exposure
 from planner.k8s.loadmetrics import Load, LoadMetrics
 from planner.k8s.projections import DELETION_COST
 from planner.k8s.resizer import (
@@ -105,7 +105,7 @@ from planner.k8s.resizer import (
     paused_by_us,
     resume_fields,
 )
-from planner.k8s.resources import DEPLOYMENTS, NODES, PODS, SERVICES, STATEFULSETS
+from planner.k8s.resources import DEPLOYMENTS, NODEPOOLS, NODES, PODS, SERVICES, STATEFULSETS
 from planner.k8s.settings import DEFAULT as DEFAULT_SETTINGS
 from planner.k8s.settings import KubernetesSettings
 from planner.k8s.snapshot_builder import SnapshotBuilder
@@ -465,11 +465,15 @@ class KubernetesBackend(ClusterBackend):
         """Write the pool selector of the workload's Service (the Service of the workload's
         name, in its namespace): OpenYurt's ``service.openyurt.io/nodepool-labelselector``
         annotation selecting ``pools`` (:func:`planner.k8s.openyurt.pool_selector`); the
-        PoolService fan-out (OpenYurt's or our operator's) does the rest. Unchanged: no write."""
+        PoolService fan-out (OpenYurt's or our operator's) does the rest. Unchanged: no write.
+        Where the NodePools are watched, a selector that would not select every pool asked for
+        (a NodePool without the label carrying its name) is refused (``PermanentError``, the
+        fix named) rather than written: it would withdraw the Service from those pools."""
         ns, name = _split(workload)
         if not pools:
             raise PermanentError(f"expose {workload}: give at least one pool")
         value = openyurt.pool_selector(pools)
+        self._check_selects(workload, value, pools)
         kw: dict[str, Any] = {"_preload_content": False, "_request_timeout": self.timeout}
         with api_call(f"read Service {ns}/{name}"):
             svc = _read(self.core.read_namespaced_service(name, ns, **kw))
@@ -482,6 +486,23 @@ class KubernetesBackend(ClusterBackend):
             _read(self.core.patch_namespaced_service(
                 name, ns, body, _content_type=MERGE_PATCH, field_manager=self.field_manager,
                 **kw))
+
+    def _check_selects(self, workload: str, value: str, pools: tuple[str, ...]) -> None:
+        """Where the watch cache has the NodePools (the PoolService fan-out watches them), a
+        ``PermanentError`` when selector ``value`` would not select every pool of ``pools``:
+        written, it would withdraw the Service from those pools instead of exposing it."""
+        if not self.cache.ready(NODEPOOLS):
+            return
+        service = {"metadata": {"annotations": {openyurt.POOL_SELECTOR_ANNOTATION: value}}}
+        selected, _ = current_exposure(service, self.cache.list(NODEPOOLS))
+        missing = sorted(set(pools) - set(selected or ()))
+        if missing:
+            raise PermanentError(
+                f"expose {workload} in pools {', '.join(sorted(pools))}: the selector "
+                f"{value!r} selects no NodePool for {', '.join(missing)} (no NodePool of that "
+                f"name labelled {openyurt.NODEPOOL_NAME_LABEL}=<its name>); the Service's "
+                f"selection is left as it is; fix: kubectl label nodepool {missing[0]} "
+                f"{openyurt.NODEPOOL_NAME_LABEL}={missing[0]} (docs/regions.md)")
 
     def set_device(self, workload: str, device: str) -> None:
         """Make the workload's pods GPU pods (``gpu``) or take back exactly what that added
