@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from planner.k8s import openyurt
 from planner.k8s.poolservice_lb import HAProxyPoolLB
 from planner.k8s.poolservice_lb_settings import HAProxyLBSettings
@@ -94,3 +96,32 @@ def test_distinct_backends_are_no_conflict(tmp_path: Any) -> None:
     lb, _ = make_lb([ps("a-b", "c", "p1", "2026-01-01T00:00:00Z"),
                      ps("x", "c", "p1", "2026-01-02T00:00:00Z")], tmp_path)
     assert {o.reason for o in lb.reconcile_all()} == {"HAProxyUnreachable"}
+
+
+_COLUMNS = ("be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state srv_uweight "
+            "srv_iweight srv_time_since_last_change srv_check_status srv_check_result "
+            "srv_check_health srv_check_state srv_agent_state bk_f_forced_id srv_f_forced_id "
+            "srv_fqdn srv_port srvrecord srv_use_ssl srv_check_port srv_check_addr "
+            "srv_agent_addr srv_agent_port")
+STATIC = (f"1\n# {_COLUMNS}\n"
+          "2 a-b-c 1 s1 - 0 32 1 1 0 1 0 0 0 0 0 0 doesnotexist.invalid 80 - 0 0 - - 0\n")
+"""What HAProxy 2.x answers for a backend with a static server whose name is unresolved
+(``server s1 doesnotexist.invalid:80 init-addr none``)."""
+
+
+def test_a_backend_with_a_server_the_lb_cannot_hold_is_a_condition(
+        tmp_path: Any, monkeypatch: Any) -> None:
+    """A static server in the backend (an unresolved name: address ``-``) is not a crash of
+    every reconcile but ``HAProxyBackendUnusable`` naming the server and the fix."""
+    from actuators.dataplanes import haproxy, haproxy_servers
+
+    with pytest.raises(haproxy_servers.UnusableBackend, match=r"s1.*static"):
+        haproxy_servers.parse_servers_state(STATIC, "a-b-c")
+    monkeypatch.setattr(haproxy.RuntimeAPI, "execute", lambda self, command: STATIC)
+    lb, writes = make_lb([ps("a-b", "c", "p1", "2026-01-01T00:00:00Z"),
+                          ps("x", "c", "p1", "2026-01-02T00:00:00Z")], tmp_path)
+    out = {o.namespace: o for o in lb.reconcile_all()}  # no exception, every one reconciled
+    assert set(out) == {"a-b", "x"}
+    assert out["a-b"].reason == "HAProxyBackendUnusable" and out["a-b"].retry
+    cond = next(c for ns, _, p in writes if ns == "a-b" for c in p["conditions"])
+    assert "s1" in cond["message"] and "fix" in cond["message"]

@@ -68,6 +68,11 @@ class NoSuchBackend(OSError):
     """HAProxy answers, but has no backend of that name (its configuration lacks it)."""
 
 
+class UnusableBackend(OSError):
+    """The backend holds a server this module cannot represent (a static server of the
+    configuration: an unresolved name, a weight above 256...), so its set cannot be kept."""
+
+
 @dataclasses.dataclass(frozen=True)
 class SyncResult:
     """What one :meth:`ServerSetWriter.sync` did. ``reachable`` false: nothing was read or
@@ -82,6 +87,9 @@ class SyncResult:
     """The backend's servers after the sync, as HAProxy reports them."""
     no_backend: bool = False
     """HAProxy was reached but has no such backend (not reachable through the runtime API)."""
+    unusable: bool = False
+    """HAProxy was reached but the backend holds a server that cannot be managed
+    (:class:`UnusableBackend`); nothing was written."""
 
     @property
     def ok(self) -> bool:
@@ -107,9 +115,15 @@ def parse_servers_state(text: str, backend: str) -> dict[str, Server]:
         if len(cells) < len(columns) or cells[at["be_name"]] != backend:
             continue
         name = cells[at["srv_name"]]
-        out[name] = Server(name, cells[at["srv_addr"]], int(cells[at["srv_port"]]),
-                           int(cells[at["srv_uweight"]]),
-                           enabled=not int(cells[at["srv_admin_state"]]) & _MAINT)
+        try:
+            out[name] = Server(name, cells[at["srv_addr"]], int(cells[at["srv_port"]]),
+                               int(cells[at["srv_uweight"]]),
+                               enabled=not int(cells[at["srv_admin_state"]]) & _MAINT)
+        except ValueError as exc:
+            raise UnusableBackend(
+                f"backend {backend} holds server {name} that cannot be managed ({exc}): a "
+                f"static server of the configuration; fix: remove the static servers from "
+                f"backend {backend}, the load balancer adds its own") from None
     return out
 
 
@@ -194,7 +208,8 @@ class ServerSetWriter:
         except OSError as exc:
             log.warning("haproxy %s: cannot read backend %s: %s", where, self.backend, exc)
             return SyncResult(self.backend, False, message=f"runtime API {where}: {exc}",
-                              no_backend=isinstance(exc, NoSuchBackend))
+                              no_backend=isinstance(exc, NoSuchBackend),
+                              unusable=isinstance(exc, UnusableBackend))
         sent: list[str] = []
         failed: dict[str, str] = {}
         try:

@@ -19,7 +19,8 @@ status through the status subresource, only when it changed:
   no HAProxy configured);
 * ``conditions``: ``Ready`` with ``observedGeneration``; ``lastTransitionTime`` changes only
   when the status flips. Reasons: ``BackendsSynced`` (True), ``NoReadyEndpoints``,
-  ``HAProxyUnreachable``, ``HAProxyRefused``, ``HAProxyBackendMissing`` (temporary: retried
+  ``HAProxyUnreachable``, ``HAProxyRefused``, ``HAProxyBackendMissing``,
+  ``HAProxyBackendUnusable`` (a static server in the backend) (temporary: retried
   at the next resync), ``PoolNotConfigured``, ``ServiceNotFound``, ``NotOwned`` (labels
   missing), ``BackendConflict`` (permanent until the settings or objects change);
 * ``aggregateToAnnotations``: ``intent-planner.io/haproxy-backends: <pool>=<n>`` (the fan-out
@@ -285,6 +286,9 @@ class HAProxyPoolLB:
                             f"'backend {backend}' (balance roundrobin, no servers) to the "
                             f"HAProxy configuration of pool {pool}", commands=result.sent,
                             retry=True)
+        if result.unusable:
+            return _Verdict(False, "HAProxyBackendUnusable", f"{where}: {result.message}",
+                            commands=result.sent, retry=True)
         if not result.reachable:
             return _Verdict(False, "HAProxyUnreachable", f"{where}: {result.message}",
                             commands=result.sent, retry=True)
