@@ -317,15 +317,16 @@ class HAProxyPoolLB:
         me = _age(ps)
         found: list[Mapping[str, Any]] = []
         for other in self.reader.list(POOLSERVICES):
+            labels = _labels(other)
+            if labels.get(openyurt.POOL_NAME_LABEL) != pool:  # most of them: cheap first
+                continue
             ometa = other.get("metadata") or {}
             ons = str(ometa.get("namespace") or "")
             if (ons, ometa.get("name")) == (ns, meta.get("name")) or not self.ours(other) \
                     or ometa.get("deletionTimestamp"):
                 continue
-            labels = _labels(other)
-            osvc, opool = labels.get(openyurt.SERVICE_NAME_LABEL), labels.get(
-                openyurt.POOL_NAME_LABEL)
-            if not osvc or opool != pool or self.settings.backend_of(ons, osvc, pool) != backend:
+            osvc = labels.get(openyurt.SERVICE_NAME_LABEL)
+            if not osvc or self.settings.backend_of(ons, osvc, pool) != backend:
                 continue
             if other_service_only and ((ons, osvc) == (ns, service) or _age(other) >= me):
                 continue
