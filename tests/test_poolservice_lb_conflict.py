@@ -1,6 +1,6 @@
 """Two Services whose HAProxy backend names collide in one pool (the reference load balancer).
 
-The default backend template ``{namespace}-{name}`` names Service ``a-b/c`` and Service
+The backend template ``{namespace}-{name}`` (not the default) names Service ``a-b/c`` and Service
 ``a/b-c`` both ``a-b-c``. Syncing both would make the pool's backend flap between their
 servers and send one tenant's clients to the other's pods: the older PoolService keeps the
 backend, the other is ``Ready=False BackendConflict`` and nothing of it reaches HAProxy; and
@@ -51,7 +51,7 @@ class Reader:
 
 
 def make_lb(pss: list[dict[str, Any]], tmp_path: Any) -> tuple[HAProxyPoolLB, list[Any]]:
-    settings = HAProxyLBSettings.model_validate({"pools": {"p1": {
+    settings = HAProxyLBSettings.model_validate({"backend": "{namespace}-{name}", "pools": {"p1": {
         "runtimeAPI": str(tmp_path / "no-haproxy.sock"), "address": "203.0.113.1"}}})
     reader = Reader({POOLSERVICES.plural: pss,
                      SERVICES.plural: [svc("a-b", "c"), svc("a", "b-c"), svc("x", "c")]})
@@ -90,6 +90,11 @@ def test_release_leaves_a_backend_another_poolservice_holds(tmp_path: Any) -> No
     # the last one holding it empties it (HAProxy unreachable here: retried)
     lb_alone, _ = make_lb([older], tmp_path)
     assert lb_alone.release(older).retry
+
+
+def test_the_default_backend_names_cannot_collide() -> None:
+    default = HAProxyLBSettings.model_validate({"pools": {}})
+    assert default.backend_of("a-b", "c", "p1") != default.backend_of("a", "b-c", "p1")
 
 
 def test_distinct_backends_are_no_conflict(tmp_path: Any) -> None:

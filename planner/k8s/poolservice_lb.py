@@ -32,8 +32,9 @@ in the operator, kopf's finalizer holds the deletion until then, a few retries a
 another live PoolService of the class still holds that backend in that pool.
 
 **One backend, one Service.** The ``backend`` template may give two Services the same backend
-name in one pool (the default ``{namespace}-{name}`` gives ``a-b`` / ``c`` and ``a`` / ``b-c``
-the same ``a-b-c``). Syncing both would make the backend flap between their servers and send
+name in one pool (``{namespace}-{name}`` gives ``a-b`` / ``c`` and ``a`` / ``b-c`` the same
+``a-b-c``; the default ``{namespace}.{name}`` cannot collide: neither name has a dot).
+Syncing both would make the backend flap between their servers and send
 one tenant's clients to the other's pods; so the oldest PoolService (creation time, then
 namespace and name) keeps the backend and every other Service's is ``Ready=False``
 ``BackendConflict``, with nothing sent to HAProxy.

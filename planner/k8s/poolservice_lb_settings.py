@@ -5,7 +5,7 @@ One YAML document, checked strictly (an unknown key, a wrong type or a bad value
 
     enabled: true                  # false: the operator does not serve the class
     resyncSeconds: 5               # every PoolService of the class is reconciled this often
-    backend: "{namespace}-{name}"  # the HAProxy backend of a Service (template: {namespace},
+    backend: "{namespace}.{name}"  # the HAProxy backend of a Service (template: {namespace},
                                    # {name} of the Service, {pool})
     pools:                         # one HAProxy per pool, by NodePool name
       pool-a:
@@ -100,7 +100,7 @@ class HAProxyLBSettings(_Cfg):
 
     enabled: bool = True
     resync_s: float = Field(default=5.0, gt=0, le=3600, alias="resyncSeconds")
-    backend: str = "{namespace}-{name}"
+    backend: str = "{namespace}.{name}"
     pools: dict[str, PoolHAProxy] = Field(default_factory=dict)
 
     @model_validator(mode="after")
