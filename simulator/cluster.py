@@ -84,6 +84,9 @@ class SimWorkload:
     exposure: tuple[str, ...] | None = None
     """The pools exposing the workload's Service (``None``: one Service for the whole
     cluster, no geography); :mod:`simulator.regions`."""
+    pool_replicas: dict[str, int] | None = None
+    """Pods per exposing pool set by a per-pool autoscaler (:meth:`SimulatedCluster.scale_pools`,
+    :mod:`simulator.pool_hpa`); ``None``: the config's replicas split by routed demand."""
 
     @property
     def key(self) -> str:
@@ -248,9 +251,12 @@ class SimulatedCluster(ClusterBackend, KPISource):
         for pod in w.pods:
             if pod.node is None:
                 self._schedule(pod, w.spec)
-        lam = w.trace.rate(t - self.start)
-        want = geography.split_replicas(cfg.replicas, self.regions.routed(
-            lam, t - self.start, w.exposure, self.pool_region))
+        if w.pool_replicas is not None:
+            want = {p: w.pool_replicas.get(p, 1) for p in w.exposure}
+        else:
+            lam = w.trace.rate(t - self.start)
+            want = geography.split_replicas(cfg.replicas, self.regions.routed(
+                lam, t - self.start, w.exposure, self.pool_region))
         placed: list[SimPod] = []
         old: list[SimPod] = []
         by_pool: dict[str | None, list[SimPod]] = {}
@@ -481,6 +487,22 @@ class SimulatedCluster(ClusterBackend, KPISource):
         if unknown:
             raise PermanentError(f"no node pool {unknown[0]!r}")
         w.exposure = chosen
+
+    def scale_pools(self, workload: str, counts: dict[str, int]) -> None:
+        """Pods per exposing pool, each pool's Deployment scaled on its own (a HorizontalPod-
+        Autoscaler per pool, :mod:`simulator.pool_hpa`), from the next step on; an exposing
+        pool ``counts`` does not name keeps one pod. The config's replicas become the sum.
+        Simulator only: the planner's port scales a workload as a whole."""
+        w = self._workload(workload)
+        if w.exposure is None or self.regions is None:
+            raise UnsupportedOperation(f"{workload} is not exposed per pool: scale it as a "
+                                       "whole")
+        bad = {p: n for p, n in counts.items() if p not in w.exposure or n < 0}
+        if bad:
+            raise PermanentError(f"{workload}: pool counts {bad} name pools not exposing it "
+                                 f"({', '.join(w.exposure)}) or are negative")
+        w.pool_replicas = {p: int(counts.get(p, 1)) for p in w.exposure}
+        w.config = w.config.with_(replicas=sum(w.pool_replicas.values()))
 
     def set_canary(self, workload: str, canary: WorkloadConfig | None) -> None:
         w = self._workload(workload)
