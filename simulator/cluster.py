@@ -243,9 +243,10 @@ class SimulatedCluster(ClusterBackend, KPISource):
 
     def _reconcile_exposed(self, w: SimWorkload, t: float, started: bool = False) -> None:
         """A Deployment per exposing pool (:mod:`simulator.regions`): the config's replicas
-        split over the exposing pools by the demand each is routed; pods of another shape,
-        or beyond their pool's count, or in a pool no longer exposing, go as the new ones are
-        ready (make before break, as a rolling update)."""
+        split over the exposing pools by the demand each is routed (or the counts a per-pool
+        autoscaler set); pods of another shape, or beyond their pool's count, go as the new
+        ones are ready (make before break, as a rolling update); pods in a pool no longer
+        exposing keep serving its clients until all the new ones are ready (draining)."""
         assert self.regions is not None and w.exposure is not None
         cfg = w.config
         for pod in w.pods:
@@ -275,12 +276,32 @@ class SimulatedCluster(ClusterBackend, KPISource):
                 w.pods.append(pod)
                 placed.append(pod)
         ready_new = sum(1 for p in placed if p.ready(t))
+        # A pool the Service was withdrawn from drains: its ready pods keep serving its
+        # clients (:meth:`_serving`) until every pod placed for the new exposure is ready,
+        # then go together (cut over, not a pod at a time under all of that pool's clients).
+        draining = ([p for p in old if p.pool not in want and p.ready(t)]
+                    if ready_new < len(placed) else [])
+        old = [p for p in old if p not in draining]
         keep_old = max(0, cfg.replicas - ready_new)
         old.sort(key=lambda p: (not p.ready(t), p.created_at))
         for pod in old[keep_old:]:
             self._delete(w, pod)
         if w.canary is not None or w.canary_pods:
             self._reconcile_canary(w)
+
+    @staticmethod
+    def _serving(w: SimWorkload, t: float) -> tuple[str, ...] | None:
+        """The pools whose load balancers serve the workload's clients at ``t`` (``None``: not
+        exposed per pool): its exposure, and the pools it was withdrawn from whose ready pods
+        the rolling update still keeps (draining: a withdrawn pool serves its clients until
+        the pods that replace its pods elsewhere are ready, and its load balancer goes with
+        its last pod). Without it a narrowed exposure would route clients at once to pools
+        whose new pods are still starting, while the kept pods served nobody."""
+        if w.exposure is None:
+            return None
+        draining = {p.node.pool.name for p in w.pods
+                    if p.node is not None and p.ready(t) and p.node.pool.name not in w.exposure}
+        return tuple(sorted({*w.exposure, *draining})) if draining else w.exposure
 
     @property
     def pool_region(self) -> dict[str, str]:
@@ -322,8 +343,9 @@ class SimulatedCluster(ClusterBackend, KPISource):
                          for p in ready])
         shares = dispatch_shares([p.name for p in ready], w.weights)
         servers = np.array([max(1, int(p.cpu)) for p in ready], dtype=np.int64)
-        if w.exposure is not None and self.regions is not None:
-            out = self.regions.serve(lam, t - self.start, w.exposure, self.pool_region,
+        serving = self._serving(w, t)
+        if serving is not None and self.regions is not None:
+            out = self.regions.serve(lam, t - self.start, serving, self.pool_region,
                                      [p.node.pool.name if p.node else "" for p in ready],
                                      shares, mu, base, svc.timeout_ms, failed, servers)
         else:
@@ -354,8 +376,8 @@ class SimulatedCluster(ClusterBackend, KPISource):
             gpus += p.gpus
             cost += p.cpu * pool.cost_per_core_hour + p.gpus * pool.cost_per_gpu_hour
             per_pool[pool.name] = per_pool.get(pool.name, 0.0) + p.cpu
-        if w.exposure is not None and self.regions is not None:
-            cost += self.regions.lb_cost_per_hour * len(w.exposure)
+        if serving is not None and self.regions is not None:
+            cost += self.regions.lb_cost_per_hour * len(serving)
         mean_util = float(out.utilization.mean()) if out.utilization.size else None
         w.history.append(StepRecord(t, dt, lam, out.served, out.dropped, out.components, cores,
                                     gpus, cost, mean_util, tuple(per_pool.items())))
