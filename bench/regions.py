@@ -199,12 +199,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hpa", nargs="*", default=[POOL_HPA + "60"], help="HPA runs: "
                     "hpa-pool@N (an HPA per pool, the default hpa-pool@60), hpa@N (one HPA, "
                     "replicas split by demand); none: no HPA runs")
+    ap.add_argument("--only", nargs="+", default=None, metavar="VARIANT",
+                    help="run only these variants (e.g. ours after a change that touches "
+                    "nothing else; the bar needs ours, everywhere and home)")
     ap.add_argument("--tail-share", type=float, default=None, help="ours with this "
                     "admin.exposure.tailShare (default: the scenario's admin, 0 unless set)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     args = ap.parse_args(argv)
     variants = ["ours", "everywhere", "home", *args.hpa]
+    if args.only:
+        variants = list(dict.fromkeys(args.only))
     jobs = [(sc, v, s, args.tail_share) for sc in args.scenarios for s in args.seeds
             for v in variants]
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
