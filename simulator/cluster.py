@@ -84,6 +84,9 @@ class SimWorkload:
     exposure: tuple[str, ...] | None = None
     """The pools exposing the workload's Service (``None``: one Service for the whole
     cluster, no geography); :mod:`simulator.regions`."""
+    drain_ready: int = 0
+    """Ready pods when the Service was last withdrawn from a pool: the withdrawn pools drain
+    until as many (or all the new ones) are ready where the exposure now is."""
     pool_replicas: dict[str, int] | None = None
     """Pods per exposing pool set by a per-pool autoscaler (:meth:`SimulatedCluster.scale_pools`,
     :mod:`simulator.pool_hpa`); ``None``: the config's replicas split by routed demand."""
@@ -246,7 +249,7 @@ class SimulatedCluster(ClusterBackend, KPISource):
         split over the exposing pools by the demand each is routed (or the counts a per-pool
         autoscaler set); pods of another shape, or beyond their pool's count, go as the new
         ones are ready (make before break, as a rolling update); pods in a pool no longer
-        exposing keep serving its clients until all the new ones are ready (draining)."""
+        exposing keep serving its clients until the new ones are ready (draining)."""
         assert self.regions is not None and w.exposure is not None
         cfg = w.config
         for pod in w.pods:
@@ -277,11 +280,15 @@ class SimulatedCluster(ClusterBackend, KPISource):
                 placed.append(pod)
         ready_new = sum(1 for p in placed if p.ready(t))
         # A pool the Service was withdrawn from drains: its ready pods keep serving its
-        # clients (:meth:`_serving`) until every pod placed for the new exposure is ready,
-        # then go together (cut over, not a pod at a time under all of that pool's clients).
-        draining = ([p for p in old if p.pool not in want and p.ready(t)]
-                    if ready_new < len(placed) else [])
-        old = [p for p in old if p not in draining]
+        # clients (:meth:`_serving`) until the pools exposing it now have as many ready pods
+        # as served every client when it was withdrawn (or all theirs), then go together (cut
+        # over, not a pod at a time under all of that pool's clients).
+        withdrawn = [p for p in old if p.pool not in want]
+        drain = ready_new < min(len(placed), w.drain_ready)
+        for pod in withdrawn:
+            if not (drain and pod.ready(t)):
+                self._delete(w, pod)
+        old = [p for p in old if p.pool in want]
         keep_old = max(0, cfg.replicas - ready_new)
         old.sort(key=lambda p: (not p.ready(t), p.created_at))
         for pod in old[keep_old:]:
@@ -508,6 +515,8 @@ class SimulatedCluster(ClusterBackend, KPISource):
         unknown = [p for p in chosen if p not in self.pools]
         if unknown:
             raise PermanentError(f"no node pool {unknown[0]!r}")
+        if set(w.exposure or ()) - set(chosen):
+            w.drain_ready = sum(1 for p in w.pods if p.ready(self.time))
         w.exposure = chosen
 
     def scale_pools(self, workload: str, counts: dict[str, int]) -> None:
