@@ -67,6 +67,28 @@ def test_a_withdrawn_pool_serves_its_clients_until_the_replacing_pods_are_ready(
         8 * sim.pools["us"].cost_per_core_hour + lb)
 
 
+def test_the_drain_ends_once_as_many_pods_are_ready_as_served_every_client() -> None:
+    """A scale-up during the drain does not hold the withdrawn pool: it cuts over once the
+    pods where the exposure now is are as many as served every client at the withdrawal."""
+    sc = parse_scenario(doc(0.0, ["eu", "us"]), "t", ROOT)
+    sim = SimulatedCluster(sc, seed=1, start_time=START)
+    sim.scale(KEY, 8)
+    for _ in range(12):
+        sim.step(5.0)
+    sim.expose(KEY, ("us",))
+    sim.step(5.0)
+    sim.step(5.0)
+    sim.scale(KEY, 12)                       # 4 more pods, ready 10 s after the first 7
+    seen = []
+    for _ in range(8):
+        sim.step(5.0)
+        assert sim.workloads[KEY].history[-1].dropped == 0.0
+        seen.append(pods_by_pool(sim))
+    cut = [p for p in seen if ("eu", True) not in p and p.get(("us", False), 0) > 0]
+    assert cut and cut[0][("us", True)] == 8, seen
+    assert seen[-1] == {("us", True): 12}
+
+
 def test_widening_and_fixed_exposure_are_unchanged_by_draining() -> None:
     """No pod outside the exposure: the serving pools are the exposure itself."""
     sc = parse_scenario(doc(0.5, ["eu"]), "t", ROOT)
