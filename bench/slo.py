@@ -48,6 +48,9 @@ OURS = "grid"
 GENERATED = "generated:"
 """Prefix of a generated scenario's reference (``generated:7``; with the generator's
 ``contention`` option, ``generated:7:tight``): drawn in each worker."""
+GENERATED_REGIONS = "generated-regions:"
+"""Prefix of a generated multi-region scenario's reference (``generated-regions:7``,
+:mod:`simulator.generate_regions`)."""
 COUNTS = ("active_plans", "capped_plans", "contention_plans", "joint_cycles")
 """What :class:`ContentionCount` counts per run (absent from runs saved before it)."""
 COLLAPSE_SHARE = 0.2
@@ -56,12 +59,20 @@ oracle had no infeasible minute."""
 
 
 def load(ref: str, duration: float | None = None) -> Any:
-    """The scenario a reference names: a YAML path, or ``generated:<seed>[:<contention>]``;
-    with ``duration`` its spec says that duration (so the oracle covers what the runs cover)."""
+    """The scenario a reference names: a YAML path, ``generated:<seed>[:<contention>]`` or
+    ``generated-regions:<seed>``; with ``duration`` its spec says that duration (so the oracle
+    covers what the runs cover)."""
     from simulator.generate import SCENARIO_DIR, generate
+    from simulator.generate_regions import generate_regions
     from simulator.scenario import Scenario, load_scenario, parse_scenario
 
-    if ref.startswith(GENERATED):
+    if ref.startswith(GENERATED_REGIONS):
+        seed_word = ref.removeprefix(GENERATED_REGIONS)
+        if not seed_word.isdigit():
+            raise SystemExit(f"{ref!r}: write generated-regions:<seed>, a seed >= 0")
+        doc = generate_regions(int(seed_word))
+        sc = parse_scenario(doc, doc["name"], SCENARIO_DIR)
+    elif ref.startswith(GENERATED):
         seed, _, contention = ref.removeprefix(GENERATED).partition(":")
         doc = generate(int(seed), contention or None)
         sc = parse_scenario(doc, doc["name"], SCENARIO_DIR)

@@ -84,6 +84,12 @@ class SimWorkload:
     exposure: tuple[str, ...] | None = None
     """The pools exposing the workload's Service (``None``: one Service for the whole
     cluster, no geography); :mod:`simulator.regions`."""
+    drain_ready: int = 0
+    """Ready pods when the Service was last withdrawn from a pool: the withdrawn pools drain
+    until as many (or all the new ones) are ready where the exposure now is."""
+    pool_replicas: dict[str, int] | None = None
+    """Pods per exposing pool set by a per-pool autoscaler (:meth:`SimulatedCluster.scale_pools`,
+    :mod:`simulator.pool_hpa`); ``None``: the config's replicas split by routed demand."""
 
     @property
     def key(self) -> str:
@@ -240,17 +246,21 @@ class SimulatedCluster(ClusterBackend, KPISource):
 
     def _reconcile_exposed(self, w: SimWorkload, t: float, started: bool = False) -> None:
         """A Deployment per exposing pool (:mod:`simulator.regions`): the config's replicas
-        split over the exposing pools by the demand each is routed; pods of another shape,
-        or beyond their pool's count, or in a pool no longer exposing, go as the new ones are
-        ready (make before break, as a rolling update)."""
+        split over the exposing pools by the demand each is routed (or the counts a per-pool
+        autoscaler set); pods of another shape, or beyond their pool's count, go as the new
+        ones are ready (make before break, as a rolling update); pods in a pool no longer
+        exposing keep serving its clients until the new ones are ready (draining)."""
         assert self.regions is not None and w.exposure is not None
         cfg = w.config
         for pod in w.pods:
             if pod.node is None:
                 self._schedule(pod, w.spec)
-        lam = w.trace.rate(t - self.start)
-        want = geography.split_replicas(cfg.replicas, self.regions.routed(
-            lam, t - self.start, w.exposure, self.pool_region))
+        if w.pool_replicas is not None:
+            want = {p: w.pool_replicas.get(p, 1) for p in w.exposure}
+        else:
+            lam = w.trace.rate(t - self.start)
+            want = geography.split_replicas(cfg.replicas, self.regions.routed(
+                lam, t - self.start, w.exposure, self.pool_region))
         placed: list[SimPod] = []
         old: list[SimPod] = []
         by_pool: dict[str | None, list[SimPod]] = {}
@@ -269,12 +279,36 @@ class SimulatedCluster(ClusterBackend, KPISource):
                 w.pods.append(pod)
                 placed.append(pod)
         ready_new = sum(1 for p in placed if p.ready(t))
+        # A pool the Service was withdrawn from drains: its ready pods keep serving its
+        # clients (:meth:`_serving`) until the pools exposing it now have as many ready pods
+        # as served every client when it was withdrawn (or all theirs), then go together (cut
+        # over, not a pod at a time under all of that pool's clients).
+        withdrawn = [p for p in old if p.pool not in want]
+        drain = ready_new < min(len(placed), w.drain_ready)
+        for pod in withdrawn:
+            if not (drain and pod.ready(t)):
+                self._delete(w, pod)
+        old = [p for p in old if p.pool in want]
         keep_old = max(0, cfg.replicas - ready_new)
         old.sort(key=lambda p: (not p.ready(t), p.created_at))
         for pod in old[keep_old:]:
             self._delete(w, pod)
         if w.canary is not None or w.canary_pods:
             self._reconcile_canary(w)
+
+    @staticmethod
+    def _serving(w: SimWorkload, t: float) -> tuple[str, ...] | None:
+        """The pools whose load balancers serve the workload's clients at ``t`` (``None``: not
+        exposed per pool): its exposure, and the pools it was withdrawn from whose ready pods
+        the rolling update still keeps (draining: a withdrawn pool serves its clients until
+        the pods that replace its pods elsewhere are ready, and its load balancer goes with
+        its last pod). Without it a narrowed exposure would route clients at once to pools
+        whose new pods are still starting, while the kept pods served nobody."""
+        if w.exposure is None:
+            return None
+        draining = {p.node.pool.name for p in w.pods
+                    if p.node is not None and p.ready(t) and p.node.pool.name not in w.exposure}
+        return tuple(sorted({*w.exposure, *draining})) if draining else w.exposure
 
     @property
     def pool_region(self) -> dict[str, str]:
@@ -316,8 +350,9 @@ class SimulatedCluster(ClusterBackend, KPISource):
                          for p in ready])
         shares = dispatch_shares([p.name for p in ready], w.weights)
         servers = np.array([max(1, int(p.cpu)) for p in ready], dtype=np.int64)
-        if w.exposure is not None and self.regions is not None:
-            out = self.regions.serve(lam, t - self.start, w.exposure, self.pool_region,
+        serving = self._serving(w, t)
+        if serving is not None and self.regions is not None:
+            out = self.regions.serve(lam, t - self.start, serving, self.pool_region,
                                      [p.node.pool.name if p.node else "" for p in ready],
                                      shares, mu, base, svc.timeout_ms, failed, servers)
         else:
@@ -348,8 +383,8 @@ class SimulatedCluster(ClusterBackend, KPISource):
             gpus += p.gpus
             cost += p.cpu * pool.cost_per_core_hour + p.gpus * pool.cost_per_gpu_hour
             per_pool[pool.name] = per_pool.get(pool.name, 0.0) + p.cpu
-        if w.exposure is not None and self.regions is not None:
-            cost += self.regions.lb_cost_per_hour * len(w.exposure)
+        if serving is not None and self.regions is not None:
+            cost += self.regions.lb_cost_per_hour * len(serving)
         mean_util = float(out.utilization.mean()) if out.utilization.size else None
         w.history.append(StepRecord(t, dt, lam, out.served, out.dropped, out.components, cores,
                                     gpus, cost, mean_util, tuple(per_pool.items())))
@@ -480,7 +515,25 @@ class SimulatedCluster(ClusterBackend, KPISource):
         unknown = [p for p in chosen if p not in self.pools]
         if unknown:
             raise PermanentError(f"no node pool {unknown[0]!r}")
+        if set(w.exposure or ()) - set(chosen):
+            w.drain_ready = sum(1 for p in w.pods if p.ready(self.time))
         w.exposure = chosen
+
+    def scale_pools(self, workload: str, counts: dict[str, int]) -> None:
+        """Pods per exposing pool, each pool's Deployment scaled on its own (a HorizontalPod-
+        Autoscaler per pool, :mod:`simulator.pool_hpa`), from the next step on; an exposing
+        pool ``counts`` does not name keeps one pod. The config's replicas become the sum.
+        Simulator only: the planner's port scales a workload as a whole."""
+        w = self._workload(workload)
+        if w.exposure is None or self.regions is None:
+            raise UnsupportedOperation(f"{workload} is not exposed per pool: scale it as a "
+                                       "whole")
+        bad = {p: n for p, n in counts.items() if p not in w.exposure or n < 0}
+        if bad:
+            raise PermanentError(f"{workload}: pool counts {bad} name pools not exposing it "
+                                 f"({', '.join(w.exposure)}) or are negative")
+        w.pool_replicas = {p: int(counts.get(p, 1)) for p in w.exposure}
+        w.config = w.config.with_(replicas=sum(w.pool_replicas.values()))
 
     def set_canary(self, workload: str, canary: WorkloadConfig | None) -> None:
         w = self._workload(workload)
