@@ -70,7 +70,6 @@ or permanent errors (:mod:`planner.k8s.apierrors`).
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -84,13 +83,12 @@ from kubernetes.client import (
     V1Preconditions,
     VersionApi,
 )
-from kubernetes.client.exceptions import ApiException
 
 from planner.domain.errors import IntentPlannerError, PermanentError
 from planner.domain.ports import ClusterBackend, UnsupportedOperation
 from planner.domain.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
 from planner.k8s import canary as canaries
-from planner.k8s import convert, devices, inplace, openyurt, resources
+from planner.k8s import convert, devices, inplace, k8srequest, openyurt, resources
 from planner.k8s.apierrors import KubernetesPermanentError, NotFound, api_call
 from planner.k8s.apierrors import read_body as _read
 from planner.k8s.changefeed import ChangeFeed
@@ -696,17 +694,5 @@ class KubernetesBackend(ClusterBackend):
     def request(self, method: str, path: str, what: str, body: Any = None) -> dict[str, Any]:
         """One JSON request without the client's models (a Deployment copied from the API
         server keeps every field, even those this client version does not know)."""
-        client = self.api_client
-        with api_call(what):
-            m, url, headers, data, _ = client.param_serialize(
-                method, path, query_params=[("fieldManager", self.field_manager)],
-                header_params={"Accept": "application/json",
-                               "Content-Type": "application/json"},
-                body=body, auth_settings=["BearerToken"])
-            resp = client.call_api(m, url, headers, data, _request_timeout=self.timeout)
-            raw: bytes = resp.response.data or b""
-            if not 200 <= resp.status <= 299:
-                raise ApiException(status=resp.status, reason=resp.reason,
-                                   body=raw.decode(errors="replace"))
-            out: dict[str, Any] = json.loads(raw) if raw else {}
-            return out
+        return k8srequest.json_request(self.api_client, method, path, what, body,
+                                       timeout=self.timeout, field_manager=self.field_manager)

@@ -21,7 +21,8 @@ FIELD_MANAGER = "intent-planner"
 
 def json_request(api_client: ApiClient, method: str, path: str, what: str, body: Any = None,
                  content_type: str = "application/json", timeout: float = 30.0,
-                 query: list[tuple[str, str]] | None = None) -> dict[str, Any]:
+                 query: list[tuple[str, str]] | None = None,
+                 field_manager: str = FIELD_MANAGER) -> dict[str, Any]:
     """``method path`` with a JSON ``body``; the JSON answer (``{}`` when empty).
 
     Raises :class:`planner.k8s.apierrors.KubernetesTemporaryError` (409, 429, 5xx, no answer)
@@ -29,7 +30,7 @@ def json_request(api_client: ApiClient, method: str, path: str, what: str, body:
     """
     params = list(query or [])
     if method in ("POST", "PATCH", "PUT"):
-        params.append(("fieldManager", FIELD_MANAGER))
+        params.append(("fieldManager", field_manager))
     with api_call(what):
         m, url, headers, data, _ = api_client.param_serialize(
             method, path, query_params=params,
