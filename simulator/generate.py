@@ -136,6 +136,20 @@ def _log_uniform(rng: np.random.Generator, lo: float, hi: float) -> float:
     return float(math.exp(rng.uniform(math.log(lo), math.log(hi))))
 
 
+
+def draw_service(rng: np.random.Generator, rate_per_core: float) -> dict[str, Any]:
+    """A workload's service parameters after its ``rate_per_core`` (the draws in this order:
+    every generator that shares it keeps its scenarios when it moves here)."""
+    return {
+        "rate_per_core": rate_per_core,
+        "cpu_exponent": _r(rng.uniform(0.6, 1.0)),
+        "base_latency_ms": _r(_log_uniform(rng, 0.5, 30.0)),
+        "startup_s": int(rng.integers(5, 91)),
+        "failure_rate_per_hour": 0.0 if _chance(rng, 0.4) else
+        _r(_log_uniform(rng, 0.005, 0.3)),
+        "restart_s": int(rng.integers(10, 61)),
+    }
+
 def _chance(rng: np.random.Generator, p: float) -> bool:
     return bool(rng.random() < p)
 
@@ -334,15 +348,7 @@ def generate(seed: int, contention: str | None = None) -> dict[str, Any]:
     priorities: list[float] = []
     for name, ns in zip(names, spaces, strict=True):
         rate_per_core = _r(_log_uniform(rng, 5.0, 300.0))
-        service: dict[str, Any] = {
-            "rate_per_core": rate_per_core,
-            "cpu_exponent": _r(rng.uniform(0.6, 1.0)),
-            "base_latency_ms": _r(_log_uniform(rng, 0.5, 30.0)),
-            "startup_s": int(rng.integers(5, 91)),
-            "failure_rate_per_hour": 0.0 if _chance(rng, 0.4) else
-            _r(_log_uniform(rng, 0.005, 0.3)),
-            "restart_s": int(rng.integers(10, 61)),
-        }
+        service = draw_service(rng, rate_per_core)
         cpu = float(rng.choice([0.5, 1.0, 2.0], p=[0.25, 0.5, 0.25]))
         if sizes is not None and cpu not in sizes:
             cpu = 1.0

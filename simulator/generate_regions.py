@@ -50,6 +50,7 @@ from simulator.generate import (
     _pod_latency_ms,
     _r,
     _round_up,
+    draw_service,
 )
 
 STREAM = 14
@@ -186,15 +187,7 @@ def generate_regions(seed: int) -> dict[str, Any]:
     cpus: list[float] = []
     for name in wl_names:
         rate_per_core = _r(_log_uniform(rng, 5.0, 300.0))
-        service: dict[str, Any] = {
-            "rate_per_core": rate_per_core,
-            "cpu_exponent": _r(rng.uniform(0.6, 1.0)),
-            "base_latency_ms": _r(_log_uniform(rng, 0.5, 30.0)),
-            "startup_s": int(rng.integers(5, 91)),
-            "failure_rate_per_hour": 0.0 if _chance(rng, 0.4) else
-            _r(_log_uniform(rng, 0.005, 0.3)),
-            "restart_s": int(rng.integers(10, 61)),
-        }
+        service = draw_service(rng, rate_per_core)
         cpu = float(rng.choice([0.5, 1.0, 2.0], p=[0.25, 0.5, 0.25]))
         peak_cores = _log_uniform(rng, 3.0, 30.0)
         shape = str(rng.choice(SHAPES))
