@@ -17,6 +17,11 @@ from planner.domain.state import WorkloadConfig, WorkloadState
 MAX_UTILIZATION = 0.9
 """Never plan a pod above this utilisation: the queue is unstable near 1."""
 
+MIN_READ_UTILIZATION = 0.02
+"""Below this utilisation the service rate is not read from one observation (a pod that
+idle is mostly background work: the reading would be noise); :func:`idle_bound` takes it as a
+lower bound instead."""
+
 
 @dataclass(frozen=True)
 class QueueEstimate:
@@ -70,7 +75,8 @@ def estimate(workload: WorkloadState, latency_ms: float | None, q: float,
     """
     rate, util = workload.request_rate, workload.cpu_utilization
     ready = workload.ready_replicas
-    if rate is None or util is None or ready == 0 or rate < 1.0 or not 0.02 <= util < 0.95:
+    if (rate is None or util is None or ready == 0 or rate < 1.0
+            or not MIN_READ_UTILIZATION <= util < 0.95):
         return None
     util = min(util, 0.99)
     cpu = workload.config.cpu
@@ -82,6 +88,42 @@ def estimate(workload: WorkloadState, latency_ms: float | None, q: float,
         base = min(max(0.0, latency_ms - queueing), latency_ms, max_base_ms)
     return QueueEstimate(mu / cpu, base, place=(workload.config.device, workload.config.pool),
                          cpu=cpu)
+
+
+def idle_bound(workload: WorkloadState, latency_ms: float | None,
+               max_base_ms: float = math.inf) -> QueueEstimate | None:
+    """What one observation of pods busy less than :data:`MIN_READ_UTILIZATION` still says:
+    each serves at least ``rate / (ready * MIN_READ_UTILIZATION)`` requests per second (a pod
+    that busy would serve that many at full load; it is less busy, so it is faster, and
+    background work only makes it look busier), and a request's base latency is at most the
+    observed percentile (almost no queueing at that load). ``None`` when there is no load to
+    read (no request or fewer than one per second, no ready pod) or the pods are busier.
+
+    The bound is what keeps a workload moved to a much faster place from being stuck there
+    with every pod nearly idle: nothing is read from such pods, the estimate stays the old
+    place's, and no smaller count is ever predicted to hold (docs/benchmarks.md section 64)."""
+    rate, util = workload.request_rate, workload.cpu_utilization
+    ready, cpu = workload.ready_replicas, workload.config.cpu
+    if (rate is None or util is None or ready == 0 or rate < 1.0 or cpu <= 0
+            or not math.isfinite(util) or util >= MIN_READ_UTILIZATION):
+        return None
+    mu = rate / (ready * MIN_READ_UTILIZATION)
+    base = math.nan if latency_ms is None else min(max(0.0, latency_ms), max_base_ms)
+    return QueueEstimate(mu / cpu, base, place=(workload.config.device, workload.config.pool),
+                         cpu=cpu)
+
+
+def floored(old: QueueEstimate | None, bound: QueueEstimate) -> QueueEstimate:
+    """``old`` after an :func:`idle_bound` observation ``bound``: its service rate raised to the
+    bound where below it (the bound's base latency is not blended in: it is only an upper
+    bound). An estimate of another place (or none) is replaced by the bound, as a first
+    estimate of that place."""
+    if old is None or old.place != bound.place:
+        return blend(None, bound)
+    if old.mu_per_core >= bound.mu_per_core:
+        return old
+    return QueueEstimate(bound.mu_per_core, old.base_ms, dict(old.bases), old.place,
+                         bound.cpu if bound.cpu is not None else old.cpu)
 
 
 def _mix(old: float | None, new: float, alpha: float) -> float:

@@ -11,7 +11,14 @@ from planner.domain.intents import KPIType
 from planner.domain.state import WorkloadConfig
 from planner.models.explicit import ExplicitAvailability, ExplicitLatency, ExplicitThroughput
 from planner.models.predictor import Predictor
-from planner.models.queue_estimate import QueueEstimate, blend, capped, estimate
+from planner.models.queue_estimate import (
+    QueueEstimate,
+    blend,
+    capped,
+    estimate,
+    floored,
+    idle_bound,
+)
 from planner.models.training import SATURATED_UTILIZATION
 from planner.planners.base import PlanningContext
 from planner.planners.feedback import steady
@@ -36,10 +43,17 @@ def updated_estimate(ctx: PlanningContext, previous: QueueEstimate | None
         # planner restarted during an overload acts in its first cycle).
         return previous
     fresh: QueueEstimate | None = None
+    idle: QueueEstimate | None = None
     bases: dict[str, float] = {}
+    idle_bases: dict[str, float] = {}
     for name, obs, q, cap in latency:
         one = estimate(ctx.workload, obs, q, cap)
         if one is None:
+            low = idle_bound(ctx.workload, obs, cap)
+            if low is not None:
+                idle = idle or low
+                if name is not None and not math.isnan(low.base_ms):
+                    idle_bases[name] = low.base_ms
             continue
         fresh = fresh or one
         if name is not None:
@@ -48,6 +62,11 @@ def updated_estimate(ctx: PlanningContext, previous: QueueEstimate | None
         util = ctx.workload.cpu_utilization
         if previous is not None and util is not None and util >= SATURATED_UTILIZATION:
             return capped(previous, ctx.workload)
+        if idle is not None:
+            # Pods nearly idle: a lower bound of their speed (and, for a first estimate of
+            # their place, an upper bound of the base latency).
+            return floored(previous, QueueEstimate(idle.mu_per_core, idle.base_ms, idle_bases,
+                                                   idle.place, idle.cpu))
         return previous
     return blend(previous, QueueEstimate(fresh.mu_per_core, fresh.base_ms, bases, fresh.place,
                                          fresh.cpu))
