@@ -174,3 +174,39 @@ def test_a_down_prometheus_is_unknown_not_a_crash(api: Any) -> None:
     assert p.device == "gpu"
     assert (p.gpu_utilization, p.gpu_memory_utilization, p.cpu_utilization) == (None,) * 3
     assert web_state.cpu_utilization is None and web_state.request_rate is None
+
+
+def test_the_backend_reads_gpu_pods_as_busy_as_their_gpus(prom: PrometheusServer,
+                                                          api: Any) -> None:
+    """Through the backend's observe, over the API emulator and the real Prometheus: two GPU
+    pods whose GPUs are 50 % and 90 % busy make a workload 70 % busy to the planners
+    (:attr:`WorkloadState.busy`), whatever their CPUs (no CPU series here: unknown)."""
+    from kubernetes.client import ApiClient, Configuration
+
+    from bench.harness.apiserver import Kube, deployment, node, pod
+    from planner.k8s.backend import KubernetesBackend
+    from planner.k8s.transport import ApiClientTransport
+    from planner.k8s.watchcache import WatchCache
+
+    kube = Kube(api.url)
+    kube.create(node("gpu-1", "pool-gpu"))
+    kube.create(deployment("shop", "web", 2))
+    for name in ("web-0", "web-1"):
+        gpu_pod = pod("shop", "web", "gpu-1", name=name)
+        gpu_pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "1"
+        kube.create(gpu_pod)
+    lm = PrometheusLoadMetrics(prom.url)
+    client = ApiClient(Configuration(host=api.url))
+    backend = KubernetesBackend(WatchCache(ApiClientTransport(client)), client, load=lm,
+                                ready_wait_s=10, request_timeout_s=5)
+    try:
+        web = backend.observe().workloads["shop/web"]
+    finally:
+        backend.cache.stop()
+        client.close()
+        lm.close()
+        kube.close()
+    assert sorted((p.name, p.gpu_utilization) for p in web.pods) == [
+        ("web-0", pytest.approx(0.5)), ("web-1", pytest.approx(0.9))]
+    assert web.cpu_utilization is None
+    assert web.utilization == pytest.approx(0.7) and web.busy == pytest.approx(0.7)

@@ -194,12 +194,17 @@ def _what_if(workload: WorkloadState, snapshot: ClusterSnapshot,
                     pool=cfg.pool if cfg.pool is not None else base[i % len(base)].pool)
             for i in range(cfg.replicas))
         ready_new = cfg.replicas
-    util = workload.cpu_utilization
-    if util is not None and workload.request_rate and rate is not None and ready_new > 0:
+    scale = None
+    if workload.request_rate and rate is not None and ready_new > 0:
         # Keep the service rate the utilisation implies: util ~ rate / (pods * cpu * mu).
-        util = util * (rate / workload.request_rate) * (ready * old.cpu) / (ready_new * cfg.cpu)
-        util = min(util, 0.99)
-    return replace(workload, config=cfg, pods=pods, request_rate=rate, cpu_utilization=util)
+        scale = (rate / workload.request_rate) * (ready * old.cpu) / (ready_new * cfg.cpu)
+
+    def scaled(util: float | None) -> float | None:
+        return util if util is None or scale is None else min(util * scale, 0.99)
+
+    return replace(workload, config=cfg, pods=pods, request_rate=rate,
+                   cpu_utilization=scaled(workload.cpu_utilization),
+                   utilization=scaled(workload.utilization))
 
 
 def prepare(runtime: Runtime, req: schemas.PreviewRequest) -> Prepared:

@@ -42,7 +42,9 @@ def build_event(
         **({"use_case": {"class": uc.workload_class, "name": uc.name, "device": uc.device}}
            if (uc := intent.spec.use_case) is not None else {}),
         "load": {"request_rate": workload.request_rate,
-                 "cpu_utilization": workload.cpu_utilization},
+                 "cpu_utilization": workload.cpu_utilization,
+                 **({"utilization": workload.utilization}
+                    if workload.utilization is not None else {})},
         "pod_groups": pod_groups(workload.pods),
         "resources": {"cpu_per_pod": cfg.cpu, "device": cfg.device,
                       "ready_replicas": workload.ready_replicas,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -89,6 +89,16 @@ class PodState:
                                "gpu_utilization": gpu_utilization,
                                "gpu_memory_utilization": gpu_memory_utilization})
 
+    @property
+    def busy(self) -> float | None:
+        """How busy the device that serves the pod's requests was: its GPUs' utilisation for a
+        GPU pod that reports one, else its CPU utilisation. A GPU-bound pod can sit at a few
+        percent of its CPU request while its GPU is saturated: its CPU says nothing of how
+        many more requests it can take."""
+        if self.device == "gpu" and self.gpu_utilization is not None:
+            return self.gpu_utilization
+        return self.cpu_utilization
+
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "node": self.node, "cpu": self.cpu, "device": self.device,
                 "ready": self.ready, "restarts": self.restarts, "started_at": self.started_at,
@@ -147,10 +157,21 @@ class WorkloadState:
     """Why the backend reports no (or partial) exposure facts for a workload exposed per pool
     this cycle (the client demand could not be measured: Prometheus down...); the exposure
     decision then does not run and the plan's reason carries this note."""
+    utilization: float | None = None
+    """Mean :attr:`PodState.busy` of the ready pods, where some of them report a GPU's
+    utilisation (:func:`serving_utilization`); ``None``: :attr:`cpu_utilization` says how busy
+    the pods are (CPU pods, or a backend that measures one number per pod, as the
+    simulator)."""
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def busy(self) -> float | None:
+        """How busy the pods' serving devices are, as the planners read saturation and service
+        rates: :attr:`utilization` where known, else :attr:`cpu_utilization`."""
+        return self.cpu_utilization if self.utilization is None else self.utilization
 
     @property
     def ready_replicas(self) -> int:
@@ -261,3 +282,14 @@ class ClusterSnapshot:
         for n in self.nodes:
             out.setdefault(n.pool, []).append(n)
         return out
+
+
+def serving_utilization(pods: Sequence[PodState]) -> float | None:
+    """The mean :attr:`PodState.busy` of the ready ``pods`` that report one, where at least one
+    of them is a GPU pod that reports its GPU's utilisation (``None`` otherwise: the CPU
+    utilisation measured for the workload stands)."""
+    ready = [p for p in pods if p.ready]
+    if not any(p.device == "gpu" and p.gpu_utilization is not None for p in ready):
+        return None
+    busy = [b for p in ready if (b := p.busy) is not None]
+    return sum(busy) / len(busy)

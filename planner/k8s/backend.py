@@ -86,7 +86,13 @@ from kubernetes.client import (
 
 from planner.domain.errors import IntentPlannerError, PermanentError
 from planner.domain.ports import ClusterBackend, UnsupportedOperation
-from planner.domain.state import ClusterSnapshot, PodState, WorkloadConfig, WorkloadState
+from planner.domain.state import (
+    ClusterSnapshot,
+    PodState,
+    WorkloadConfig,
+    WorkloadState,
+    serving_utilization,
+)
 from planner.k8s import canary as canaries
 from planner.k8s import convert, devices, inplace, k8srequest, openyurt, resources
 from planner.k8s.apierrors import KubernetesPermanentError, NotFound, api_call
@@ -301,7 +307,8 @@ class KubernetesBackend(ClusterBackend):
         return raw
 
     def _measured(self, snap: ClusterSnapshot) -> ClusterSnapshot:
-        """``snap`` with the request rate and CPU utilisation of the load source, if any."""
+        """``snap`` with the request rate and CPU utilisation of the load source, if any, and
+        the pods' GPU utilisation, which says how busy GPU pods are (:attr:`WorkloadState.busy`)."""
         workloads = snap.workloads
         if self.load is not None and workloads:
             workloads = dict(workloads)
@@ -311,9 +318,11 @@ class KubernetesBackend(ClusterBackend):
                     wl = workloads[key]
                     canary = None if wl.canary is None else dataclasses.replace(
                         wl.canary, pods=_utilized(wl.canary.pods, load))
+                    pods = _utilized(wl.pods, load)
                     workloads[key] = dataclasses.replace(
-                        wl, pods=_utilized(wl.pods, load), canary=canary,
-                        request_rate=load.request_rate, cpu_utilization=load.cpu_utilization)
+                        wl, pods=pods, canary=canary,
+                        request_rate=load.request_rate, cpu_utilization=load.cpu_utilization,
+                        utilization=serving_utilization(pods))
             snap = ClusterSnapshot(snap.time, snap.nodes, workloads)
         if self.exposure is not None:
             snap = self.exposure.apply(snap)

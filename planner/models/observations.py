@@ -37,7 +37,8 @@ class Dataset:
     """Node classes (node pools the pods ran on), in the order of the share columns."""
     times: NDArray[np.float64]
     utilization: NDArray[np.float64]
-    """Mean CPU utilisation of the pods (NaN: unknown), to tell saturated rows apart."""
+    """Mean utilisation of the pods' serving devices (NaN: unknown), to tell saturated rows
+    apart."""
     window_utilization: NDArray[np.float64] | None = None
     """The highest CPU utilisation of any event (settled or not) whose measurements may
     overlap the row's KPI window, ``inf`` when the next event is not known yet (see
@@ -130,7 +131,12 @@ def node_mix(ev: Mapping[str, Any]) -> dict[str, float]:
 
 
 def _utilization(ev: Mapping[str, Any]) -> float:
-    util = (ev.get("load") or {}).get("cpu_utilization")
+    """How busy the event's pods were: the serving devices' utilisation where the event
+    records one (GPU pods), else the CPU utilisation; NaN when unknown."""
+    load = ev.get("load") or {}
+    util = load.get("utilization")
+    if util is None:
+        util = load.get("cpu_utilization")
     return float(util) if util is not None else float("nan")
 
 

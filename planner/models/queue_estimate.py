@@ -1,8 +1,8 @@
 """An explicit queueing estimate of a workload: what the planner uses before it has learned.
 
-Each pod is taken as an M/M/1 queue. From one observation (request rate, CPU utilisation,
-ready pods, observed latency percentile) it estimates the service rate per core and the base
-latency, then predicts a percentile for any replica count and CPU size:
+Each pod is taken as an M/M/1 queue. From one observation (request rate, how busy the pods'
+serving device is, ready pods, observed latency percentile) it estimates the service rate per
+core and the base latency, then predicts a percentile for any replica count and CPU size:
 ``p_q = base + ln(1 / (1 - q)) / (mu - lam / r)``.
 """
 
@@ -73,7 +73,7 @@ def estimate(workload: WorkloadState, latency_ms: float | None, q: float,
     ``max_base_ms`` caps the base latency (the latency target: a larger base would make every
     configuration infeasible, which is better found out by observation than by one sample).
     """
-    rate, util = workload.request_rate, workload.cpu_utilization
+    rate, util = workload.request_rate, workload.busy
     ready = workload.ready_replicas
     if (rate is None or util is None or ready == 0 or rate < 1.0
             or not MIN_READ_UTILIZATION <= util < 0.95):
@@ -102,7 +102,7 @@ def idle_bound(workload: WorkloadState, latency_ms: float | None,
     The bound is what keeps a workload moved to a much faster place from being stuck there
     with every pod nearly idle: nothing is read from such pods, the estimate stays the old
     place's, and no smaller count is ever predicted to hold (docs/benchmarks.md section 64)."""
-    rate, util = workload.request_rate, workload.cpu_utilization
+    rate, util = workload.request_rate, workload.busy
     ready, cpu = workload.ready_replicas, workload.config.cpu
     if (rate is None or util is None or ready == 0 or rate < 1.0 or cpu <= 0
             or not math.isfinite(util) or util >= MIN_READ_UTILIZATION):

@@ -487,10 +487,10 @@ def optimistic_speeds(ctx: PlanningContext, places: list[Place],
 
 
 def pods_busy(ctx: PlanningContext) -> float | None:
-    """The median utilisation of the workload's ready pods of its CPU size (``None`` where
-    none reports one)."""
-    utils = [p.cpu_utilization for p in ctx.workload.pods
-             if p.ready and p.cpu_utilization is not None and math.isclose(p.cpu, ctx.config.cpu)]
+    """The median utilisation (:attr:`PodState.busy`) of the workload's ready pods of its CPU
+    size (``None`` where none reports one)."""
+    utils = [b for p in ctx.workload.pods
+             if p.ready and (b := p.busy) is not None and math.isclose(p.cpu, ctx.config.cpu)]
     return float(np.median(utils)) if utils else None
 
 
@@ -506,19 +506,19 @@ def saturated_at_centre(busy: float | None, centre: float) -> bool:
 
 
 def _capacities(pods: Sequence[PodState], floor: bool) -> list[float]:
-    """Requests per second over CPU utilisation of the ready pods with a known request rate
-    (``floor``: a pod busy less than :data:`MIN_UTILIZATION` counts as that busy; otherwise it
-    is left out, too idle to measure)."""
-    return [p.request_rate / max(p.cpu_utilization, MIN_UTILIZATION) for p in pods
-            if p.ready and p.request_rate and p.cpu_utilization is not None
-            and (floor or p.cpu_utilization > MIN_UTILIZATION)]
+    """Requests per second over utilisation (:attr:`PodState.busy`) of the ready pods with a
+    known request rate (``floor``: a pod busy less than :data:`MIN_UTILIZATION` counts as that
+    busy; otherwise it is left out, too idle to measure)."""
+    return [p.request_rate / max(b, MIN_UTILIZATION) for p in pods
+            if p.ready and p.request_rate and (b := p.busy) is not None
+            and (floor or b > MIN_UTILIZATION)]
 
 
 def capacity_ratio(canary: CanaryState, workload: WorkloadState,
                    versus: float | None = None) -> float | None:
     """The canary pods' capacity per pod over that of the workload's own pods of the same CPU
     size, or of ``versus`` cores (a trial of another CPU size) (median requests per second
-    over CPU utilisation of the ready, busy pods; a canary pod busy less than
+    over utilisation of the ready, busy pods; a canary pod busy less than
     :data:`MIN_UTILIZATION` counts as that busy, so its speed is then measured low, never
     high); ``None`` when either side has no such pod with a known request rate.
 
@@ -561,8 +561,8 @@ def too_idle(canary: CanaryState) -> bool:
     """Whether every ready canary pod with a known request rate was less than
     :data:`MIN_UTILIZATION` busy: :func:`capacity_ratio` is then only a lower bound of the
     shape's speed."""
-    utils = [p.cpu_utilization for p in canary.pods
-             if p.ready and p.request_rate and p.cpu_utilization is not None]
+    utils = [b for p in canary.pods
+             if p.ready and p.request_rate and (b := p.busy) is not None]
     return bool(utils) and all(u < MIN_UTILIZATION for u in utils)
 
 

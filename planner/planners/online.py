@@ -59,7 +59,7 @@ def updated_estimate(ctx: PlanningContext, previous: QueueEstimate | None
         if name is not None:
             bases[name] = one.base_ms
     if fresh is None:
-        util = ctx.workload.cpu_utilization
+        util = ctx.workload.busy
         if previous is not None and util is not None and util >= SATURATED_UTILIZATION:
             return capped(previous, ctx.workload)
         if idle is not None:

@@ -104,7 +104,7 @@ class Observation:
 
 
 def observe(ctx: PlanningContext) -> Observation:
-    util = ctx.workload.cpu_utilization
+    util = ctx.workload.busy
     saturated = util is not None and util >= SATURATED_UTILIZATION
     violated: list[str] = []
     for o in ctx.intent.spec.objectives:
@@ -518,10 +518,10 @@ def work_in(ctx: PlanningContext, target: WorkloadConfig, speed: float) -> int |
     and the move that ends the violation could never finish."""
     work, known, across = 0.0, False, False
     for p in ctx.workload.pods:
-        if not p.ready or p.cpu_utilization is None:
+        if not p.ready or p.busy is None:
             continue
         known = True
-        busy = p.cpu_utilization * p.cpu / target.cpu
+        busy = p.busy * p.cpu / target.cpu
         same = p.device == target.device and (target.pool is None or p.pool == target.pool)
         across = across or not same
         work += busy if same else busy / speed
