@@ -126,3 +126,20 @@ def test_events_record_the_serving_utilisation_and_training_rows_read_it() -> No
     for wl, util in ((gpu, 0.99), (plain, 0.05)):
         ds = dataset([_event(t, wl) for t in range(0, 181, 15)], "p95")
         assert len(ds) > 0 and all(math.isclose(u, util) for u in ds.utilization)
+
+
+def test_a_what_if_load_scales_the_gpu_reading_as_the_cpu_one() -> None:
+    """The preview's what-if keeps the service rate the utilisation implies: twice the load on
+    the same pods reads twice as busy, on the GPU as on the CPU (capped below 1)."""
+    from planner.api import preview, schemas
+
+    pods = tuple(_gpu_pod(f"p{i}", 0.05, 0.3) for i in range(GPU.replicas))
+    wl = WorkloadState("ns", "w", GPU, pods, request_rate=200.0, cpu_utilization=0.05,
+                       utilization=serving_utilization(pods))
+    snap = ClusterSnapshot(0.0, (), {wl.key: wl})
+    doubled = preview._what_if(wl, snap, schemas.Overrides(load=400.0))
+    assert doubled.busy == pytest.approx(0.6) and doubled.cpu_utilization == pytest.approx(0.1)
+    assert preview._what_if(wl, snap, schemas.Overrides(load=2000.0)).busy == 0.99
+    plain = preview._what_if(dataclasses.replace(wl, utilization=None), snap,
+                             schemas.Overrides(load=400.0))
+    assert plain.utilization is None and plain.busy == pytest.approx(0.1)
