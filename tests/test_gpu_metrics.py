@@ -142,8 +142,10 @@ def test_failing_gpu_queries_leave_only_the_gpu_values_unknown(
     assert lm.last_gpu_error is None
 
 
-def test_a_down_prometheus_is_unknown_not_a_crash(api: Any) -> None:
-    """Through the backend's observe, over the API emulator: a GPU pod, Prometheus down."""
+def _observe_gpu_pods(api_url: str, lm: PrometheusLoadMetrics,
+                      names: tuple[str, ...]) -> WorkloadState:
+    """``shop/web`` as the backend observes it over the API emulator at ``api_url``, with
+    ``lm`` its load metrics: one GPU pod per name on one GPU node."""
     from kubernetes.client import ApiClient, Configuration
 
     from bench.harness.apiserver import Kube, deployment, node, pod
@@ -151,29 +153,35 @@ def test_a_down_prometheus_is_unknown_not_a_crash(api: Any) -> None:
     from planner.k8s.transport import ApiClientTransport
     from planner.k8s.watchcache import WatchCache
 
-    kube = Kube(api.url)
+    kube = Kube(api_url)
     kube.create(node("gpu-1", "pool-gpu"))
-    web = deployment("shop", "web", 1)
-    kube.create(web)
-    gpu_pod = pod("shop", "web", "gpu-1", name="web-0")
-    gpu_pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "1"
-    kube.create(gpu_pod)
-    lm = PrometheusLoadMetrics(f"http://127.0.0.1:{free_port()}", timeout=1.0)
-    client = ApiClient(Configuration(host=api.url))
+    kube.create(deployment("shop", "web", len(names)))
+    for name in names:
+        gpu_pod = pod("shop", "web", "gpu-1", name=name)
+        gpu_pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "1"
+        kube.create(gpu_pod)
+    client = ApiClient(Configuration(host=api_url))
     backend = KubernetesBackend(WatchCache(ApiClientTransport(client)), client, load=lm,
                                 ready_wait_s=10, request_timeout_s=5)
     try:
-        web_state = backend.observe().workloads["shop/web"]
+        return backend.observe().workloads["shop/web"]
     finally:
         backend.cache.stop()
         client.close()
         lm.close()
         kube.close()
+
+
+def test_a_down_prometheus_is_unknown_not_a_crash(api: Any) -> None:
+    """Through the backend's observe, over the API emulator: a GPU pod, Prometheus down."""
+    lm = PrometheusLoadMetrics(f"http://127.0.0.1:{free_port()}", timeout=1.0)
+    web_state = _observe_gpu_pods(api.url, lm, ("web-0",))
     assert lm.last_error is not None
     (p,) = web_state.pods
     assert p.device == "gpu"
     assert (p.gpu_utilization, p.gpu_memory_utilization, p.cpu_utilization) == (None,) * 3
     assert web_state.cpu_utilization is None and web_state.request_rate is None
+    assert web_state.utilization is None and web_state.busy is None
 
 
 def test_the_backend_reads_gpu_pods_as_busy_as_their_gpus(prom: PrometheusServer,
@@ -181,31 +189,7 @@ def test_the_backend_reads_gpu_pods_as_busy_as_their_gpus(prom: PrometheusServer
     """Through the backend's observe, over the API emulator and the real Prometheus: two GPU
     pods whose GPUs are 50 % and 90 % busy make a workload 70 % busy to the planners
     (:attr:`WorkloadState.busy`), whatever their CPUs (no CPU series here: unknown)."""
-    from kubernetes.client import ApiClient, Configuration
-
-    from bench.harness.apiserver import Kube, deployment, node, pod
-    from planner.k8s.backend import KubernetesBackend
-    from planner.k8s.transport import ApiClientTransport
-    from planner.k8s.watchcache import WatchCache
-
-    kube = Kube(api.url)
-    kube.create(node("gpu-1", "pool-gpu"))
-    kube.create(deployment("shop", "web", 2))
-    for name in ("web-0", "web-1"):
-        gpu_pod = pod("shop", "web", "gpu-1", name=name)
-        gpu_pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "1"
-        kube.create(gpu_pod)
-    lm = PrometheusLoadMetrics(prom.url)
-    client = ApiClient(Configuration(host=api.url))
-    backend = KubernetesBackend(WatchCache(ApiClientTransport(client)), client, load=lm,
-                                ready_wait_s=10, request_timeout_s=5)
-    try:
-        web = backend.observe().workloads["shop/web"]
-    finally:
-        backend.cache.stop()
-        client.close()
-        lm.close()
-        kube.close()
+    web = _observe_gpu_pods(api.url, PrometheusLoadMetrics(prom.url), ("web-0", "web-1"))
     assert sorted((p.name, p.gpu_utilization) for p in web.pods) == [
         ("web-0", pytest.approx(0.5)), ("web-1", pytest.approx(0.9))]
     assert web.cpu_utilization is None
