@@ -4,7 +4,7 @@ kept in the planner's memory of the intent."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from planner.domain.intents import KPIType
@@ -12,6 +12,7 @@ from planner.domain.state import WorkloadConfig
 from planner.models.explicit import ExplicitAvailability, ExplicitLatency, ExplicitThroughput
 from planner.models.predictor import Predictor
 from planner.models.queue_estimate import (
+    MAX_UTILIZATION,
     QueueEstimate,
     blend,
     capped,
@@ -21,19 +22,47 @@ from planner.models.queue_estimate import (
 )
 from planner.models.training import SATURATED_UTILIZATION
 from planner.planners.base import PlanningContext
-from planner.planners.feedback import steady
+from planner.planners.feedback import KPI_WINDOW_S, steady
+
+Recent = tuple[tuple[float, float], ...]
+"""(time, mean utilisation of the workload's pods, :attr:`WorkloadState.busy`) of the cycles
+within the last KPI window, oldest first."""
 
 
-def updated_estimate(ctx: PlanningContext, previous: QueueEstimate | None
-                     ) -> QueueEstimate | None:
+def recent_utilization(recent: Sequence[tuple[float, float]], ctx: PlanningContext,
+                       window_s: float = KPI_WINDOW_S) -> Recent:
+    """``recent`` with this cycle's utilisation added (when known) and the cycles older than
+    ``window_s`` (or, after the clock went back, later than now) left out."""
+    kept = [(t, u) for t, u in recent if ctx.now - window_s < t < ctx.now]
+    util = ctx.workload.busy
+    if util is not None and math.isfinite(util):
+        kept.append((ctx.now, float(util)))
+    return tuple(kept)
+
+
+def window_peak(recent: Sequence[tuple[float, float]]) -> float | None:
+    """The highest utilisation of ``recent`` (``None``: none known)."""
+    return max((u for _, u in recent), default=None)
+
+
+def updated_estimate(ctx: PlanningContext, previous: QueueEstimate | None,
+                     peak: float | None = None) -> QueueEstimate | None:
     """The workload's exponentially weighted :class:`QueueEstimate` after this cycle's
     observation (``previous`` when the observation says nothing; capped by the capacity seen
     when the pods are saturated); unchanged while the serving pods are not :func:`steady`.
-    Each latency objective's base latency is fitted from its own percentile."""
+    Each latency objective's base latency is fitted from its own percentile, unless ``peak``
+    (the highest utilisation of the pods over the KPI window, :func:`window_peak`) reached
+    the queue's bound (:data:`~planner.models.queue_estimate.MAX_UTILIZATION`): the
+    percentile then carries the queueing of a saturated stretch, which the M/M/1 formula
+    cannot explain at the utilisation the estimate is read at (nor at any below its bound),
+    and what it fails to explain is not base latency. The service rate is still read (from
+    this cycle's rate and utilisation, as before)."""
+    saturated = peak is not None and peak >= MAX_UTILIZATION
     # (objective name, observed latency, quantile, cap on the base); no latency objective:
     # the service rate alone.
     latency: list[tuple[str | None, float | None, float, float]] = [
-        (o.name, ctx.current.get(o.name), ctx.profiles[o.name].spec.latency_percentile / 100.0,
+        (o.name, None if saturated else ctx.current.get(o.name),
+         ctx.profiles[o.name].spec.latency_percentile / 100.0,
          0.5 * o.value) for o in ctx.intent.spec.objectives
         if ctx.profiles[o.name].spec.type is KPIType.LATENCY] or [(None, None, 0.95, math.inf)]
     if previous is not None and not steady(ctx):

@@ -29,10 +29,13 @@ from planner.planners import places_left
 from planner.planners.base import PlanningContext
 from planner.planners.effect_cache import EffectCache
 from planner.planners.online import (
+    Recent,
     estimate_memory,
     explicit_predictors,
     recalled_estimate,
+    recent_utilization,
     updated_estimate,
+    window_peak,
 )
 from planner.planners.search_space import prices
 
@@ -126,34 +129,44 @@ class PredictorMemory:
     unpinned (:func:`planner.models.mix.expected_mix`'s ``last_seen``)."""
     left: dict[places_left.Place, places_left.Left] = field(default_factory=dict)
     """The estimates of places the workload left (:mod:`.places_left`)."""
+    utilization: Recent = ()
+    """The pods' utilisation in the cycles of the last KPI window
+    (:func:`~planner.planners.online.recent_utilization`): whether the window the observed
+    latency was measured over saw them saturated."""
 
     @staticmethod
     def recall(memory: Mapping[str, Any]) -> PredictorMemory:
         mixes = memory.get("mixes")
+        recent = memory.get("utilization")
         return PredictorMemory(recalled_estimate(memory.get("estimate")),
                                {str(k): float(v) for k, v in
                                 dict(memory.get("loaded_at") or {}).items()},
                                {str(d): {str(p): float(v) for p, v in m.items()}
                                 for d, m in dict(mixes).items() if isinstance(m, Mapping)}
                                if isinstance(mixes, Mapping) else {},
-                               places_left.recalled_left(memory.get("left")))
+                               places_left.recalled_left(memory.get("left")),
+                               tuple((float(x[0]), float(x[1])) for x in recent
+                                     if isinstance(x, list | tuple) and len(x) == 2)
+                               if isinstance(recent, list | tuple) else ())
 
     def as_memory(self) -> dict[str, Any]:
         return {"estimate": estimate_memory(self.estimate), "loaded_at": dict(self.loaded_at),
                 "mixes": {d: dict(m) for d, m in self.mixes.items()},
-                "left": places_left.left_memory(self.left)}
+                "left": places_left.left_memory(self.left),
+                "utilization": [[t, u] for t, u in self.utilization]}
 
 
-def calibrated_estimate(ctx: PlanningContext, previous: QueueEstimate | None
-                        ) -> QueueEstimate | None:
+def calibrated_estimate(ctx: PlanningContext, previous: QueueEstimate | None,
+                        peak: float | None = None) -> QueueEstimate | None:
     """:func:`updated_estimate`, started afresh where this cycle's observation is of pods in
     another place (device, node pool) than the estimate's: a GPU pod's service rate blended
-    into the CPU pods' it replaced describes neither."""
-    est = updated_estimate(ctx, previous)
+    into the CPU pods' it replaced describes neither. ``peak``: the pods' highest utilisation
+    over the KPI window (no base latency is read from a window that saw them saturated)."""
+    est = updated_estimate(ctx, previous, peak)
     if est is None or previous is None or est is previous or previous.place is None:
         return est
     if est.place != previous.place:
-        return updated_estimate(ctx, None)
+        return updated_estimate(ctx, None, peak)
     if previous.place != (ctx.config.device, ctx.config.pool):
         # Capped by the saturated throughput of pods in another place: that bounds theirs.
         return previous
@@ -208,7 +221,8 @@ class PredictorSource:
         """Per objective the best predictor available; objectives with none are left out.
         Updates ``mem`` (the caller's working copy of the intent's memory)."""
         previous = mem.estimate
-        mem.estimate = est = calibrated_estimate(ctx, previous)
+        mem.utilization = recent_utilization(mem.utilization, ctx)
+        mem.estimate = est = calibrated_estimate(ctx, previous, window_peak(mem.utilization))
         mem.left = places_left.updated(mem.left, previous, est, ctx.now)
         out: dict[str, Predictor] = {} if est is None else {
             n: CurrentSizeOnly(p, ctx.config.cpu)
