@@ -124,16 +124,45 @@ class WithPlacesLeft(Predictor):
     ``inner`` knows the place at some loads, a load beyond them stays its own, unvouched (as
     for a measured speed: :meth:`planner.planners.canary.MeasuredShapes._unknown`). Not
     :attr:`Predictor.monotone`: each source's rows keep the promise among themselves
-    (:meth:`runs`)."""
+    (:meth:`runs`).
+
+    ``places`` (optional, one per predictor of ``others``): the place and CPU size it was
+    calibrated on. A row of that place at another size is predicted by it too (its
+    prediction of a pod of another size, unvouched) where ``inner`` knows the place at
+    neither size: what ``inner`` would say there is an extrapolation from another device or
+    pool (a model trained on GPU pods alone, whose GPU factor nothing told apart, predicted
+    4-cpu CPU pods as fast as the GPU: docs/benchmarks.md section 63), and the explorer
+    tries such rows on that prediction."""
 
     monotone = False
 
-    def __init__(self, inner: Predictor, others: Sequence[Predictor]) -> None:
+    def __init__(self, inner: Predictor, others: Sequence[Predictor],
+                 places: Sequence[tuple[Place, float]] | None = None) -> None:
         self.inner = inner
         self.others = tuple(others)
+        if places is not None and len(places) != len(self.others):
+            raise ValueError(f"places: one (place, cpu) per predictor of others "
+                             f"({len(self.others)}), got {len(places)}")
+        self.places = None if places is None else tuple(places)
         self.kind = inner.kind
         self.model: Any = getattr(inner, "model", None)
         """``inner``'s learned model, if it has one (what plans report as the model used)."""
+
+    def _stands_in(self, k: int, batch: CandidateBatch) -> NDArray[np.bool_]:
+        """Rows of ``batch`` in the place of ``others[k]`` that ``inner`` knows at neither the
+        row's CPU size nor the size ``others[k]`` was calibrated at (all ``False`` without
+        :attr:`places`). The caller has asked for the rows' own size already."""
+        if self.places is None or not len(batch):
+            return np.zeros(len(batch), dtype=bool)
+        (device, pool), cpu = self.places[k]
+        out: NDArray[np.bool_] = (((batch.gpu > 0.5) == (device == "gpu"))
+                                  & batch.in_pool(pool))
+        if out.any():
+            rows = np.flatnonzero(out)
+            sub = batch.take(rows)
+            at = CandidateBatch(sub.replicas, np.full(len(sub), float(cpu)), sub.gpu, sub.pool)
+            out[rows] = ~self.inner.knows(at)
+        return out
 
     # ------------------------------------------------------------ merging
     def _merged(self, batch: CandidateBatch, p: Prediction, ask: Ask,
@@ -145,11 +174,12 @@ class WithPlacesLeft(Predictor):
         if not todo.any():
             return p
         mean, bound, ok = p.mean.copy(), p.bound.copy(), p.supported.copy()
-        for other in self.others:
+        for k, other in enumerate(self.others):
             rows = np.flatnonzero(todo)
             if rows.size == 0:
                 break
-            rows = rows[vouched(other, batch.take(rows), rows)]
+            sub = batch.take(rows)
+            rows = rows[vouched(other, sub, rows) | self._stands_in(k, sub)]
             if rows.size == 0:
                 continue
             q = ask(other, batch.take(rows), rows)
@@ -168,7 +198,8 @@ class WithPlacesLeft(Predictor):
         for k, other in enumerate(self.others):
             if not todo.any():
                 break
-            hit = todo & other.supported_faster(batch, rate, factor)
+            hit = todo & (other.supported_faster(batch, rate, factor)
+                          | self._stands_in(k, batch))
             source[hit] = k
             todo &= ~hit
         return source

@@ -197,6 +197,7 @@ def with_places_left(ctx: PlanningContext, preds: Mapping[str, Predictor],
     workload hop from pool to pool, each estimate more hopeful of its own pool than the model
     of the pool it was in (gen-4009 seed 2: 247 actions, docs/benchmarks.md section 61)."""
     others: dict[str, list[Predictor]] = {}
+    places: dict[str, list[tuple[places_left.Place, float]]] = {}
     for place, lf in left.items():
         if place[0] == serving:
             continue
@@ -204,7 +205,8 @@ def with_places_left(ctx: PlanningContext, preds: Mapping[str, Predictor],
         for name, p in explicit_predictors(ctx, lf.estimate, parallel_sizes=True,
                                            current=at).items():
             others.setdefault(name, []).append(CurrentSizeOnly(p, lf.cpu))
-    return {n: places_left.WithPlacesLeft(p, others[n]) if n in others else p
+            places.setdefault(name, []).append((place, lf.cpu))
+    return {n: places_left.WithPlacesLeft(p, others[n], places[n]) if n in others else p
             for n, p in preds.items()}
 
 
