@@ -164,3 +164,33 @@ def test_source_vouches_for_the_place_left_after_a_move() -> None:
     p = wrapped.predict(batch, 80.0)
     assert p.supported.tolist() == [True, False, False, True]
     assert p.mean[0] == pytest.approx(CPU_EST.latency_ms(80.0, WorkloadConfig(8, 1.0), 0.95))
+
+
+def test_a_place_left_stands_for_its_other_sizes_where_the_model_knows_it_at_neither() -> None:
+    """A model that has seen no GPU pod extrapolates every GPU row from its CPU pods and its
+    prior; the estimate of the GPU place the workload left (calibrated on 4-cpu GPU pods)
+    predicts that place's other sizes instead (its more-servers prediction, unvouched), and
+    its own size as before (vouched). Without the places the other sizes stay the model's
+    (gpu-inference: 4-cpu CPU pods were predicted as fast as the GPU by a GPU-only model,
+    docs/benchmarks.md sections 63 and 65)."""
+    inner = _learned(False)
+    left = _explicit_at(GPU_EST, 4.0)
+    reps = np.arange(1, 11, dtype=float)
+    sizes = (1.0, 2.0, 4.0)
+    batch = CandidateBatch(np.tile(reps, len(sizes)), np.repeat(sizes, reps.size),
+                           np.ones(reps.size * len(sizes)), (None,) * (reps.size * len(sizes)))
+    rate = 800.0
+    with np.errstate(all="ignore"):
+        plain = places_left.WithPlacesLeft(inner, [left]).predict(batch, rate)
+        placed = places_left.WithPlacesLeft(inner, [left], [(("gpu", None), 4.0)]).predict(
+            batch, rate)
+        own, theirs = inner.predict(batch, rate), left.predict(batch, rate)
+    assert not inner.knows(batch).any(), "the model knows no GPU place"
+    other = batch.cpu != 4.0
+    assert same(placed.mean[other], theirs.mean[other])
+    assert same(placed.bound[other], theirs.bound[other])
+    assert not placed.supported[other].any(), "another size is not vouched for"
+    assert same(plain.mean[other], own.mean[other]), "without the places: the model's"
+    assert same(placed.mean[~other], theirs.mean[~other]) and placed.supported[~other].all()
+    with pytest.raises(ValueError, match="one \\(place, cpu\\) per predictor"):
+        places_left.WithPlacesLeft(inner, [left], [])
