@@ -136,7 +136,6 @@ def _log_uniform(rng: np.random.Generator, lo: float, hi: float) -> float:
     return float(math.exp(rng.uniform(math.log(lo), math.log(hi))))
 
 
-
 def draw_service(rng: np.random.Generator, rate_per_core: float) -> dict[str, Any]:
     """A workload's service parameters after its ``rate_per_core`` (the draws in this order:
     every generator that shares it keeps its scenarios when it moves here)."""
@@ -149,6 +148,7 @@ def draw_service(rng: np.random.Generator, rate_per_core: float) -> dict[str, An
         _r(_log_uniform(rng, 0.005, 0.3)),
         "restart_s": int(rng.integers(10, 61)),
     }
+
 
 def _chance(rng: np.random.Generator, p: float) -> bool:
     return bool(rng.random() < p)

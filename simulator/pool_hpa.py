@@ -16,7 +16,6 @@ HPA's 15 s sync period at the default cycle); the run's own planner should then 
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from planner.planners import hpa
@@ -39,25 +38,14 @@ class PoolHPA:
 
     def desired(self, key: str, now: float, current: int, ready: int,
                 util: float | None) -> int:
-        """The pool's replicas by the HPA rule (``key``: its memory's)."""
+        """The pool's replicas by the HPA rule (:func:`planner.planners.hpa.rule`; ``key``:
+        its memory's)."""
         if util is None:
             return current
         mem = self.memory.setdefault(key, {"recommendations": [], "last_up": None})
-        ratio = util / self.target
-        want = current if abs(ratio - 1.0) <= hpa.TOLERANCE else math.ceil(
-            (ready or current) * ratio)
-        want = min(self.max_replicas, max(1, want))
-        recs = [(t, r) for t, r in mem["recommendations"] if t >= now - hpa.STABILIZATION_S]
-        recs.append((now, want))
-        if want < current:
-            want = min(current, max(r for _, r in recs))
-        if want > current:
-            last = mem["last_up"]
-            if last is not None and now - last < hpa.SCALE_UP_PERIOD_S:
-                want = current
-            else:
-                want = min(want, max(2 * current, current + 4))
-                mem["last_up"] = now
+        want, recs, mem["last_up"] = hpa.rule(current, ready, util, self.target, now,
+                                              mem["recommendations"], mem["last_up"], 1,
+                                              self.max_replicas)
         mem["recommendations"] = [[t, r] for t, r in recs]
         return want
 

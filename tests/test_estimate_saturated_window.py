@@ -91,3 +91,13 @@ def test_the_planner_waits_for_a_calm_window_before_reading_the_base() -> None:
     last = seen[4]
     assert last is not None and last.bases == {
         "p95": pytest.approx(90.0 - 1000.0 * math.log(20.0) / (50.0 - 5.0))}
+
+
+def test_the_window_is_memory_and_unreadable_records_are_dropped() -> None:
+    mem = PredictorMemory(utilization=((NOW - 30.0, 0.95), (NOW, 0.4)))
+    assert PredictorMemory.recall(mem.as_memory()).utilization == mem.utilization
+    bad = mem.as_memory()
+    bad["utilization"] = [*bad["utilization"], [NOW, "x"], [NOW], "ab", None, [NOW, math.nan]]
+    assert PredictorMemory.recall(bad).utilization == mem.utilization
+    assert PredictorMemory.recall({"utilization": "not a list"}).utilization == ()
+    assert PredictorMemory.recall({}).utilization == (), "memory written before the window"

@@ -18,6 +18,7 @@ configurations and prices only.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from pydantic import Field
 
@@ -30,6 +31,33 @@ TARGET_UTILIZATION = 0.8
 TOLERANCE = 0.1
 STABILIZATION_S = 300.0
 SCALE_UP_PERIOD_S = 15.0
+
+
+Recommendation = tuple[float, int]
+"""(time, replicas) of one sync, kept for the stabilisation window."""
+
+
+def rule(current: int, ready: int, util: float, target: float, now: float,
+         recommendations: Sequence[Recommendation], last_up: float | None,
+         lo: int, hi: int) -> tuple[int, list[Recommendation], float | None]:
+    """One HPA sync of a Deployment with ``current`` replicas, ``ready`` of them ready
+    (0: counted as ``current``), at mean CPU utilisation ``util`` against ``target``, replicas
+    within ``[lo, hi]``: the desired replicas, the stabilisation window's recommendations
+    after this sync (``recommendations``: those before it) and the time of the last scale-up
+    (``last_up``: before it). Pure: the caller keeps the window and the time as its memory."""
+    ratio = util / target
+    desired = current if abs(ratio - 1.0) <= TOLERANCE else math.ceil((ready or current) * ratio)
+    desired = min(hi, max(lo, desired))
+    recs = [(t, r) for t, r in (*recommendations, (now, desired)) if t >= now - STABILIZATION_S]
+    if desired < current:
+        desired = min(current, max(r for _, r in recs))
+    if desired > current:
+        if last_up is not None and now - last_up < SCALE_UP_PERIOD_S:
+            desired = current
+        else:
+            desired = min(desired, max(2 * current, current + 4))
+            last_up = now
+    return desired, recs, last_up
 
 
 class HPAOptions(PlannerOptions):
@@ -64,28 +92,15 @@ class HPAPlanner(Planner):
         if util is None:
             return plan_details.no_action(ctx, self.name, "unknown",
                                           "no action: no CPU metrics")
-        ready = ctx.workload.ready_replicas or cfg.replicas
-        ratio = util / self.target
-        desired = cfg.replicas if abs(ratio - 1.0) <= TOLERANCE else math.ceil(ready * ratio)
-        desired = min(bounds.max, max(bounds.min, desired))
         # Memory: the recommendations of the stabilisation window and the last scale-up.
-        recs = [(float(t), int(r)) for t, r in ctx.memory.get("recommendations") or ()]
-        last = ctx.memory.get("last_up")
-        recs.append((ctx.now, desired))
-        recs = [(t, r) for t, r in recs if t >= ctx.now - STABILIZATION_S]
-        if desired < cfg.replicas:
-            desired = min(cfg.replicas, max(r for _, r in recs))
-        if desired > cfg.replicas:
-            if last is not None and ctx.now - last < SCALE_UP_PERIOD_S:
-                desired = cfg.replicas
-            else:
-                desired = min(desired, max(2 * cfg.replicas, cfg.replicas + 4))
+        desired, recs, last = rule(
+            cfg.replicas, ctx.workload.ready_replicas, util, self.target, ctx.now,
+            [(float(t), int(r)) for t, r in ctx.memory.get("recommendations") or ()],
+            ctx.memory.get("last_up"), bounds.min, bounds.max)
         target = cfg.with_(replicas=desired)
         reason = f"hpa: cpu {util:.0%} vs target {self.target:.0%} -> {desired} replica(s)"
         actions: tuple[Action, ...] = ()
         if desired != cfg.replicas:
-            if desired > cfg.replicas:
-                last = ctx.now
             actions = (Action("replicas", key, {"replicas": desired, "from": cfg.replicas},
                               reason),)
         return Plan(ctx.intent.key, self.name, cfg, target, actions, {},

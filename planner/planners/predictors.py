@@ -4,6 +4,7 @@ queueing estimate."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -137,7 +138,6 @@ class PredictorMemory:
     @staticmethod
     def recall(memory: Mapping[str, Any]) -> PredictorMemory:
         mixes = memory.get("mixes")
-        recent = memory.get("utilization")
         return PredictorMemory(recalled_estimate(memory.get("estimate")),
                                {str(k): float(v) for k, v in
                                 dict(memory.get("loaded_at") or {}).items()},
@@ -145,15 +145,27 @@ class PredictorMemory:
                                 for d, m in dict(mixes).items() if isinstance(m, Mapping)}
                                if isinstance(mixes, Mapping) else {},
                                places_left.recalled_left(memory.get("left")),
-                               tuple((float(x[0]), float(x[1])) for x in recent
-                                     if isinstance(x, list | tuple) and len(x) == 2)
-                               if isinstance(recent, list | tuple) else ())
+                               _recalled_utilization(memory.get("utilization")))
 
     def as_memory(self) -> dict[str, Any]:
         return {"estimate": estimate_memory(self.estimate), "loaded_at": dict(self.loaded_at),
                 "mixes": {d: dict(m) for d, m in self.mixes.items()},
                 "left": places_left.left_memory(self.left),
                 "utilization": [[t, u] for t, u in self.utilization]}
+
+
+def _recalled_utilization(raw: Any) -> Recent:
+    """:attr:`PredictorMemory.utilization` from its memory: the readable, finite ``[time,
+    utilisation]`` pairs (an unreadable one is dropped, as a place left's record is)."""
+    out: list[tuple[float, float]] = []
+    for x in raw if isinstance(raw, list | tuple) else ():
+        try:
+            t, u = (float(v) for v in x)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(t) and math.isfinite(u):
+            out.append((t, u))
+    return tuple(out)
 
 
 def calibrated_estimate(ctx: PlanningContext, previous: QueueEstimate | None,
