@@ -407,6 +407,9 @@ class SimulatedCluster(ClusterBackend, KPISource):
             util = _mean([r.mean_utilization for r in recs if r.mean_utilization is not None])
             states = self._pod_states(w, t)
             pods = tuple(states[:len(w.pods)])
+            # One busy fraction per pod: a GPU pod's is its GPU's, reported as such (as the
+            # DCGM exporter's), so the workload's is how busy its serving devices are.
+            on_gpu = any(p.ready and p.gpu_utilization is not None for p in pods)
             canary = None if w.canary is None else CanaryState(
                 w.canary, tuple(states[len(w.pods):]))
             exposure, demand = None, None
@@ -416,7 +419,8 @@ class SimulatedCluster(ClusterBackend, KPISource):
             workloads[key] = WorkloadState(w.spec.namespace, w.spec.name, w.config, pods,
                                            request_rate=rate, cpu_utilization=util,
                                            canary=canary, exposure=exposure,
-                                           client_demand=demand)
+                                           client_demand=demand,
+                                           utilization=util if on_gpu else None)
         return ClusterSnapshot(t, nodes, workloads, in_place_resize=self.in_place is not None,
                                geography=None if self.regions is None else self.regions.geo)
 
@@ -432,7 +436,9 @@ class SimulatedCluster(ClusterBackend, KPISource):
                 (p.utilization if ready else 0.0), None)
             out.append(PodState(p.name, node.name if node else None, p.cpu, p.device, ready,
                                 p.restarts, p.created_at, cpu_util,
-                                node.pool.name if node else None, req_rate))
+                                node.pool.name if node else None, req_rate,
+                                gpu_utilization=cpu_util if ready and p.device == "gpu"
+                                else None))
         return out
 
     def _pod_metrics(self, w: SimWorkload, pods: tuple[SimPod, ...], t: float

@@ -160,8 +160,9 @@ class WorkloadState:
     utilization: float | None = None
     """Mean :attr:`PodState.busy` of the ready pods, where some of them report a GPU's
     utilisation (:func:`serving_utilization`); ``None``: :attr:`cpu_utilization` says how busy
-    the pods are (CPU pods, or a backend that measures one number per pod, as the
-    simulator)."""
+    the pods are (CPU pods, or GPU pods whose GPUs are not measured). The simulator measures
+    one busy fraction per pod and reports a GPU pod's as its GPU's, so there this is
+    :attr:`cpu_utilization` wherever a GPU pod is ready."""
 
     @property
     def key(self) -> str:

@@ -12,11 +12,11 @@ mix's per-class offset (network distance). The parameters (``log mu``, ``alpha``
 nonlinear least squares on log latency (``soft_l1`` loss: outliers - pods mid-restart, load
 spikes inside the KPI window - pull little). Observations at saturation are right-censored
 (the latency was at least what was seen, the queue may have been unstable): they penalise only
-a prediction below them, and so teach the model where capacity ends. Where the pods report
-their CPU utilisation, the rows of CPU pods below saturation are fitted on it too (arrivals over
-service rate): at one load a long service time and a large base latency fit a percentile alike,
-and only the utilisation tells them apart. A bootstrap ensemble of refits gives the uncertainty
-band.
+a prediction below them, and so teach the model where capacity ends. Where the pods report how
+busy their serving devices are (a CPU pod's CPU, a GPU pod's GPUs), the rows below saturation
+are fitted on it too (arrivals over service rate): at one load a long service time and a large
+base latency fit a percentile alike, and only the utilisation tells them apart. A bootstrap
+ensemble of refits gives the uncertainty band.
 
 Follows the scikit-learn estimator API: ``__init__`` stores parameters, ``fit`` returns self,
 fitted attributes end in ``_``.
@@ -52,7 +52,7 @@ VectorTerms = tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, 
 """What the latency model's prediction takes from each parameter vector alone
 (:meth:`QueueingLatencyRegressor._vector_terms`)."""
 UTILIZATION_RANGE = (0.02, 0.9)
-"""Utilisations that measure a CPU pod's service rate: above the metrics' noise (an idle pod's
+"""Utilisations that measure a pod's service rate: above the metrics' noise (an idle pod's
 ratio is noise) and below saturation (where the queue, not the service, sets it)."""
 CLASS_EVIDENCE_ROWS = 3.0
 """Rows' worth of a node class's pods (its share summed over the rows below saturation) before
@@ -343,13 +343,15 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         Rows at or above ``timeout_ms`` are censored at the timeout whatever ``censored``
         says: saturation teaches where the cliff is, so it is kept, not dropped.
 
-        ``utilization`` (optional, per row; NaN: unknown): the pods' mean CPU utilisation. On
-        a CPU pod it is arrivals over service rate (the utilisation law), so the rows of CPU
-        pods below saturation where it is measurable (:data:`UTILIZATION_RANGE`) are fitted
-        too: a workload seen at one load fits a latency percentile as well with a long
-        service time as with a large base latency, and only the utilisation tells them apart
-        (which one it is decides what a faster device or node can do). GPU pods' CPU
-        utilisation does not measure their service.
+        ``utilization`` (optional, per row; NaN: unknown): the mean utilisation of the devices
+        that serve the row's requests: a CPU pod's CPU, a GPU pod's GPUs (NaN for a GPU row
+        whose GPUs were not measured: a GPU pod's CPU utilisation does not measure its
+        service). It is arrivals over service rate (the utilisation law), so the rows below
+        saturation where it is measurable (:data:`UTILIZATION_RANGE`) are fitted on it too: a
+        workload seen at one load fits a latency percentile as well with a short service time
+        as with a large base latency, and only the utilisation tells them apart (which one it
+        is decides what a faster device or node, or a smaller CPU size, can do). On a GPU the
+        latency alone hardly tells: its service is short beside the base latency.
 
         ``start`` (optional): a previous fit's ``theta_`` over the same columns to start the
         solve from (warm start); ignored when its length does not match this data's classes.
@@ -371,8 +373,7 @@ class QueueingLatencyRegressor(RegressorMixin, BaseEstimator):  # type: ignore[m
         if util.shape != y.shape:
             raise ValueError("utilization must have one value per row of X")
         lo_u, hi_u = UTILIZATION_RANGE
-        util = np.where((X[:, 3] < 0.5) & ~cens & (util >= lo_u) & (util <= hi_u), util,
-                        np.nan)
+        util = np.where(~cens & (util >= lo_u) & (util <= hi_u), util, np.nan)
         keep = np.isfinite(y) & (y > 0) & (X[:, 0] > 0)
         X, y, cens, util = X[keep], y[keep], cens[keep], util[keep]
         if int((~cens).sum()) < 3:

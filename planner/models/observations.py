@@ -43,6 +43,16 @@ class Dataset:
     """The highest CPU utilisation of any event (settled or not) whose measurements may
     overlap the row's KPI window, ``inf`` when the next event is not known yet (see
     :func:`window_peaks`); ``None``: :attr:`utilization`."""
+    device_utilization: NDArray[np.float64] | None = None
+    """Mean utilisation of the devices that serve the row's requests, where it measures their
+    service (the utilisation law: arrivals over service rate): a GPU row's only where the
+    event recorded its GPUs' utilisation (``load.utilization``), NaN otherwise (a GPU pod's
+    CPU utilisation says nothing of its GPU); ``None``: :attr:`utilization`."""
+
+    @property
+    def service_utilization(self) -> NDArray[np.float64]:
+        """:attr:`device_utilization`, else :attr:`utilization`."""
+        return self.utilization if self.device_utilization is None else self.device_utilization
 
     def __len__(self) -> int:
         return int(self.y.size)
@@ -140,6 +150,16 @@ def _utilization(ev: Mapping[str, Any]) -> float:
     return float(util) if util is not None else float("nan")
 
 
+def _device_utilization(ev: Mapping[str, Any]) -> float:
+    """How busy the devices serving the event's configuration were, where that measures their
+    service: a GPU configuration's GPUs only where the event recorded their utilisation
+    (``load.utilization``), NaN otherwise; any other configuration's as :func:`_utilization`."""
+    if (ev.get("config") or {}).get("device") == "gpu":
+        util = (ev.get("load") or {}).get("utilization")
+        return float(util) if util is not None else float("nan")
+    return _utilization(ev)
+
+
 def window_peaks(times: NDArray[np.float64], at: NDArray[np.float64],
                  utils: NDArray[np.float64], window_s: float,
                  follows: NDArray[np.bool_] | None = None) -> NDArray[np.float64]:
@@ -182,6 +202,7 @@ def dataset(events: Iterable[Mapping[str, Any]], objective: str,
     ys: list[float] = []
     times: list[float] = []
     utils: list[float] = []
+    served: list[float] = []
     every = sorted(events, key=lambda e: float(e["time"]))
     evs = settled(every, settle_s)
     pools = tuple(sorted({str(e["config"]["pool"]) for e in evs if e["config"].get("pool")}))
@@ -199,6 +220,7 @@ def dataset(events: Iterable[Mapping[str, Any]], objective: str,
         ys.append(float(value))
         times.append(float(ev["time"]))
         utils.append(_utilization(ev))
+        served.append(_device_utilization(ev))
     X = np.asarray(rows, dtype=float).reshape(-1, len(FEATURES) + len(classes))
     t = np.asarray(times, dtype=float)
     at = np.asarray([float(e["time"]) for e in every], dtype=float)
@@ -208,4 +230,4 @@ def dataset(events: Iterable[Mapping[str, Any]], objective: str,
     peaks = window_peaks(t, at, np.asarray([_utilization(e) for e in every], dtype=float),
                          settle_s, follows)
     return Dataset(X, np.asarray(ys, dtype=float), pools, classes, t,
-                   np.asarray(utils, dtype=float), peaks)
+                   np.asarray(utils, dtype=float), peaks, np.asarray(served, dtype=float))

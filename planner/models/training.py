@@ -53,7 +53,7 @@ def fit_latency(ds: Dataset, percentile: float, validate: bool = True,
         try:
             probe = QueueingLatencyRegressor(quantile=q, n_bootstrap=0).fit(
                 ds.X[train], ds.y[train], censored[train],
-                utilization=ds.utilization[train])
+                utilization=ds.service_utilization[train])
             calm = test[~censored[test]]
             score = mape(probe.predict(ds.X[calm]), ds.y[calm]) if calm.size else None
             sat = test[censored[test]]
@@ -63,7 +63,7 @@ def fit_latency(ds: Dataset, percentile: float, validate: bool = True,
         except ValueError:
             score = None
     model = QueueingLatencyRegressor(quantile=q).fit(ds.X, ds.y, censored, start=start,
-                                                     utilization=ds.utilization)
+                                                     utilization=ds.service_utilization)
     return model, score, below
 
 
