@@ -3,14 +3,17 @@ capacities from the serving device's utilisation (:attr:`PodState.busy`), not fr
 utilisation a GPU-bound pod barely moves (issue 15: GPU utilisation feeding the models).
 
 On Kubernetes the GPU's utilisation comes from the DCGM exporter (``tests/test_gpu_metrics.py``
-reads it through a real Prometheus and the backend); the simulator measures one number per
-pod, so there ``busy`` is its CPU utilisation and nothing it computes changes."""
+reads it through a real Prometheus and the backend); the simulator measures one busy fraction
+per pod and reports a GPU pod's as its GPU's too, so there ``busy`` is that one number. The
+latency model's fit reads a GPU row's service rate from its GPU's utilisation (the utilisation
+law), never from the CPU of a GPU pod."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
 
+import numpy as np
 import pytest
 
 from planner.domain.events import build_event
@@ -143,3 +146,82 @@ def test_a_what_if_load_scales_the_gpu_reading_as_the_cpu_one() -> None:
     plain = preview._what_if(dataclasses.replace(wl, utilization=None), snap,
                              schemas.Overrides(load=400.0))
     assert plain.utilization is None and plain.busy == pytest.approx(0.1)
+
+
+def test_training_rows_read_a_gpu_s_service_from_its_gpu_only() -> None:
+    """The rows the latency model fits a service rate on: a GPU row's utilisation only where
+    its GPUs were measured (their CPU, at 5 %, says nothing of the service); the saturation
+    flag keeps reading what it read."""
+    pods = tuple(_gpu_pod(f"p{i}", 0.05, 0.6) for i in range(GPU.replicas))
+    gpu = WorkloadState("ns", "w", GPU, pods, request_rate=200.0, cpu_utilization=0.05,
+                        utilization=serving_utilization(pods))
+    ds = dataset([_event(t, gpu) for t in range(0, 181, 15)], "p95")
+    assert len(ds) > 0 and all(math.isclose(u, 0.6) for u in ds.service_utilization)
+    blind = dataset([_event(t, dataclasses.replace(gpu, utilization=None))
+                     for t in range(0, 181, 15)], "p95")
+    assert np.isnan(blind.service_utilization).all()
+    assert all(math.isclose(u, 0.05) for u in blind.utilization)
+    cpu_cfg = WorkloadConfig(2, 1.0, "cpu", None)
+    cpu_pods = tuple(PodState(f"c{i}", "n", 1.0, "cpu", cpu_utilization=0.4) for i in range(2))
+    cpu = WorkloadState("ns", "w", cpu_cfg, cpu_pods, request_rate=50.0, cpu_utilization=0.4)
+    on_cpu = dataset([_event(t, cpu) for t in range(0, 181, 15)], "p95")
+    assert len(on_cpu) > 0 and all(math.isclose(u, 0.4) for u in on_cpu.service_utilization)
+
+
+def _cpu_and_gpu_rows(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """4-core pods on CPUs and on GPUs six times as fast, at 16-89 % busy; the GPU pods' fixed
+    latency (12 ms) is below the CPU pods' (30 ms), as where requests skip CPU-side work. One
+    base latency serves both in the model, so on the latency alone the GPU pods' short queue
+    reads as no queue at all."""
+    from planner.models.sojourn import sojourn_quantile
+
+    rng = np.random.default_rng(seed)
+    cpu = np.column_stack([rng.uniform(200, 600, 30), rng.integers(6, 12, 30), np.full(30, 4.0),
+                           np.zeros(30), -np.ones(30)])
+    gpu = np.column_stack([rng.uniform(150, 500, 30), rng.integers(1, 3, 30), np.full(30, 4.0),
+                           np.ones(30), -np.ones(30)])
+    X = np.vstack([cpu, gpu])
+    mu = 30 * 4.0 ** 0.9 * np.where(X[:, 3] > 0.5, 6.0, 1.0)     # per pod, requests/s
+    lam = X[:, 0] / X[:, 1]
+    y = np.where(X[:, 3] > 0.5, 12.0, 30.0) + sojourn_quantile(0.95, lam, mu, np.full(60, 4.0))
+    util = lam / mu
+    ok = np.isfinite(y) & (util < 0.9)
+    return X[ok], y[ok] * np.exp(rng.normal(0, 0.02, int(ok.sum()))), util[ok]
+
+
+def test_a_gpu_s_utilisation_pins_its_speed_up_and_a_smaller_gpu_pod_saturates() -> None:
+    """gen-3066, traced: GPU pods fitted on their latency alone came out 167 times as fast as
+    the CPU pods (6.2 in truth); the explorer then moved the one GPU pod from 4 to 1 core,
+    predicted to hold 546 req/s at 35 ms, and it saturated. With the GPUs' utilisation in
+    the fit, the speed-up is the truth's and a 1-core GPU pod at that load is unstable."""
+    from planner.models.latency import QueueingLatencyRegressor
+
+    X, y, util = _cpu_and_gpu_rows(3)
+    on_gpu = X[:, 3] > 0.5
+    probe = np.array([[450.0, 1, 4.0, 1, -1], [450.0, 1, 1.0, 1, -1]])
+    blind = QueueingLatencyRegressor(n_bootstrap=4).fit(X, y,
+                                                        utilization=np.where(on_gpu, np.nan, util))
+    assert math.exp(blind.theta_[2]) > 20.0 and np.isfinite(blind.predict_bound(probe)).all()
+    est = QueueingLatencyRegressor(n_bootstrap=4).fit(X, y, utilization=util)
+    assert math.exp(est.theta_[2]) == pytest.approx(6.0, rel=0.1)
+    mean, bound = est.predict_with_bound(probe)
+    assert np.isfinite(mean[0]) and not np.isfinite(mean[1]) and not np.isfinite(bound[1])
+
+
+def test_the_simulator_reports_a_gpu_pod_s_busy_fraction_as_its_gpu_s() -> None:
+    from bench.device_pins import DEFAULT_SCENARIO, pinned
+    from bench.slo import START, load
+    from simulator.runner import ScenarioRun
+
+    for device in ("gpu", "cpu"):
+        run = ScenarioRun(pinned(load(DEFAULT_SCENARIO, 600.0), device), None, 1,
+                          start_time=START)
+        run.run(600.0)
+        wl = next(iter(run.sim.observe().workloads.values()))
+        ready = [p for p in wl.pods if p.ready]
+        assert ready and wl.cpu_utilization is not None
+        if device == "gpu":
+            assert all(p.gpu_utilization == p.cpu_utilization for p in ready)
+            assert wl.utilization == wl.cpu_utilization == wl.busy
+        else:
+            assert all(p.gpu_utilization is None for p in wl.pods) and wl.utilization is None
