@@ -8,7 +8,7 @@ CPU time per fit, the ratio, and whether the fitted parameters are identical are
 
     python bench/fit.py [--trials 60] [--repeat 3] [--utilization] [--json]
 
-``--utilization`` fits on the pods' CPU utilisation too (as training does since it is
+``--utilization`` fits on the pods' serving devices' utilisation too (as training does since it is
 recorded); without it, on latency alone.
 """
 
@@ -66,7 +66,7 @@ def measure(path: Path, trials: int, repeat: int,
             for _ in range(repeat):
                 for batched in (False, True):
                     dt, fitted[batched] = _fit(ds.X, ds.y, q, batched,
-                                               ds.utilization if utilization else None)
+                                               ds.service_utilization if utilization else None)
                     times[batched].append(dt)
             QueueingLatencyRegressor._batched_jacobian = True
             same = (np.array_equal(fitted[True].theta_, fitted[False].theta_)
@@ -86,7 +86,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--utilization", action="store_true",
-                    help="fit on the pods' CPU utilisation too, as training does")
+                    help="fit on the pods' serving devices' utilisation too, as training does")
     args = ap.parse_args()
     rows = [r for p in SCENARIOS for r in measure(p, args.trials, args.repeat,
                                                    args.utilization)]
