@@ -23,3 +23,18 @@ def test_a_pinned_run_runs_only_its_device() -> None:
     assert cpu["minutes"] == gpu["minutes"] == 15
     totals = device_pins.summarise([cpu, gpu])
     assert set(totals) == {"cpu", "gpu"} and totals["gpu"]["cost"] == gpu["cost"]
+
+
+def test_days_back_to_back_split_one_run_by_day() -> None:
+    one = device_pins.run(device_pins.DEFAULT_SCENARIO, "gpu", 1, 600.0)
+    two = device_pins.run(device_pins.DEFAULT_SCENARIO, "gpu", 1, 600.0, days=2)
+    first, second = two["days"]
+    assert "days" not in one
+    # The first day is the one-day run; the second goes on from it, knowledge kept.
+    assert first["cost"] == one["cost"] and first["gpu_hours"] == one["gpu_hours"]
+    assert first["violation_minutes"] == one["violation_minutes"]
+    assert two["minutes"] == 20 and second["cost"] > 0
+    assert abs(first["cost"] + second["cost"] - two["cost"]) < 2e-3
+    assert first["violation_minutes"] + second["violation_minutes"] == two["violation_minutes"]
+    per = device_pins.summarise_days([two, {**two, "seed": 2}])
+    assert set(per) == {"gpu"} and per["gpu"][1]["cost"] == round(2 * second["cost"], 3)
