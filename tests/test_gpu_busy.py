@@ -190,10 +190,10 @@ def _cpu_and_gpu_rows(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def test_a_gpu_s_utilisation_pins_its_speed_up_and_a_smaller_gpu_pod_saturates() -> None:
-    """gen-3066, traced: GPU pods fitted on their latency alone came out 167 times as fast as
-    the CPU pods (6.2 in truth); the explorer then moved the one GPU pod from 4 to 1 core,
-    predicted to hold 546 req/s at 35 ms, and it saturated. With the GPUs' utilisation in
-    the fit, the speed-up is the truth's and a 1-core GPU pod at that load is unstable."""
+    """gen-3066, traced: a 4-core GPU pod fitted on latency alone held 36 times what it holds
+    (23,043 req/s against about 636); the explorer then moved the one GPU pod from 4 to 1
+    core, predicted to hold 546 req/s at 35 ms, and it saturated. With the GPUs' utilisation
+    in the fit, the speed-up is the truth's and a 1-core GPU pod at that load is unstable."""
     from planner.models.latency import QueueingLatencyRegressor
 
     X, y, util = _cpu_and_gpu_rows(3)
