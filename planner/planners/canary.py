@@ -535,26 +535,56 @@ def capacity_ratio(canary: CanaryState, workload: WorkloadState,
     # A canary pod too idle to measure (a GPU many times as fast, sent its share of the
     # requests) is at least ``MIN_UTILIZATION`` busy as far as anyone can tell: its capacity
     # is at least its rate over that, so the ratio is a lower bound of its speed then.
-    mine = canary_capacity(canary)
-    theirs = pods_capacity(workload, size)
+    # Node pools differ in speed too: where canary pods and the workload's share pools, only
+    # the pods on those pools are compared (a canary on the fast one of two pools, measured
+    # against pods mostly on the slow one, would carry the pool's speed into the shape's:
+    # gen-5163, docs/benchmarks.md section 66).
+    own = _own_pods(workload, size)
+    common = sorted(_pools(canary.pods) & _pools(own))
+    if common:
+        # Per shared pool, the canary pods' capacity over the workload's there; the pools
+        # weighted by the canary pods measured on each.
+        ratios, weights = [], []
+        for pool in common:
+            here = _capacities([p for p in canary.pods if p.pool == pool], floor=True)
+            there = _median(_capacities([p for p in own if p.pool == pool], floor=False))
+            if here and there is not None and there > 0:
+                ratios.append(float(np.median(here)) / there)
+                weights.append(len(here))
+        return float(np.average(ratios, weights=weights)) if ratios else None
+    mine, theirs = canary_capacity(canary), pods_capacity(workload, size)
     if mine is None or theirs is None or theirs <= 0:
         return None
     return mine / theirs
 
 
+def _median(caps: list[float]) -> float | None:
+    return float(np.median(caps)) if caps else None
+
+
+def _pools(pods: Sequence[PodState]) -> set[str]:
+    """The node pools of the ``pods`` :func:`_capacities` can measure (ready, with a request
+    rate and a busy reading)."""
+    return {p.pool for p in pods
+            if p.pool is not None and p.ready and p.request_rate and p.busy is not None}
+
+
+def _own_pods(workload: WorkloadState, size: float) -> list[PodState]:
+    """The workload's pods of ``size`` cores in its configured device and pool."""
+    here = workload.config.with_(cpu=size)
+    return [p for p in workload.pods if math.isclose(p.cpu, size)
+            and runs_shape(size, p.device, p.pool, here)]
+
+
 def canary_capacity(canary: CanaryState) -> float | None:
     """The canary pods' capacity per pod, as :func:`capacity_ratio` measures it."""
-    caps = _capacities(canary.pods, floor=True)
-    return float(np.median(caps)) if caps else None
+    return _median(_capacities(canary.pods, floor=True))
 
 
 def pods_capacity(workload: WorkloadState, size: float) -> float | None:
     """The capacity per pod of the workload's own busy pods of ``size`` cores in its
     configured device and pool, as :func:`capacity_ratio` measures it."""
-    here = workload.config.with_(cpu=size)
-    caps = _capacities([p for p in workload.pods if math.isclose(p.cpu, size)
-                        and runs_shape(size, p.device, p.pool, here)], floor=False)
-    return float(np.median(caps)) if caps else None
+    return _median(_capacities(_own_pods(workload, size), floor=False))
 
 
 def too_idle(canary: CanaryState) -> bool:
