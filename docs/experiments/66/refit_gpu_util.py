@@ -6,7 +6,10 @@ GPU, 2 x 4 cpu GPU, 8 and 12 x 4 cpu CPU, and the in-sample error per device. Se
   PYTHONPATH=. .venv/bin/python docs/experiments/66/refit_gpu_util.py generated:3066 18730 1 12675
   PYTHONPATH=. .venv/bin/python docs/experiments/66/refit_gpu_util.py \
       examples/scenarios/gpu-inference.yaml 10800 1
-The second variant is main's latency module with its CPU-only utilisation mask removed."""
+The second variant is the latency module with its CPU-only utilisation mask removed, so the
+script runs on the code before 52852bd, where section 66 ran it: in a checkout of b06bca6
+(`git worktree add /tmp/b06 b06bca6`, then the commands above from /tmp/b06 with this file
+copied there)."""
 import sys, math
 sys.path.insert(0, ".")
 import numpy as np
