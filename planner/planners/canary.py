@@ -509,9 +509,17 @@ def _capacities(pods: Sequence[PodState], floor: bool) -> list[float]:
     """Requests per second over utilisation (:attr:`PodState.busy`) of the ready pods with a
     known request rate (``floor``: a pod busy less than :data:`MIN_UTILIZATION` counts as that
     busy; otherwise it is left out, too idle to measure)."""
-    return [p.request_rate / max(b, MIN_UTILIZATION) for p in pods
-            if p.ready and p.request_rate and (b := p.busy) is not None
-            and (floor or b > MIN_UTILIZATION)]
+    return [c for caps in _capacities_by_pool(pods, floor).values() for c in caps]
+
+
+def _capacities_by_pool(pods: Sequence[PodState], floor: bool) -> dict[str | None, list[float]]:
+    """:func:`_capacities` of ``pods``, per node pool (in pod order within each)."""
+    out: dict[str | None, list[float]] = {}
+    for p in pods:
+        if (p.ready and p.request_rate and (b := p.busy) is not None
+                and (floor or b > MIN_UTILIZATION)):
+            out.setdefault(p.pool, []).append(p.request_rate / max(b, MIN_UTILIZATION))
+    return out
 
 
 def capacity_ratio(canary: CanaryState, workload: WorkloadState,
@@ -539,19 +547,15 @@ def capacity_ratio(canary: CanaryState, workload: WorkloadState,
     # the pods on those pools are compared (a canary on the fast one of two pools, measured
     # against pods mostly on the slow one, would carry the pool's speed into the shape's:
     # gen-5163, docs/benchmarks.md section 66).
-    own = _own_pods(workload, size)
-    common = sorted(_pools(canary.pods) & _pools(own))
+    mine_by = _capacities_by_pool(canary.pods, floor=True)
+    theirs_by = _capacities_by_pool(_own_pods(workload, size), floor=False)
+    common = sorted(k for k in mine_by.keys() & theirs_by.keys()
+                    if k is not None and float(np.median(theirs_by[k])) > 0)
     if common:
         # Per shared pool, the canary pods' capacity over the workload's there; the pools
         # weighted by the canary pods measured on each.
-        ratios, weights = [], []
-        for pool in common:
-            here = _capacities([p for p in canary.pods if p.pool == pool], floor=True)
-            there = _median(_capacities([p for p in own if p.pool == pool], floor=False))
-            if here and there is not None and there > 0:
-                ratios.append(float(np.median(here)) / there)
-                weights.append(len(here))
-        return float(np.average(ratios, weights=weights)) if ratios else None
+        ratios = [float(np.median(mine_by[k])) / float(np.median(theirs_by[k])) for k in common]
+        return float(np.average(ratios, weights=[len(mine_by[k]) for k in common]))
     mine, theirs = canary_capacity(canary), pods_capacity(workload, size)
     if mine is None or theirs is None or theirs <= 0:
         return None
@@ -560,13 +564,6 @@ def capacity_ratio(canary: CanaryState, workload: WorkloadState,
 
 def _median(caps: list[float]) -> float | None:
     return float(np.median(caps)) if caps else None
-
-
-def _pools(pods: Sequence[PodState]) -> set[str]:
-    """The node pools of the ``pods`` :func:`_capacities` can measure (ready, with a request
-    rate and a busy reading)."""
-    return {p.pool for p in pods
-            if p.pool is not None and p.ready and p.request_rate and p.busy is not None}
 
 
 def _own_pods(workload: WorkloadState, size: float) -> list[PodState]:
