@@ -41,3 +41,12 @@ def test_canary_pods_on_several_pools_count_where_the_workload_runs_too() -> Non
     # Pool by pool where both run (fast and slow), the size's own speed on each.
     assert capacity_ratio(canary, _workload(), versus=1.0) == pytest.approx(
         (870.0 / 368.0 + 544.0 / 230.0) / 2)
+
+
+def test_a_pool_canary_is_compared_with_the_place_the_workload_is_in() -> None:
+    # A trial of the fast pool for a workload spread over both: the verdict is the pool's
+    # speed relative to the spread, so it is measured against all the workload's pods (pool by
+    # pool, against the one pod already on the fast pool, it would read 1: gen-3238).
+    canary = CanaryState(WorkloadConfig(1, 1.0, "cpu", "fast"),
+                         (_pod("c1", 1.0, "fast", 368.0),))
+    assert capacity_ratio(canary, _workload()) == pytest.approx(368.0 / 230.0)

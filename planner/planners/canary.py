@@ -543,15 +543,20 @@ def capacity_ratio(canary: CanaryState, workload: WorkloadState,
     # A canary pod too idle to measure (a GPU many times as fast, sent its share of the
     # requests) is at least ``MIN_UTILIZATION`` busy as far as anyone can tell: its capacity
     # is at least its rate over that, so the ratio is a lower bound of its speed then.
-    # Node pools differ in speed too: where canary pods and the workload's share pools, only
-    # the pods on those pools are compared (a canary on the fast one of two pools, measured
-    # against pods mostly on the slow one, would carry the pool's speed into the shape's:
-    # gen-5163, docs/benchmarks.md section 66).
+    # Node pools differ in speed too: where a canary in the workload's own place (a trial of
+    # another CPU size) and the workload's pods share pools, only the pods on those pools are
+    # compared (a canary on the fast one of two pools, measured against pods mostly on the
+    # slow one, would carry the pool's speed into the size's: gen-5163, docs/benchmarks.md
+    # section 66). A trial of another place is measured against the place the workload is
+    # in, all its pools: that place is what the verdict is relative to, and a pool trial
+    # compared pool by pool with the pods already on that pool would measure 1 (gen-3238,
+    # section 67).
     mine_by = _capacities_by_pool(canary.pods, floor=True)
     theirs_by = _capacities_by_pool(_own_pods(workload, size), floor=False)
+    same_place = place_of(canary.config) == place_of(workload.config)
     common = sorted(k for k in mine_by.keys() & theirs_by.keys()
                     if k is not None and float(np.median(theirs_by[k])) > 0)
-    if common:
+    if same_place and common:
         # Per shared pool, the canary pods' capacity over the workload's there; the pools
         # weighted by the canary pods measured on each.
         ratios = [float(np.median(mine_by[k])) / float(np.median(theirs_by[k])) for k in common]
