@@ -243,6 +243,28 @@ def test_the_expected_mix_is_per_device() -> None:
     assert expected_mix(on_cpu, snap, "gpu") == {"gpu": 1.0}          # only GPU pools
 
 
+def test_the_old_pods_of_a_device_change_do_not_say_where_unpinned_pods_go() -> None:
+    """gen-3238, traced (docs/benchmarks.md section 67): a CPU fleet pinned to the faster pool
+    moved to one GPU pod, unpinned; the 2 CPU pods left of it while the GPU pod started were
+    read as where unpinned CPU pods run, and a learned model that knew only that pool vouched
+    for unpinned CPU pods at its speed. Pods of the device the workload is configured for are
+    the ones the scheduler placed unpinned; with none of the other device's placed so, the
+    mix of that device is where its pods last ran unpinned, else the capacity guess."""
+    gpu_node = NodeState("g1", "gpu", "eu", 32.0, 1.0, 8, 1, 0.05, 1.1)
+    nodes = (_node("n1", "slow"), _node("n2", "fast"), gpu_node)
+    snap = ClusterSnapshot(0.0, nodes, {})
+    moving = WorkloadState("v", "a", WorkloadConfig(2, 1.0, "gpu"),
+                           (PodState("a", "n2", 1.0, "cpu", True, pool="fast"),
+                            PodState("b", "n2", 1.0, "cpu", True, pool="fast"),
+                            PodState("g", "g1", 1.0, "gpu", True, pool="gpu")))
+    assert observed_mix(moving, "cpu") is None
+    assert observed_mix(moving, "gpu") == {"gpu": 1.0}
+    assert expected_mix(moving, snap, "cpu", {"slow": 0.6, "fast": 0.4}) == {"slow": 0.6,
+                                                                             "fast": 0.4}
+    assert expected_mix(moving, snap, "cpu") == pytest.approx(
+        {"slow": 16 / 64, "fast": 16 / 64, "gpu": 32 / 64})
+
+
 def test_unpinned_gpu_candidates_take_the_gpu_mix() -> None:
     X, y = sample(30, 4)
     est = QueueingLatencyRegressor(n_bootstrap=0).fit(X, y)

@@ -11,8 +11,15 @@ from planner.models.observations import UNKNOWN_CLASS
 
 def observed_mix(workload: WorkloadState, device: str) -> dict[str, float] | None:
     """Share of the unpinned workload's ready pods of ``device`` per node pool; ``None`` when
-    it is pinned or none of those pods is ready."""
-    if workload.config.pool is not None:
+    it is pinned, runs another device, or none of those pods is ready.
+
+    Only pods of the device the workload is configured for were placed by the scheduler under
+    the unpinned template. Pods of the other device are the old pods of a change of device
+    still rolling out, placed under the template before it, which may have pinned a pool:
+    2 CPU pods left of a fleet pinned to the faster pool, read as where unpinned CPU pods
+    go, made a learned model that knew only that pool vouch for unpinned CPU pods (gen-3238,
+    docs/benchmarks.md section 67)."""
+    if workload.config.pool is not None or workload.config.device != device:
         return None
     # From the workload's pod groups (pools in the order their first ready pod comes): the
     # same shares as counting its ready pods one by one.
