@@ -553,15 +553,16 @@ def capacity_ratio(canary: CanaryState, workload: WorkloadState,
     # section 67).
     mine_by = _capacities_by_pool(canary.pods, floor=True)
     theirs_by = _capacities_by_pool(_own_pods(workload, size), floor=False)
-    same_place = place_of(canary.config) == place_of(workload.config)
-    common = sorted(k for k in mine_by.keys() & theirs_by.keys()
-                    if k is not None and float(np.median(theirs_by[k])) > 0)
-    if same_place and common:
-        # Per shared pool, the canary pods' capacity over the workload's there; the pools
-        # weighted by the canary pods measured on each.
-        ratios = [float(np.median(mine_by[k])) / float(np.median(theirs_by[k])) for k in common]
-        return float(np.average(ratios, weights=[len(mine_by[k]) for k in common]))
-    mine, theirs = canary_capacity(canary), pods_capacity(workload, size)
+    if place_of(canary.config) == place_of(workload.config):
+        theirs_at = {k: float(np.median(v)) for k, v in theirs_by.items() if k is not None}
+        common = sorted(k for k in theirs_at if k in mine_by and theirs_at[k] > 0)
+        if common:
+            # Per shared pool, the canary pods' capacity over the workload's there; the pools
+            # weighted by the canary pods measured on each.
+            ratios = [float(np.median(mine_by[k])) / theirs_at[k] for k in common]
+            return float(np.average(ratios, weights=[len(mine_by[k]) for k in common]))
+    mine = _median([c for caps in mine_by.values() for c in caps])
+    theirs = _median([c for caps in theirs_by.values() for c in caps])
     if mine is None or theirs is None or theirs <= 0:
         return None
     return mine / theirs
