@@ -228,6 +228,23 @@ def test_a_speed_measured_against_pods_known_only_by_their_own_measurement_is_ch
         (4.0, "cpu", None): canary.Speed(("cpu", None), 2.4, 1.0)})
     four = CandidateBatch(np.array([2.0]), np.array([4.0]), np.ones(1), (None,))
     assert not apart.predict(four, 100.0).supported.any()
+    # Measured beside 4-cpu CPU pods that are known only by their own measurement against
+    # 1-cpu pods, in the place the GPU was compared in, the GPU is chained through them (the
+    # two were observed together: gpu-inference, docs/benchmarks.md 68); measured beside
+    # 1-cpu pods, or at a size not known, it is not.
+    beside = canary.MeasuredShapes(learned, {
+        ("gpu", None): canary.Speed(("cpu", None), 12.0, None, 4.0),
+        (4.0, "cpu", None): canary.Speed(("cpu", None), 2.4, 1.0)})
+    got = beside.predict(four, 100.0)
+    assert got.supported.all()
+    one = CandidateBatch(np.array([2.0]), np.ones(1), np.zeros(1), (None,))
+    assert got.mean[0] < learned.predict(one, 100.0).mean[0]
+    assert got.mean == pytest.approx(beside._by_place(four, 100.0, 1.0).mean, rel=1e-12)
+    for cpu in (1.0, 2.0):
+        elsewhere = canary.MeasuredShapes(learned, {
+            ("gpu", None): canary.Speed(("cpu", None), 12.0, None, cpu),
+            (4.0, "cpu", None): canary.Speed(("cpu", None), 2.4, 1.0)})
+        assert not elsewhere.predict(four, 100.0).supported.any()
     # Two places measured against each other end the chain, at the last measurement.
     loop = canary.MeasuredShapes(learned, {
         ("cpu", "fast"): canary.Speed(("cpu", "slow"), 2.0),

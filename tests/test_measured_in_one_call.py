@@ -68,7 +68,8 @@ def cases(draw: st.DrawFn) -> tuple[canary.MeasuredShapes, CandidateBatch, float
         # Against the current pods, or against another place (measured too, or not): chains
         # and cycles of measurements, as after moves between measured places.
         ref = draw(st.just(("cpu", None)) | st.sampled_from([p for p in places if p != place]))
-        speeds[place] = canary.Speed(ref, factor, ref_cpu)
+        # Measured at a known CPU size (beside the reference's pods of it) or not.
+        speeds[place] = canary.Speed(ref, factor, ref_cpu, draw(st.none() | st.sampled_from(SIZES)))
     for size in draw(st.lists(st.sampled_from(SIZES), max_size=2, unique=True)):
         place = draw(st.sampled_from(places))
         speeds[(size, *place)] = canary.Speed(place, draw(st.floats(0.2, 5.0)),

@@ -117,11 +117,13 @@ def place_mask(batch: CandidateBatch, place: Place) -> NDArray[np.bool_]:
 class Speed:
     """A place's (or a shape's) speed relative to a reference the model knows: pods of the
     ``reference`` device and pool, at equal CPU size, or of ``reference_cpu`` where set (a
-    CPU size measured against the workload's pods of another size)."""
+    CPU size measured against the workload's pods of another size). ``cpu``: for a place,
+    the CPU size it was measured at (beside the reference's pods of that size), where known."""
 
     reference: Place
     factor: float
     reference_cpu: float | None = None
+    cpu: float | None = None
 
 
 def tried_mask(batch: CandidateBatch, tried: Tried) -> NDArray[np.bool_]:
@@ -244,15 +246,21 @@ class MeasuredShapes(Predictor):
         predict them as pods of the place it knows best (speed 1): a place measured at 0.77x
         pods measured at 1.3x was predicted at 0.77x, not 1.0x (docs/benchmarks.md 59).
         Without ``k``, a chain of measurements ends where ``inner`` vouches or at the last
-        measurement (no cycle). Only places chain, each measured at the CPU size of the pods it
-        was compared with: a place's speed composed with a CPU size's measured in another
-        place (two assumptions, neither observed together) chose 4-cpu pods in "any pool" that
+        measurement (no cycle). Places chain, each measured at the CPU size of the pods it
+        was compared with; and a place measured against pods whose CPU size is known only by
+        its own measurement in that place goes on through it (gpu-inference: a GPU measured
+        against 4-cpu pods that a CPU-size canary had measured against 1-cpu pods, while the
+        model knew 1-cpu pods only, was not vouched for until a refit; docs/benchmarks.md 68).
+        A CPU size measured in another place does not chain: a place's speed composed with it
+        (two assumptions, neither observed together) chose 4-cpu pods in "any pool" that
         violated on gen-5166 (section 59)."""
         tried, speed = self.speeds[k]
-        if len(tried) != 2 or speed.reference not in self._places:
+        if len(tried) != 2:
             return self.inner
-        return MeasuredShapes(self.inner, {t: s for j, (t, s) in enumerate(self.speeds)
-                                           if j != k and len(t) == 2}, self.throughput)
+        kept = {t: s for j, (t, s) in enumerate(self.speeds)
+                if j != k and ((len(t) == 2 and speed.reference in self._places)
+                               or _measured_beside(t, speed))}
+        return MeasuredShapes(self.inner, kept, self.throughput) if kept else self.inner
 
     def predict(self, batch: CandidateBatch, rate: float) -> Prediction:
         return self._predict(batch, rate, 1.0)
@@ -344,6 +352,35 @@ class MeasuredShapes(Predictor):
             if ref_of[k] >= 0:
                 going[idx] = ~used[idx, ref_of[k]]
 
+        sized: list[tuple[NDArray[np.bool_], CandidateBatch, float]] = []
+
+        def size_hop(idx: NDArray[np.int64], k: int) -> None:
+            """Rows just moved by place measurement ``k`` to its reference place, where
+            ``inner`` does not vouch for them: on through a CPU size measured in that place
+            (:meth:`_reference_model`), which ends their chain."""
+            sub = CandidateBatch(batch.replicas[idx], cpu[idx], gpu[idx],
+                                 tuple(pools[i] for i in idx.tolist()))
+            off = ~self.inner.supported_faster_rows(sub, rate, factors[idx])
+            if off.any():
+                off &= self._unknown(sub)
+            pick = np.full(idx.size, -1, dtype=np.int64)
+            for j, (tried, speed) in enumerate(speeds):
+                if _measured_beside(tried, speeds[k][1]) and not speed.factor <= 0:
+                    pick[tried_mask(sub, tried) & off] = j
+            for j in np.unique(pick[pick >= 0]).tolist():
+                at = idx[pick == j]
+                going[at] = False
+                tried, speed = speeds[j]
+                if (own := self._own(tried, speed)) is None:
+                    move(at, j)
+                    continue
+                rows = np.zeros(n, dtype=bool)
+                rows[at] = True
+                reach = speeds[k][1].factor * 1.0
+                factors[at] = own * factors[at]
+                sized.append((rows, _as_reference(batch, rows, speed),
+                              rate / (speed.factor * reach)))
+
         for k, (tried, speed) in enumerate(speeds):
             rows = source == k
             if not rows.any():
@@ -354,6 +391,8 @@ class MeasuredShapes(Predictor):
                 own_rows.append((rows, _as_reference(batch, rows, speed), speed.factor))
             else:
                 move(np.flatnonzero(rows), k)
+                if len(tried) == 2:
+                    size_hop(np.flatnonzero(rows), k)
         while going.any():
             idx = np.flatnonzero(going)
             going[idx] = False
@@ -373,6 +412,8 @@ class MeasuredShapes(Predictor):
         ok = p.supported.copy()
         for rows, ref, f in own_rows:    # vouched for where the reference pods are
             ok[rows] = self.inner.supported(ref, rate / f)
+        for rows, ref, at_rate in sized:
+            ok[rows] = self.inner.supported(ref, at_rate)
         return Prediction(p.mean, p.bound, ok)
 
     def predict_mean(self, batch: CandidateBatch, rate: float) -> FloatArray:
@@ -424,6 +465,14 @@ class MeasuredShapes(Predictor):
             for j, (i, r) in enumerate(rows):
                 out[i, r] = means[j, r[union]]
         return out
+
+
+def _measured_beside(tried: Tried, place: Speed) -> bool:
+    """Whether ``tried`` is the CPU size, in ``place``'s reference place, of the pods the place
+    was measured beside (the two measurements were observed together: the place's canary ran
+    at that size beside those pods)."""
+    return (len(tried) == 3 and place.cpu is not None and tried[0] == place.cpu
+            and tried[1:] == place.reference)
 
 
 def _as_reference(batch: CandidateBatch, rows: NDArray[np.bool_], speed: Speed
@@ -681,7 +730,8 @@ def follow(ctx: PlanningContext, explorer: Explorer, actuator: CanaryActuator,
             place = (trial.shape[1], trial.shape[2])
             table = explorer.speeds.setdefault(key, {})
             if trial.versus is None:
-                table[place] = Measured(place_of(ctx.config), ratio, now)
+                table[place] = Measured(place_of(ctx.config), ratio, now,
+                                        cpu=float(trial.shape[0]))
             else:
                 table[trial.shape] = Measured(place, ratio, now, trial.versus,
                                               canary_capacity(running))
@@ -736,7 +786,7 @@ def measured_speeds(ctx: PlanningContext, explorer: Explorer,
     re-based on the pods now (:func:`_rebased`)."""
     table = explorer.speeds.get(ctx.intent.key, {})
     return {tried: (preds is not None and _rebased(ctx, tried, m, preds))
-            or Speed(m.reference, m.factor, m.reference_cpu)
+            or Speed(m.reference, m.factor, m.reference_cpu, m.cpu)
             for tried, m in table.items() if ctx.now - m.at < MEASURED_TTL_S}
 
 

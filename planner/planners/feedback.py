@@ -180,25 +180,29 @@ class Measured:
     shape of another CPU size, relative to the reference's pods of ``reference_cpu``.
     ``capacity``: the canary pods' own capacity per pod (requests per second at full
     utilisation), where known: what the speed is re-based on when the workload's pods change
-    size (:func:`planner.planners.canary.measured_speeds`)."""
+    size (:func:`planner.planners.canary.measured_speeds`). ``cpu``: for a place, the CPU
+    size its canary ran at, beside the workload's pods of that size (where known: memory
+    stored before it was kept reads as unknown)."""
 
     reference: Place
     factor: float
     at: float
     reference_cpu: float | None = None
     capacity: float | None = None
+    cpu: float | None = None
 
     def as_list(self, tried: Tried) -> list[Any]:
         return [list(tried), list(self.reference), self.factor, self.at, self.reference_cpu,
-                self.capacity]
+                self.capacity, self.cpu]
 
     @staticmethod
     def of(data: Sequence[Any]) -> tuple[Tried, Measured]:
         tried = _shape(data[0]) if len(data[0]) == 3 else _place(data[0])
         ref_cpu = None if len(data) <= 4 or data[4] is None else float(data[4])
         capacity = None if len(data) <= 5 or data[5] is None else float(data[5])
+        cpu = None if len(data) <= 6 or data[6] is None else float(data[6])
         return tried, Measured(_place(data[1]), float(data[2]), float(data[3]), ref_cpu,
-                               capacity)
+                               capacity, cpu)
 
 
 class Explorer:
