@@ -327,7 +327,9 @@ class MeasuredShapes(Predictor):
         its rows before remapping some: on gen-4009, five places measured against one
         another, most of a plan's time, docs/benchmarks.md 60). Here a link costs one support
         check of the rows still going, each at its own speed
-        (:meth:`Predictor.supported_faster_rows`)."""
+        (:meth:`Predictor.supported_faster_rows`). Right after its first link, a row may end
+        its chain through the CPU size its place was measured beside (:func:`_measured_beside`),
+        as :meth:`_reference_model` has it."""
         n, speeds = len(batch), self.speeds
         cpu, gpu, pools = batch.cpu.copy(), batch.gpu.copy(), list(batch.pool)
         factors = np.ones(n)
@@ -376,6 +378,8 @@ class MeasuredShapes(Predictor):
                     continue
                 rows = np.zeros(n, dtype=bool)
                 rows[at] = True
+                # The numbers of the place-by-place path: the place's factor times the outer
+                # factor (1), the size's own factor on it, support at their product.
                 reach = speeds[k][1].factor * 1.0
                 factors[at] = own * factors[at]
                 sized.append((rows, _as_reference(batch, rows, speed),
