@@ -354,23 +354,32 @@ class MeasuredShapes(Predictor):
             if ref_of[k] >= 0:
                 going[idx] = ~used[idx, ref_of[k]]
 
+        def pick(idx: NDArray[np.int64], eligible: Callable[[int], bool]
+                 ) -> NDArray[np.int64]:
+            """Per row of ``idx`` as moved so far, the last ``eligible`` measurement that
+            covers it where ``inner`` neither vouches for it at its speed nor knows it; -1:
+            none."""
+            sub = CandidateBatch(batch.replicas[idx], cpu[idx], gpu[idx],
+                                 tuple(pools[i] for i in idx.tolist()))
+            off = ~self.inner.supported_faster_rows(sub, rate, factors[idx])
+            if off.any():
+                off &= self._unknown(sub)
+            out = np.full(idx.size, -1, dtype=np.int64)
+            for j, (tried, _) in enumerate(speeds):
+                if eligible(j):
+                    out[tried_mask(sub, tried) & off] = j
+            return out
+
         sized: list[tuple[NDArray[np.bool_], CandidateBatch, float]] = []
 
         def size_hop(idx: NDArray[np.int64], k: int) -> None:
             """Rows just moved by place measurement ``k`` to its reference place, where
             ``inner`` does not vouch for them: on through a CPU size measured in that place
             (:meth:`_reference_model`), which ends their chain."""
-            sub = CandidateBatch(batch.replicas[idx], cpu[idx], gpu[idx],
-                                 tuple(pools[i] for i in idx.tolist()))
-            off = ~self.inner.supported_faster_rows(sub, rate, factors[idx])
-            if off.any():
-                off &= self._unknown(sub)
-            pick = np.full(idx.size, -1, dtype=np.int64)
-            for j, (tried, speed) in enumerate(speeds):
-                if _measured_beside(tried, speeds[k][1]) and not speed.factor <= 0:
-                    pick[tried_mask(sub, tried) & off] = j
-            for j in np.unique(pick[pick >= 0]).tolist():
-                at = idx[pick == j]
+            picked = pick(idx, lambda j: (_measured_beside(speeds[j][0], speeds[k][1])
+                                          and not speeds[j][1].factor <= 0))
+            for j in np.unique(picked[picked >= 0]).tolist():
+                at = idx[picked == j]
                 going[at] = False
                 tried, speed = speeds[j]
                 if (own := self._own(tried, speed)) is None:
@@ -400,17 +409,9 @@ class MeasuredShapes(Predictor):
         while going.any():
             idx = np.flatnonzero(going)
             going[idx] = False
-            sub = CandidateBatch(batch.replicas[idx], cpu[idx], gpu[idx],
-                                 tuple(pools[i] for i in idx.tolist()))
-            off = ~self.inner.supported_faster_rows(sub, rate, factors[idx])
-            if off.any():
-                off &= self._unknown(sub)
-            pick = np.full(idx.size, -1, dtype=np.int64)
-            for k, (tried, _) in enumerate(speeds):
-                if usable[k]:
-                    pick[tried_mask(sub, tried) & off] = k
-            for k in np.unique(pick[pick >= 0]).tolist():
-                move(idx[pick == k], k)
+            picked = pick(idx, usable.__getitem__)
+            for k in np.unique(picked[picked >= 0]).tolist():
+                move(idx[picked == k], k)
         p = self.inner.predict_faster_rows(CandidateBatch(batch.replicas, cpu, gpu,
                                                           tuple(pools)), rate, factors)
         ok = p.supported.copy()
