@@ -239,7 +239,16 @@ def test_a_speed_measured_against_pods_known_only_by_their_own_measurement_is_ch
     assert got.supported.all()
     one = CandidateBatch(np.array([2.0]), np.ones(1), np.zeros(1), (None,))
     assert got.mean[0] < learned.predict(one, 100.0).mean[0]
-    assert got.mean == pytest.approx(beside._by_place(four, 100.0, 1.0).mean, rel=1e-12)
+    # The one-call path takes the link as the place-by-place path does, bit for bit: a size
+    # measured against pods of another size (on the model's own prediction) or of its own.
+    for ref_cpu in (1.0, None):
+        both = canary.MeasuredShapes(learned, {
+            ("gpu", None): canary.Speed(("cpu", None), 12.0, None, 4.0),
+            (4.0, "cpu", None): canary.Speed(("cpu", None), 2.4, ref_cpu)})
+        one_call, by_place = both.predict(four, 100.0), both._by_place(four, 100.0, 1.0)
+        assert one_call.mean.tolist() == by_place.mean.tolist()
+        assert one_call.bound.tolist() == by_place.bound.tolist()
+        assert one_call.supported.tolist() == by_place.supported.tolist()
     for cpu in (1.0, 2.0):
         elsewhere = canary.MeasuredShapes(learned, {
             ("gpu", None): canary.Speed(("cpu", None), 12.0, None, cpu),

@@ -69,11 +69,12 @@ def cases(draw: st.DrawFn) -> tuple[canary.MeasuredShapes, CandidateBatch, float
         # and cycles of measurements, as after moves between measured places.
         ref = draw(st.just(("cpu", None)) | st.sampled_from([p for p in places if p != place]))
         # Measured at a known CPU size (beside the reference's pods of it) or not.
-        speeds[place] = canary.Speed(ref, factor, ref_cpu, draw(st.none() | st.sampled_from(SIZES)))
+        speeds[place] = canary.Speed(ref, factor, ref_cpu,
+                                     draw(st.none() | st.sampled_from(SIZES)))
     for size in draw(st.lists(st.sampled_from(SIZES), max_size=2, unique=True)):
         place = draw(st.sampled_from(places))
         speeds[(size, *place)] = canary.Speed(place, draw(st.floats(0.2, 5.0)),
-                                              draw(st.sampled_from(SIZES)))
+                                              draw(st.none() | st.sampled_from(SIZES)))
     n = draw(st.integers(1, 40))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     batch = CandidateBatch(rng.integers(1, 60, n).astype(float), rng.choice(SIZES, n),

@@ -183,6 +183,7 @@ def test_size_trials_are_remembered_in_the_old_format_too() -> None:
     e.speeds["a/b"] = {
         (4.0, "cpu", None): Measured(("cpu", None), 2.3, 250.0, 1.0),
         ("gpu", "g"): Measured(("cpu", None), 9.0, 260.0),
+        ("gpu", None): Measured(("cpu", None), 38.6, 270.0, cpu=4.0),   # the size it ran at
     }
     again = Explorer()
     again.recall("a/b", e.remember("a/b"))
@@ -198,6 +199,9 @@ def test_size_trials_are_remembered_in_the_old_format_too() -> None:
     )
     assert old.canaries["a/c"].versus is None
     assert old.speeds["a/c"] == {("gpu", None): Measured(("cpu", None), 7.5, 20.0)}
+    # Written before a place kept the CPU size it was measured at (six fields): unknown.
+    old.recall("a/d", {"speeds": [[["gpu", None], ["cpu", None], 7.5, 20.0, None, None]]})
+    assert old.speeds["a/d"][("gpu", None)].cpu is None
 
 
 def _context(pods: tuple[PodState, ...], now: float) -> PlanningContext:

@@ -387,12 +387,11 @@ class MeasuredShapes(Predictor):
                     continue
                 rows = np.zeros(n, dtype=bool)
                 rows[at] = True
-                # The numbers of the place-by-place path: the place's factor times the outer
-                # factor (1), the size's own factor on it, support at their product.
-                reach = speeds[k][1].factor * 1.0
+                # As the place-by-place path has it: the size's own factor on the place's,
+                # vouched for where the size was measured, at the load over both speeds.
                 factors[at] = own * factors[at]
                 sized.append((rows, _as_reference(batch, rows, speed),
-                              rate / (speed.factor * reach)))
+                              rate / (speed.factor * speeds[k][1].factor)))
 
         for k, (tried, speed) in enumerate(speeds):
             rows = source == k
